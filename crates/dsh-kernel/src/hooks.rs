@@ -1,0 +1,369 @@
+//! Typed hooks with three dispatch modes: emit, waterfall, parallel.
+//!
+//! All three share one listener list: registration order, `prepend` puts a
+//! listener first, a listener whose registration was undone never starts
+//! again (even inside a dispatch already in flight).
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt;
+
+use crate::error::{BoxError, DshError};
+use crate::registration::{ActivityGate, Registration};
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Code of the error returned when a listener returned an error.
+const LISTENER_FAILED: &str = "LISTENER_FAILED";
+/// Code of the error returned when a listener panicked.
+const LISTENER_PANICKED: &str = "LISTENER_PANICKED";
+
+struct Slot<F: ?Sized> {
+    alive: AtomicBool,
+    gate: Arc<ActivityGate>,
+    f: Box<F>,
+}
+
+/// The listener list shared by the three hook kinds.
+struct Listeners<F: ?Sized> {
+    name: &'static str,
+    slots: Arc<Mutex<Vec<Arc<Slot<F>>>>>,
+}
+
+impl<F: ?Sized + Send + Sync + 'static> Listeners<F> {
+    fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            slots: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn add(&self, f: Box<F>, prepend: bool) -> Registration {
+        let slot = Arc::new(Slot {
+            alive: AtomicBool::new(true),
+            gate: Arc::new(ActivityGate::default()),
+            f,
+        });
+        {
+            let mut slots = self.slots.lock().expect("hook lock poisoned");
+            if prepend {
+                slots.insert(0, slot.clone());
+            } else {
+                slots.push(slot.clone());
+            }
+        }
+        let list = Arc::downgrade(&self.slots);
+        let gate = slot.gate.clone();
+        Registration::new(move || {
+            slot.alive.store(false, Ordering::SeqCst);
+            if let Some(list) = list.upgrade() {
+                list.lock()
+                    .expect("hook lock poisoned")
+                    .retain(|s| !Arc::ptr_eq(s, &slot));
+            }
+        })
+        .with_gate(gate)
+    }
+
+    fn snapshot(&self) -> Arc<[Arc<Slot<F>>]> {
+        self.slots.lock().expect("hook lock poisoned").as_slice().into()
+    }
+
+    fn len(&self) -> usize {
+        self.slots.lock().expect("hook lock poisoned").len()
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "listener panicked".to_string()
+    }
+}
+
+/// Converts a listener's error into a [`DshError`], keeping the code of an
+/// error that already is one.
+fn listener_error(err: BoxError) -> DshError {
+    match err.downcast::<DshError>() {
+        Ok(e) => *e,
+        Err(other) => DshError::wrap(LISTENER_FAILED, other),
+    }
+}
+
+type EmitFn<A> = dyn Fn(&A) -> Result<(), BoxError> + Send + Sync;
+
+/// Synchronous notification: every listener runs, in order, on the caller's
+/// thread. A failing or panicking listener is contained and logged; later
+/// listeners still run; [`EmitHook::emit`] reports the first failure.
+pub struct EmitHook<A: ?Sized + 'static> {
+    listeners: Listeners<EmitFn<A>>,
+}
+
+impl<A: ?Sized + 'static> EmitHook<A> {
+    /// A hook named `name` (e.g. `"session/event"`), used in logs.
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            listeners: Listeners::new(name),
+        }
+    }
+
+    /// The hook's name.
+    pub fn name(&self) -> &'static str {
+        self.listeners.name
+    }
+
+    /// Adds an infallible listener after the existing ones.
+    pub fn on(&self, f: impl Fn(&A) + Send + Sync + 'static) -> Registration {
+        self.listeners.add(
+            Box::new(move |a: &A| {
+                f(a);
+                Ok(())
+            }),
+            false,
+        )
+    }
+
+    /// Adds a listener that may fail; its error is contained and reported.
+    pub fn try_on(
+        &self,
+        f: impl Fn(&A) -> Result<(), BoxError> + Send + Sync + 'static,
+    ) -> Registration {
+        self.listeners.add(Box::new(f), false)
+    }
+
+    /// Adds a fallible listener before the existing ones.
+    pub fn prepend(
+        &self,
+        f: impl Fn(&A) -> Result<(), BoxError> + Send + Sync + 'static,
+    ) -> Registration {
+        self.listeners.add(Box::new(f), true)
+    }
+
+    /// Number of registered listeners.
+    pub fn len(&self) -> usize {
+        self.listeners.len()
+    }
+
+    /// Whether no listener is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls every live listener in order. Every listener runs even when an
+    /// earlier one fails; the first failure is returned (all are logged).
+    /// Callers that only notify may ignore the result.
+    pub fn emit(&self, arg: &A) -> Result<(), DshError> {
+        let mut first: Option<DshError> = None;
+        for slot in self.listeners.snapshot().iter() {
+            if !slot.alive.load(Ordering::SeqCst) {
+                continue;
+            }
+            let _active = slot.gate.enter();
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| (slot.f)(arg)));
+            let err = match outcome {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => listener_error(e),
+                Err(payload) => DshError::new(LISTENER_PANICKED, panic_message(&*payload)),
+            };
+            tracing::warn!(hook = self.listeners.name, code = err.code(), "listener failed: {err}");
+            first.get_or_insert(err);
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+type WaterfallFn<A, R> = dyn Fn(A, Next<A, R>) -> BoxFuture<'static, R> + Send + Sync;
+type CoreFn<A, R> = Box<dyn FnOnce(A) -> BoxFuture<'static, R> + Send>;
+
+/// Around-middleware: each listener receives the argument and a [`Next`]; it
+/// may change the argument and call `next`, wrap `next`'s result, or return
+/// its own result without calling `next` (a veto). The innermost `next` is the
+/// core behaviour given to [`WaterfallHook::call`].
+///
+/// Failures are part of `R` (usually a `Result`); the hook does not catch
+/// panics: the service declaring it decides (the tool registry does).
+pub struct WaterfallHook<A, R> {
+    listeners: Listeners<WaterfallFn<A, R>>,
+}
+
+/// The rest of a waterfall chain, handed to each listener.
+pub struct Next<A, R> {
+    chain: Arc<[Arc<Slot<WaterfallFn<A, R>>>]>,
+    pos: usize,
+    core: CoreFn<A, R>,
+}
+
+impl<A: Send + 'static, R: Send + 'static> Next<A, R> {
+    /// Runs the rest of the chain (later listeners, then the core) with `arg`.
+    /// Listeners undone since the dispatch started are skipped.
+    pub fn run(self, arg: A) -> BoxFuture<'static, R> {
+        let Next { chain, pos, core } = self;
+        let mut i = pos;
+        while i < chain.len() {
+            if chain[i].alive.load(Ordering::SeqCst) {
+                let slot = chain[i].clone();
+                let guard = slot.gate.enter();
+                let next = Next {
+                    chain: chain.clone(),
+                    pos: i + 1,
+                    core,
+                };
+                let fut = (slot.f)(arg, next);
+                return Box::pin(async move {
+                    let _active = guard;
+                    fut.await
+                });
+            }
+            i += 1;
+        }
+        core(arg)
+    }
+}
+
+impl<A: Send + 'static, R: Send + 'static> WaterfallHook<A, R> {
+    /// A hook named `name` (e.g. `"tools/execute"`).
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            listeners: Listeners::new(name),
+        }
+    }
+
+    /// The hook's name.
+    pub fn name(&self) -> &'static str {
+        self.listeners.name
+    }
+
+    /// Adds a listener after the existing ones (runs later, closer to the core).
+    pub fn on<F, Fut>(&self, f: F) -> Registration
+    where
+        F: Fn(A, Next<A, R>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+    {
+        self.listeners
+            .add(Box::new(move |a, next| Box::pin(f(a, next))), false)
+    }
+
+    /// Adds a listener before the existing ones (runs first, outermost).
+    pub fn prepend<F, Fut>(&self, f: F) -> Registration
+    where
+        F: Fn(A, Next<A, R>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+    {
+        self.listeners
+            .add(Box::new(move |a, next| Box::pin(f(a, next))), true)
+    }
+
+    /// Number of registered listeners.
+    pub fn len(&self) -> usize {
+        self.listeners.len()
+    }
+
+    /// Whether no listener is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Runs the chain over `arg` with `core` as the innermost behaviour.
+    pub fn call<C, Fut>(&self, arg: A, core: C) -> BoxFuture<'static, R>
+    where
+        C: FnOnce(A) -> Fut + Send + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+    {
+        let next = Next {
+            chain: self.listeners.snapshot(),
+            pos: 0,
+            core: Box::new(move |a| Box::pin(core(a))),
+        };
+        next.run(arg)
+    }
+}
+
+type ParallelFn<A> = dyn Fn(A) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync;
+
+/// All listeners run concurrently and are awaited together (the durability
+/// checkpoint). A failing or panicking listener does not cancel the others;
+/// [`ParallelHook::call`] reports the first failure in registration order.
+pub struct ParallelHook<A> {
+    listeners: Listeners<ParallelFn<A>>,
+}
+
+impl<A: Clone + Send + 'static> ParallelHook<A> {
+    /// A hook named `name` (e.g. `"session/flush"`).
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            listeners: Listeners::new(name),
+        }
+    }
+
+    /// The hook's name.
+    pub fn name(&self) -> &'static str {
+        self.listeners.name
+    }
+
+    /// Adds a listener.
+    pub fn on<F, Fut>(&self, f: F) -> Registration
+    where
+        F: Fn(A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        self.listeners.add(Box::new(move |a| Box::pin(f(a))), false)
+    }
+
+    /// Number of registered listeners.
+    pub fn len(&self) -> usize {
+        self.listeners.len()
+    }
+
+    /// Whether no listener is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Starts every live listener with a clone of `arg` and awaits them all.
+    pub async fn call(&self, arg: A) -> Result<(), DshError> {
+        let futures: Vec<_> = self
+            .listeners
+            .snapshot()
+            .iter()
+            .filter(|s| s.alive.load(Ordering::SeqCst))
+            .map(|slot| {
+                let guard = slot.gate.enter();
+                let fut = std::panic::catch_unwind(AssertUnwindSafe(|| (slot.f)(arg.clone())));
+                async move {
+                    let _active = guard;
+                    match fut {
+                        Ok(fut) => match AssertUnwindSafe(fut).catch_unwind().await {
+                            Ok(Ok(())) => Ok(()),
+                            Ok(Err(e)) => Err(listener_error(e)),
+                            Err(p) => Err(DshError::new(LISTENER_PANICKED, panic_message(&*p))),
+                        },
+                        Err(p) => Err(DshError::new(LISTENER_PANICKED, panic_message(&*p))),
+                    }
+                }
+            })
+            .collect();
+        let results = futures_util::future::join_all(futures).await;
+        let mut first = None;
+        for r in results {
+            if let Err(e) = r {
+                tracing::warn!(hook = self.listeners.name, code = e.code(), "listener failed: {e}");
+                first.get_or_insert(e);
+            }
+        }
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
