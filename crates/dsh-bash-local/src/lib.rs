@@ -1,0 +1,1 @@
+//! Local BashExecutor: bash -c per call in its own process group

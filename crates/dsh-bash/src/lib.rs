@@ -1,0 +1,1 @@
+//! Bash execution seam: the BashExecutor trait and its vocabulary

@@ -1,0 +1,1 @@
+//! DeepSeek chat-completions adapter: HTTP, SSE, translation, errors

@@ -1,0 +1,1 @@
+//! System-prompt assembly: ordered sections plus tool schemas

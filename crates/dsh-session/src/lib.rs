@@ -1,0 +1,1 @@
+//! Event-sourced session log, message derivation, store, JSONL persistence

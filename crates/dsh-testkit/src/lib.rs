@@ -1,0 +1,1 @@
+//! Shared test support: loopback HTTP servers speaking the DeepSeek SSE wire format

@@ -1,0 +1,1 @@
+//! #[derive(ToolArgs)]: a SchemaSpec from a Rust type

@@ -1,0 +1,1 @@
+//! The model boundary: schema DSL, validation, typed tools, tool registry
