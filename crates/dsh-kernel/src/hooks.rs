@@ -71,7 +71,11 @@ impl<F: ?Sized + Send + Sync + 'static> Listeners<F> {
     }
 
     fn snapshot(&self) -> Arc<[Arc<Slot<F>>]> {
-        self.slots.lock().expect("hook lock poisoned").as_slice().into()
+        self.slots
+            .lock()
+            .expect("hook lock poisoned")
+            .as_slice()
+            .into()
     }
 
     fn len(&self) -> usize {
@@ -173,7 +177,11 @@ impl<A: ?Sized + 'static> EmitHook<A> {
                 Ok(Err(e)) => listener_error(e),
                 Err(payload) => DshError::new(LISTENER_PANICKED, panic_message(&*payload)),
             };
-            tracing::warn!(hook = self.listeners.name, code = err.code(), "listener failed: {err}");
+            tracing::warn!(
+                hook = self.listeners.name,
+                code = err.code(),
+                "listener failed: {err}"
+            );
             first.get_or_insert(err);
         }
         match first {
@@ -184,7 +192,7 @@ impl<A: ?Sized + 'static> EmitHook<A> {
 }
 
 type WaterfallFn<A, R> = dyn Fn(A, Next<A, R>) -> BoxFuture<'static, R> + Send + Sync;
-type CoreFn<A, R> = Box<dyn FnOnce(A) -> BoxFuture<'static, R> + Send>;
+type CoreFn<A, R> = Arc<dyn Fn(A) -> BoxFuture<'static, R> + Send + Sync>;
 
 /// Around-middleware: each listener receives the argument and a [`Next`]; it
 /// may change the argument and call `next`, wrap `next`'s result, or return
@@ -198,10 +206,23 @@ pub struct WaterfallHook<A, R> {
 }
 
 /// The rest of a waterfall chain, handed to each listener.
+///
+/// Cloning is cheap; a listener may run the rest of the chain more than once
+/// (a retry listener does).
 pub struct Next<A, R> {
     chain: Arc<[Arc<Slot<WaterfallFn<A, R>>>]>,
     pos: usize,
     core: CoreFn<A, R>,
+}
+
+impl<A, R> Clone for Next<A, R> {
+    fn clone(&self) -> Self {
+        Self {
+            chain: self.chain.clone(),
+            pos: self.pos,
+            core: self.core.clone(),
+        }
+    }
 }
 
 impl<A: Send + 'static, R: Send + 'static> Next<A, R> {
@@ -277,13 +298,13 @@ impl<A: Send + 'static, R: Send + 'static> WaterfallHook<A, R> {
     /// Runs the chain over `arg` with `core` as the innermost behaviour.
     pub fn call<C, Fut>(&self, arg: A, core: C) -> BoxFuture<'static, R>
     where
-        C: FnOnce(A) -> Fut + Send + 'static,
+        C: Fn(A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = R> + Send + 'static,
     {
         let next = Next {
             chain: self.listeners.snapshot(),
             pos: 0,
-            core: Box::new(move |a| Box::pin(core(a))),
+            core: Arc::new(move |a| Box::pin(core(a))),
         };
         next.run(arg)
     }
@@ -357,7 +378,11 @@ impl<A: Clone + Send + 'static> ParallelHook<A> {
         let mut first = None;
         for r in results {
             if let Err(e) = r {
-                tracing::warn!(hook = self.listeners.name, code = e.code(), "listener failed: {e}");
+                tracing::warn!(
+                    hook = self.listeners.name,
+                    code = e.code(),
+                    "listener failed: {e}"
+                );
                 first.get_or_insert(e);
             }
         }

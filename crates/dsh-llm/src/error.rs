@@ -1,0 +1,162 @@
+//! `LlmError`: the error of the LLM layer and its adapters.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use dsh_kernel::{BoxError, DshError, ErrorCode};
+
+/// What went wrong in the LLM layer. The stable code is [`LlmError::code`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LlmErrorKind {
+    /// No adapter serves the requested model (`NO_ADAPTER`).
+    NoAdapter,
+    /// A model name is already served by another adapter (`DUPLICATE_ADAPTER`).
+    DuplicateAdapter,
+    /// The request uses a feature the adapter does not support (`UNSUPPORTED`).
+    Unsupported,
+    /// HTTP 401/403 or no API key (`AUTH`).
+    Auth,
+    /// HTTP 429 (`RATE_LIMIT`).
+    RateLimit,
+    /// HTTP 400 (`INVALID_REQUEST`).
+    InvalidRequest,
+    /// HTTP 5xx (`SERVER`).
+    Server,
+    /// Any other non-2xx status (`HTTP_<status>`).
+    Http(u16),
+    /// 2xx without a body (`EMPTY_RESPONSE`).
+    EmptyResponse,
+    /// The stream ended before its end marker (`STREAM_CLOSED`).
+    StreamClosed,
+    /// A payload could not be parsed (`MALFORMED_RESPONSE`).
+    MalformedResponse,
+    /// Connecting or reading failed (`NETWORK`).
+    Network,
+    /// A configured timeout elapsed (`TIMEOUT`).
+    Timeout,
+    /// The caller cancelled the request (`ABORTED`).
+    Aborted,
+    /// A chunk sequence could not be assembled (`INCOMPLETE_BLOCK`).
+    IncompleteBlock,
+}
+
+/// An error of the LLM layer: a kind (whose code is stable), a message, the
+/// HTTP status for non-2xx responses, a `Retry-After` hint, and a cause.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct LlmError {
+    /// What went wrong.
+    pub kind: LlmErrorKind,
+    /// Human-readable message (the provider's own message when it sent one).
+    pub message: String,
+    /// HTTP status, only for non-2xx responses.
+    pub status: Option<u16>,
+    /// The provider's `Retry-After`, when it sent one.
+    pub retry_after: Option<Duration>,
+    /// Whether any chunk had already been delivered when this error happened
+    /// (retrying then would duplicate output).
+    pub after_output: bool,
+    #[source]
+    cause: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl LlmError {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: LlmErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            status: None,
+            retry_after: None,
+            after_output: false,
+            cause: None,
+        }
+    }
+
+    /// Sets the HTTP status.
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Sets the retry hint.
+    pub fn with_retry_after(mut self, d: Duration) -> Self {
+        self.retry_after = Some(d);
+        self
+    }
+
+    /// Attaches the underlying error.
+    pub fn with_cause(mut self, cause: impl Into<BoxError>) -> Self {
+        self.cause = Some(std::sync::Arc::from(cause.into()));
+        self
+    }
+
+    /// `NO_ADAPTER`: `no adapter registered for model "<model>"`.
+    pub fn no_adapter(model: &str) -> Self {
+        Self::new(
+            LlmErrorKind::NoAdapter,
+            format!("no adapter registered for model \"{model}\""),
+        )
+    }
+
+    /// `DUPLICATE_ADAPTER`: `an adapter for model "<model>" is already registered`.
+    pub fn duplicate_adapter(model: &str) -> Self {
+        Self::new(
+            LlmErrorKind::DuplicateAdapter,
+            format!("an adapter for model \"{model}\" is already registered"),
+        )
+    }
+
+    /// `ABORTED` with the given reason text.
+    pub fn aborted(reason: impl Into<String>) -> Self {
+        Self::new(LlmErrorKind::Aborted, reason)
+    }
+
+    /// The stable code: `NO_ADAPTER`, `AUTH`, `HTTP_402`, ….
+    pub fn code(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match &self.kind {
+            LlmErrorKind::NoAdapter => "NO_ADAPTER",
+            LlmErrorKind::DuplicateAdapter => "DUPLICATE_ADAPTER",
+            LlmErrorKind::Unsupported => "UNSUPPORTED",
+            LlmErrorKind::Auth => "AUTH",
+            LlmErrorKind::RateLimit => "RATE_LIMIT",
+            LlmErrorKind::InvalidRequest => "INVALID_REQUEST",
+            LlmErrorKind::Server => "SERVER",
+            LlmErrorKind::Http(n) => return Cow::Owned(format!("HTTP_{n}")),
+            LlmErrorKind::EmptyResponse => "EMPTY_RESPONSE",
+            LlmErrorKind::StreamClosed => "STREAM_CLOSED",
+            LlmErrorKind::MalformedResponse => "MALFORMED_RESPONSE",
+            LlmErrorKind::Network => "NETWORK",
+            LlmErrorKind::Timeout => "TIMEOUT",
+            LlmErrorKind::Aborted => "ABORTED",
+            LlmErrorKind::IncompleteBlock => "INCOMPLETE_BLOCK",
+        })
+    }
+
+    /// Whether a retry could help: rate limits, server errors, network
+    /// failures and timeouts, and only when no output was delivered yet.
+    pub fn is_transient(&self) -> bool {
+        !self.after_output
+            && matches!(
+                self.kind,
+                LlmErrorKind::RateLimit
+                    | LlmErrorKind::Server
+                    | LlmErrorKind::Network
+                    | LlmErrorKind::Timeout
+            )
+    }
+}
+
+impl ErrorCode for LlmError {
+    fn code(&self) -> Cow<'static, str> {
+        LlmError::code(self)
+    }
+}
+
+impl From<LlmError> for DshError {
+    fn from(e: LlmError) -> Self {
+        let code = e.code();
+        let message = e.message.clone();
+        DshError::new(code, message).with_cause(e)
+    }
+}
