@@ -21,7 +21,9 @@ where
     E: serde::de::Error,
 {
     let Value::Object(map) = value else {
-        return Err(E::custom(format!("expected an object with a \"{tag}\" field")));
+        return Err(E::custom(format!(
+            "expected an object with a \"{tag}\" field"
+        )));
     };
     let kind = match map.get(tag) {
         Some(Value::String(s)) => s.clone(),

@@ -80,7 +80,12 @@ impl ScriptedAdapter {
     }
 
     fn next_reply(&self, options: &GenerateOptions) -> ScriptedReply {
-        if let Some(reply) = self.replies.lock().expect("script lock poisoned").pop_front() {
+        if let Some(reply) = self
+            .replies
+            .lock()
+            .expect("script lock poisoned")
+            .pop_front()
+        {
             return reply;
         }
         match &self.responder {

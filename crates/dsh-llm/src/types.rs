@@ -286,12 +286,18 @@ impl MessageSource {
 
     /// A plugin source.
     pub fn plugin(name: impl Into<String>) -> Self {
-        MessageSource::Plugin { plugin: name.into() }
+        MessageSource::Plugin {
+            plugin: name.into(),
+        }
     }
 }
 
 #[derive(Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 enum SourceRepr {
     User,
     Plugin { plugin: String },
@@ -319,7 +325,8 @@ impl<'de> Deserialize<'de> for MessageSource {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = value_from(d)?;
         Ok(
-            match split_tagged::<SourceRepr, D::Error>(value, "kind", &["user", "plugin", "agent"])? {
+            match split_tagged::<SourceRepr, D::Error>(value, "kind", &["user", "plugin", "agent"])?
+            {
                 Ok(SourceRepr::User) => MessageSource::User,
                 Ok(SourceRepr::Plugin { plugin }) => MessageSource::Plugin { plugin },
                 Ok(SourceRepr::Agent { agent_id }) => MessageSource::Agent { agent_id },
@@ -406,14 +413,16 @@ impl<'de> Deserialize<'de> for FinishReason {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = value_from(d)?;
         let known = &["stop", "tool-calls", "max-tokens", "aborted", "error"];
-        Ok(match split_tagged::<FinishRepr, D::Error>(value, "kind", known)? {
-            Ok(FinishRepr::Stop) => FinishReason::Stop,
-            Ok(FinishRepr::ToolCalls) => FinishReason::ToolCalls,
-            Ok(FinishRepr::MaxTokens) => FinishReason::MaxTokens,
-            Ok(FinishRepr::Aborted) => FinishReason::Aborted,
-            Ok(FinishRepr::Error { message, code }) => FinishReason::Error { message, code },
-            Err((kind, data)) => FinishReason::Other { kind, data },
-        })
+        Ok(
+            match split_tagged::<FinishRepr, D::Error>(value, "kind", known)? {
+                Ok(FinishRepr::Stop) => FinishReason::Stop,
+                Ok(FinishRepr::ToolCalls) => FinishReason::ToolCalls,
+                Ok(FinishRepr::MaxTokens) => FinishReason::MaxTokens,
+                Ok(FinishRepr::Aborted) => FinishReason::Aborted,
+                Ok(FinishRepr::Error { message, code }) => FinishReason::Error { message, code },
+                Err((kind, data)) => FinishReason::Other { kind, data },
+            },
+        )
     }
 }
 
@@ -506,7 +515,11 @@ pub struct GenerateResult {
 /// either return an error from the stream or end it with
 /// `finish{error|aborted}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 pub enum StreamChunk {
     /// A block opens at `index` with the given block type tag.
     BlockStart {
