@@ -167,10 +167,12 @@ impl<A: ?Sized + 'static> EmitHook<A> {
     pub fn emit(&self, arg: &A) -> Result<(), DshError> {
         let mut first: Option<DshError> = None;
         for slot in self.listeners.snapshot().iter() {
+            // Enter before checking `alive`: a concurrent close_and_wait then
+            // either sees this call active or this call sees the undo.
+            let _active = slot.gate.enter();
             if !slot.alive.load(Ordering::SeqCst) {
                 continue;
             }
-            let _active = slot.gate.enter();
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| (slot.f)(arg)));
             let err = match outcome {
                 Ok(Ok(())) => continue,
@@ -193,6 +195,8 @@ impl<A: ?Sized + 'static> EmitHook<A> {
 
 type WaterfallFn<A, R> = dyn Fn(A, Next<A, R>) -> BoxFuture<'static, R> + Send + Sync;
 type CoreFn<A, R> = Arc<dyn Fn(A) -> BoxFuture<'static, R> + Send + Sync>;
+/// The listeners of one waterfall dispatch, fixed when it starts.
+type Chain<A, R> = Arc<[Arc<Slot<WaterfallFn<A, R>>>]>;
 
 /// Around-middleware: each listener receives the argument and a [`Next`]; it
 /// may change the argument and call `next`, wrap `next`'s result, or return
@@ -210,7 +214,7 @@ pub struct WaterfallHook<A, R> {
 /// Cloning is cheap; a listener may run the rest of the chain more than once
 /// (a retry listener does).
 pub struct Next<A, R> {
-    chain: Arc<[Arc<Slot<WaterfallFn<A, R>>>]>,
+    chain: Chain<A, R>,
     pos: usize,
     core: CoreFn<A, R>,
 }
@@ -232,9 +236,10 @@ impl<A: Send + 'static, R: Send + 'static> Next<A, R> {
         let Next { chain, pos, core } = self;
         let mut i = pos;
         while i < chain.len() {
+            // Enter before checking `alive` (see `EmitHook::emit`).
+            let guard = chain[i].gate.enter();
             if chain[i].alive.load(Ordering::SeqCst) {
                 let slot = chain[i].clone();
-                let guard = slot.gate.enter();
                 let next = Next {
                     chain: chain.clone(),
                     pos: i + 1,
@@ -357,11 +362,14 @@ impl<A: Clone + Send + 'static> ParallelHook<A> {
             .listeners
             .snapshot()
             .iter()
-            .filter(|s| s.alive.load(Ordering::SeqCst))
-            .map(|slot| {
+            .filter_map(|slot| {
+                // Enter before checking `alive` (see `EmitHook::emit`).
                 let guard = slot.gate.enter();
+                if !slot.alive.load(Ordering::SeqCst) {
+                    return None;
+                }
                 let fut = std::panic::catch_unwind(AssertUnwindSafe(|| (slot.f)(arg.clone())));
-                async move {
+                Some(async move {
                     let _active = guard;
                     match fut {
                         Ok(fut) => match AssertUnwindSafe(fut).catch_unwind().await {
@@ -371,7 +379,7 @@ impl<A: Clone + Send + 'static> ParallelHook<A> {
                         },
                         Err(p) => Err(DshError::new(LISTENER_PANICKED, panic_message(&*p))),
                     }
-                }
+                })
             })
             .collect();
         let results = futures_util::future::join_all(futures).await;

@@ -15,11 +15,13 @@
 //! `code`, a message and an optional cause.
 
 mod error;
+mod extensions;
 mod hooks;
 mod registration;
 mod services;
 
 pub use error::{BoxError, DshError, ErrorCode};
+pub use extensions::Extensions;
 pub use hooks::{BoxFuture, EmitHook, Next, ParallelHook, WaterfallHook};
 pub use registration::{Registration, Scope};
 pub use services::{Kernel, KernelError};
