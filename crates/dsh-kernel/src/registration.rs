@@ -83,12 +83,21 @@ pub(crate) struct ActivityGate {
     active: AtomicUsize,
     idle: Notify,
     members: Vec<Arc<ActivityGate>>,
+    /// A child scope: quiescent once every listener it ever held is.
+    scope: Option<Scope>,
 }
 
 impl ActivityGate {
     fn group(members: Vec<Arc<ActivityGate>>) -> Self {
         Self {
             members,
+            ..Default::default()
+        }
+    }
+
+    fn scope(scope: Scope) -> Self {
+        Self {
+            scope: Some(scope),
             ..Default::default()
         }
     }
@@ -103,6 +112,9 @@ impl ActivityGate {
     pub(crate) async fn quiesce(&self) {
         for m in &self.members {
             Box::pin(m.quiesce()).await;
+        }
+        if let Some(scope) = &self.scope {
+            Box::pin(scope.quiesce()).await;
         }
         loop {
             let notified = self.idle.notified();
@@ -141,6 +153,9 @@ pub struct Scope {
 struct ScopeInner {
     regs: Vec<Registration>,
     closed: bool,
+    /// Gates of the registrations already undone, so that every later
+    /// `close_and_wait` (and a closing parent) still awaits their listeners.
+    undone: Vec<Arc<ActivityGate>>,
 }
 
 impl Scope {
@@ -150,9 +165,10 @@ impl Scope {
     }
 
     /// Adds a registration; if the scope is already closed it is undone now.
-    pub fn add(&self, reg: Registration) {
+    pub fn add(&self, mut reg: Registration) {
         let mut inner = self.inner.lock().expect("scope lock poisoned");
         if inner.closed {
+            inner.undone.extend(reg.take_gate());
             drop(inner);
             reg.undo();
         } else {
@@ -161,10 +177,13 @@ impl Scope {
     }
 
     /// A child scope: closed when this scope closes, or on its own earlier.
+    /// [`Scope::close_and_wait`] on this scope also awaits the child's
+    /// listeners.
     pub fn child(&self) -> Scope {
         let child = Scope::new();
         let handle = child.clone();
-        self.add(Registration::new(move || handle.close()));
+        let gate = Arc::new(ActivityGate::scope(child.clone()));
+        self.add(Registration::new(move || handle.close()).with_gate(gate));
         child
     }
 
@@ -179,30 +198,42 @@ impl Scope {
         self.take_all_and_undo();
     }
 
-    /// [`Scope::close`], then waits until no listener of this scope is still
-    /// running. Do not await this from inside one of the scope's own listeners:
+    /// [`Scope::close`], then waits until no listener of this scope (or of
+    /// its child scopes) is still running, also when the scope was closed
+    /// before. Do not await this from inside one of the scope's own listeners:
     /// it would wait for itself.
     pub async fn close_and_wait(&self) {
-        let gates = self.take_all_and_undo();
+        self.take_all_and_undo();
+        self.quiesce().await;
+    }
+
+    /// Waits until no listener of an undone registration is running.
+    async fn quiesce(&self) {
+        let gates = self
+            .inner
+            .lock()
+            .expect("scope lock poisoned")
+            .undone
+            .clone();
         for gate in gates {
             gate.quiesce().await;
         }
     }
 
-    fn take_all_and_undo(&self) -> Vec<Arc<ActivityGate>> {
+    fn take_all_and_undo(&self) {
         let regs = {
             let mut inner = self.inner.lock().expect("scope lock poisoned");
             inner.closed = true;
-            std::mem::take(&mut inner.regs)
+            let mut regs = std::mem::take(&mut inner.regs);
+            // Record the gates before undoing, so that a concurrent
+            // `close_and_wait` on a clone of this scope waits for them too.
+            let gates: Vec<_> = regs.iter_mut().filter_map(|r| r.take_gate()).collect();
+            inner.undone.extend(gates);
+            regs
         };
-        let mut gates = Vec::new();
-        for mut reg in regs.into_iter().rev() {
-            if let Some(g) = reg.take_gate() {
-                gates.push(g);
-            }
+        for reg in regs.into_iter().rev() {
             reg.undo();
         }
-        gates
     }
 }
 
