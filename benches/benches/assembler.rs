@@ -1,0 +1,41 @@
+//! BlockAssembler throughput: chunks per second.
+//!
+//! `cargo bench -p dsh-benches --bench assembler`
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use dsh_benches::{realistic_response, text_deltas};
+use dsh_llm::BlockAssembler;
+
+fn assembler(c: &mut Criterion) {
+    let mut g = c.benchmark_group("assembler");
+    for (name, chunks) in [
+        ("text_deltas_2000", text_deltas(2000)),
+        ("realistic_2004", realistic_response()),
+    ] {
+        g.throughput(Throughput::Elements(chunks.len() as u64));
+        g.bench_function(format!("push/{name}"), |b| {
+            b.iter_batched_ref(
+                BlockAssembler::new,
+                |a| {
+                    for c in &chunks {
+                        a.push(c);
+                    }
+                },
+                BatchSize::SmallInput,
+            )
+        });
+        g.bench_function(format!("push+result/{name}"), |b| {
+            b.iter(|| {
+                let mut a = BlockAssembler::new();
+                for c in &chunks {
+                    a.push(c);
+                }
+                a.result()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, assembler);
+criterion_main!(benches);
