@@ -1,1 +1,530 @@
-//! Local BashExecutor: bash -c per call in its own process group
+//! The local [`BashExecutor`]: every call is a fresh `bash -c` in its own
+//! session and process group on this machine.
+//!
+//! Start reading at [`LocalBashExecutor`] and its [`LocalBashConfig`]. What it
+//! guarantees:
+//! - a scrubbed environment (no variable whose name contains KEY, SECRET,
+//!   TOKEN or PASSWORD; no `BASH_ENV`) plus `NO_COLOR=1 TERM=dumb PAGER=cat
+//!   GIT_PAGER=cat`, stdin from `/dev/null`, no controlling terminal;
+//! - timeouts and kills signal the whole process group: SIGTERM, then SIGKILL
+//!   after [`LocalBashConfig::kill_grace`];
+//! - per stream a bounded in-memory tail and, beyond the cap, a spill file
+//!   with the complete stream in a private (0700) directory;
+//! - [`BashExecutor::dispose`] kills every process it started, waits until
+//!   they are reaped and removes the spill files.
+//!
+//! It deliberately does not sandbox: the command runs with this process's
+//! user, filesystem and network. It runs nothing through a PTY.
+
+#![warn(missing_docs)]
+
+mod output;
+mod process;
+mod spill;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+use dsh_bash::{
+    BashError, BashExecutor, BashRequest, BashSpec, RunResult, TaskInfo, TaskRead, TaskStatus,
+};
+use dsh_kernel::{BoxFuture, EmitHook};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::output::{SharedStream, StreamBuffer};
+use crate::process::{DriveControl, Outcome};
+use crate::spill::SpillDir;
+
+/// Configuration of a [`LocalBashExecutor`]. `Default` gives the reference
+/// values.
+#[derive(Debug, Clone)]
+pub struct LocalBashConfig {
+    /// Default working directory; `None` → the host process's current
+    /// directory at resolve time.
+    pub cwd: Option<PathBuf>,
+    /// Default foreground timeout in ms (`120_000`).
+    pub timeout_ms: u64,
+    /// Cap for per-call timeouts in ms (`600_000`).
+    pub max_timeout_ms: u64,
+    /// In-memory tail per stream, in bytes (`64_000`); beyond it the stream
+    /// spills to a file.
+    pub max_output_bytes: usize,
+    /// Delay between SIGTERM and SIGKILL when killing (3 s).
+    pub kill_grace: Duration,
+    /// Keep spill files (and their directory) after disposal (`false`).
+    pub keep_spill_files: bool,
+    /// Parent of the executor's private spill directory
+    /// (`<parent>/dsh-bash-<random>`); `None` → the system temp dir.
+    pub spill_dir: Option<PathBuf>,
+}
+
+impl Default for LocalBashConfig {
+    fn default() -> Self {
+        Self {
+            cwd: None,
+            timeout_ms: 120_000,
+            max_timeout_ms: 600_000,
+            max_output_bytes: 64_000,
+            kill_grace: Duration::from_secs(3),
+            keep_spill_files: false,
+            spill_dir: None,
+        }
+    }
+}
+
+/// Runs bash commands as local child processes; see the crate docs.
+///
+/// `run` and `start` must be called inside a Tokio runtime with the I/O and
+/// time drivers enabled. Dropping the executor without
+/// [`BashExecutor::dispose`] still kills its processes but neither waits for
+/// them nor removes spill files.
+pub struct LocalBashExecutor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: LocalBashConfig,
+    table: Mutex<TaskTable>,
+    /// Set (under the table lock) when dispose starts.
+    disposed: AtomicBool,
+    /// Whether completion listeners may still be called. Completions read-lock
+    /// it around the emit; dispose write-locks it to close it, which also
+    /// waits for an emit in progress.
+    notifications: RwLock<bool>,
+    /// Cancelled at dispose (or drop): every process's kill token is a child.
+    shutdown: CancellationToken,
+    /// Every driver, foreground and background; dispose awaits them.
+    drivers: TaskTracker,
+    on_task_done: EmitHook<TaskInfo>,
+    spill: Arc<SpillDir>,
+}
+
+#[derive(Default)]
+struct TaskTable {
+    /// Number of the last task started.
+    last_id: u64,
+    /// Tasks by number: iteration order is start order.
+    tasks: BTreeMap<u64, Arc<Task>>,
+}
+
+/// One background task.
+struct Task {
+    id: String,
+    command: String,
+    state: Mutex<TaskState>,
+    stdout: SharedStream,
+    stderr: SharedStream,
+    /// Cancelled by `kill`: starts the escalation.
+    kill: CancellationToken,
+    /// Cancelled once the task has completed and listeners ran.
+    done: CancellationToken,
+}
+
+struct TaskState {
+    status: TaskStatus,
+    exit_code: Option<i32>,
+    signal: Option<String>,
+    /// Whole-stream offsets of the next incremental read.
+    stdout_offset: u64,
+    stderr_offset: u64,
+}
+
+impl LocalBashExecutor {
+    /// An executor with `config`. Spawns nothing and touches no file until
+    /// the first run.
+    pub fn new(config: LocalBashConfig) -> Self {
+        let spill_parent = config.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                table: Mutex::new(TaskTable::default()),
+                disposed: AtomicBool::new(false),
+                notifications: RwLock::new(true),
+                shutdown: CancellationToken::new(),
+                drivers: TaskTracker::new(),
+                on_task_done: EmitHook::new("bash/task-done"),
+                spill: Arc::new(SpillDir::new(spill_parent)),
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LocalBashConfig {
+        &self.inner.config
+    }
+
+    /// The private spill directory, once a stream has spilled (and until
+    /// disposal removes it).
+    pub fn spill_dir(&self) -> Option<PathBuf> {
+        self.inner.spill.path()
+    }
+
+    fn task(&self, id: &str) -> Option<Arc<Task>> {
+        let n = id.strip_prefix("bash-")?.parse::<u64>().ok()?;
+        self.inner.table().tasks.get(&n).cloned()
+    }
+
+    /// Pre-spawn checks shared by run and start.
+    fn check_runnable(&self, spec: &BashSpec) -> Result<(), BashError> {
+        if self.inner.disposed.load(Ordering::SeqCst) {
+            return Err(BashError::Disposed);
+        }
+        if spec
+            .cancel
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+        {
+            return Err(BashError::aborted());
+        }
+        Ok(())
+    }
+
+    async fn run_foreground(&self, spec: BashSpec) -> Result<RunResult, BashError> {
+        self.check_runnable(&spec)?;
+        let runtime = current_runtime()?;
+        let max = self.inner.config.max_output_bytes;
+        let (stdout, stderr) = (StreamBuffer::shared(max), StreamBuffer::shared(max));
+        let (kill, driver) = {
+            // Registering under the table lock orders this run against
+            // dispose: either dispose sees its driver, or the run sees
+            // `disposed`.
+            let _table = self.inner.table();
+            if self.inner.disposed.load(Ordering::SeqCst) {
+                return Err(BashError::Disposed);
+            }
+            let proc = process::spawn(&spec)?;
+            let kill = self.inner.shutdown.child_token();
+            let control = DriveControl {
+                timeout: (spec.timeout_ms > 0).then(|| Duration::from_millis(spec.timeout_ms)),
+                abort: spec.cancel.clone(),
+                kill: kill.clone(),
+                grace: self.inner.config.kill_grace,
+            };
+            let driver = process::drive(
+                proc,
+                control,
+                stdout.clone(),
+                stderr.clone(),
+                self.inner.spill.clone(),
+            );
+            (kill, self.inner.drivers.spawn_on(driver, &runtime))
+        };
+        // Dropping this future (the caller gave up) kills the process; the
+        // driver keeps reaping it in the background and dispose awaits it.
+        let _kill_on_drop = kill.drop_guard();
+        let outcome = driver.await.map_err(|e| BashError::WaitFailed {
+            reason: e.to_string(),
+        })?;
+        if let Err(e) = &outcome.status {
+            return Err(BashError::WaitFailed {
+                reason: e.to_string(),
+            });
+        }
+        let stdout = output::lock(&stdout).collected();
+        let stderr = output::lock(&stderr).collected();
+        Ok(RunResult {
+            exit_code: outcome.exit_code(),
+            signal: outcome.signal(),
+            timed_out: outcome.timed_out,
+            aborted: outcome.aborted,
+            timeout_ms: spec.timeout_ms,
+            stdout,
+            stderr,
+        })
+    }
+
+    async fn dispose_all(&self) {
+        let tasks = {
+            let mut table = self.inner.table();
+            self.inner.disposed.store(true, Ordering::SeqCst);
+            std::mem::take(&mut table.tasks)
+        };
+        // Blocks only while a listener is running (listeners are synchronous
+        // and short). Poisoning only means a panic elsewhere; the flag is valid.
+        *self
+            .inner
+            .notifications
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = false;
+        for task in tasks.values() {
+            let mut state = task.lock_state();
+            if state.status == TaskStatus::Running {
+                state.status = TaskStatus::Killed;
+            }
+        }
+        self.inner.shutdown.cancel();
+        self.inner.drivers.close();
+        self.inner.drivers.wait().await;
+        if !self.inner.config.keep_spill_files {
+            self.inner.spill.remove();
+        }
+    }
+}
+
+impl Default for LocalBashExecutor {
+    /// An executor with [`LocalBashConfig::default`].
+    fn default() -> Self {
+        Self::new(LocalBashConfig::default())
+    }
+}
+
+impl Drop for LocalBashExecutor {
+    /// Kills every process still running (without waiting for it).
+    fn drop(&mut self) {
+        self.inner.shutdown.cancel();
+    }
+}
+
+impl BashExecutor for LocalBashExecutor {
+    /// `timeout_ms = min(req ?? config.timeout_ms, config.max_timeout_ms)`;
+    /// `workdir = base.join(req.workdir)` with `base = config.cwd ?? host
+    /// cwd` (an absolute request path replaces the base).
+    fn resolve(&self, req: BashRequest) -> BashSpec {
+        let config = &self.inner.config;
+        let base = config
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."));
+        let workdir = match req.workdir {
+            Some(dir) => base.join(dir),
+            None => base,
+        };
+        BashSpec {
+            command: req.command,
+            workdir,
+            timeout_ms: req
+                .timeout_ms
+                .unwrap_or(config.timeout_ms)
+                .min(config.max_timeout_ms),
+            cancel: req.cancel,
+        }
+    }
+
+    fn run(&self, spec: BashSpec) -> BoxFuture<'_, Result<RunResult, BashError>> {
+        Box::pin(self.run_foreground(spec))
+    }
+
+    fn start(&self, spec: BashSpec) -> Result<TaskInfo, BashError> {
+        self.check_runnable(&spec)?;
+        let runtime = current_runtime()?;
+        let mut table = self.inner.table();
+        if self.inner.disposed.load(Ordering::SeqCst) {
+            return Err(BashError::Disposed);
+        }
+        // Entering the runtime lets the child's reaper register with it.
+        let _enter = runtime.enter();
+        let proc = process::spawn(&spec)?;
+        let n = table.last_id + 1;
+        table.last_id = n;
+        let max = self.inner.config.max_output_bytes;
+        let task = Arc::new(Task {
+            id: format!("bash-{n}"),
+            command: spec.command.clone(),
+            state: Mutex::new(TaskState {
+                status: TaskStatus::Running,
+                exit_code: None,
+                signal: None,
+                stdout_offset: 0,
+                stderr_offset: 0,
+            }),
+            stdout: StreamBuffer::shared(max),
+            stderr: StreamBuffer::shared(max),
+            kill: self.inner.shutdown.child_token(),
+            done: CancellationToken::new(),
+        });
+        let control = DriveControl {
+            timeout: None,
+            abort: spec.cancel,
+            kill: task.kill.clone(),
+            grace: self.inner.config.kill_grace,
+        };
+        let driver = process::drive(
+            proc,
+            control,
+            task.stdout.clone(),
+            task.stderr.clone(),
+            self.inner.spill.clone(),
+        );
+        let inner = self.inner.clone();
+        let finished = task.clone();
+        self.inner.drivers.spawn_on(
+            async move {
+                let outcome = driver.await;
+                inner.complete(&finished, &outcome);
+            },
+            &runtime,
+        );
+        let info = task.info();
+        table.tasks.insert(n, task);
+        Ok(info)
+    }
+
+    fn get(&self, id: &str) -> Option<TaskInfo> {
+        self.task(id).map(|t| t.info())
+    }
+
+    fn list(&self) -> Vec<TaskInfo> {
+        let tasks: Vec<Arc<Task>> = self.inner.table().tasks.values().cloned().collect();
+        tasks.iter().map(|t| t.info()).collect()
+    }
+
+    fn read_output(&self, id: &str) -> Result<TaskRead, BashError> {
+        let task = self
+            .task(id)
+            .ok_or_else(|| BashError::UnknownTask { id: id.to_string() })?;
+        let mut state = task.lock_state();
+        // Status first: if it says "finished", the reads below see every byte.
+        let info = task.info_from(&state);
+        let (out, out_spill) = {
+            let s = output::lock(&task.stdout);
+            (s.read_from(state.stdout_offset), s.spill_path())
+        };
+        let (err, err_spill) = {
+            let s = output::lock(&task.stderr);
+            (s.read_from(state.stderr_offset), s.spill_path())
+        };
+        state.stdout_offset = out.next_offset;
+        state.stderr_offset = err.next_offset;
+        drop(state);
+        Ok(TaskRead {
+            task: info,
+            delta: merge_streams(out.text, &err.text),
+            lossy: out.lossy || err.lossy,
+            stdout_spill_path: out_spill,
+            stderr_spill_path: err_spill,
+        })
+    }
+
+    fn kill(&self, id: &str) -> Result<bool, BashError> {
+        let task = self
+            .task(id)
+            .ok_or_else(|| BashError::UnknownTask { id: id.to_string() })?;
+        {
+            let mut state = task.lock_state();
+            if state.status != TaskStatus::Running {
+                return Ok(false);
+            }
+            state.status = TaskStatus::Killed;
+        }
+        task.kill.cancel();
+        Ok(true)
+    }
+
+    fn wait(&self, id: &str) -> BoxFuture<'_, Option<TaskInfo>> {
+        let task = self.task(id);
+        Box::pin(async move {
+            let task = task?;
+            task.done.cancelled().await;
+            Some(task.info())
+        })
+    }
+
+    fn on_task_done(&self) -> &EmitHook<TaskInfo> {
+        &self.inner.on_task_done
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.dispose_all())
+    }
+}
+
+impl Inner {
+    fn table(&self) -> MutexGuard<'_, TaskTable> {
+        // Poisoning only means a panic elsewhere; the table stays consistent
+        // between statements.
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records a background task's end, notifies listeners (unless disposal
+    /// has started) and releases waiters.
+    fn complete(&self, task: &Task, outcome: &Outcome) {
+        {
+            let mut state = task.lock_state();
+            if state.status == TaskStatus::Running {
+                state.status = if outcome.aborted {
+                    TaskStatus::Killed
+                } else {
+                    TaskStatus::Completed
+                };
+            }
+            state.exit_code = outcome.exit_code();
+            state.signal = outcome.signal();
+            if let Err(e) = &outcome.status {
+                tracing::warn!(task = %task.id, "waiting for bash task failed: {e}");
+            }
+        }
+        {
+            // Poisoning only means a panic elsewhere; the flag is valid.
+            let open = self.notifications.read().unwrap_or_else(|p| p.into_inner());
+            if *open {
+                // Listener failures are contained and logged by the hook itself.
+                let _ = self.on_task_done.emit(&task.info());
+            }
+        }
+        task.done.cancel();
+    }
+}
+
+impl Task {
+    fn lock_state(&self) -> MutexGuard<'_, TaskState> {
+        // Poisoning only means a panic elsewhere; the state stays consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn info(&self) -> TaskInfo {
+        self.info_from(&self.lock_state())
+    }
+
+    fn info_from(&self, state: &TaskState) -> TaskInfo {
+        TaskInfo {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            status: state.status,
+            exit_code: state.exit_code,
+            signal: state.signal.clone(),
+        }
+    }
+}
+
+/// The Tokio runtime the caller runs in; spawning children and drivers
+/// needs one.
+fn current_runtime() -> Result<tokio::runtime::Handle, BashError> {
+    tokio::runtime::Handle::try_current().map_err(|e| BashError::SpawnFailed {
+        reason: format!("bash executor needs a Tokio runtime: {e}"),
+    })
+}
+
+/// `stdout`, then `[stderr]\n` + `stderr` when stderr is non-empty, with a
+/// `\n` between them only when stdout is non-empty and lacks a final newline.
+fn merge_streams(mut stdout: String, stderr: &str) -> String {
+    if !stderr.is_empty() {
+        if !stdout.is_empty() && !stdout.ends_with('\n') {
+            stdout.push('\n');
+        }
+        stdout.push_str("[stderr]\n");
+        stdout.push_str(stderr);
+    }
+    stdout
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_streams;
+
+    #[test]
+    fn merge_follows_reference_examples() {
+        assert_eq!(
+            merge_streams("out\n".into(), "err\n"),
+            "out\n[stderr]\nerr\n"
+        );
+        assert_eq!(merge_streams(String::new(), "err\n"), "[stderr]\nerr\n");
+        assert_eq!(merge_streams("out".into(), "err\n"), "out\n[stderr]\nerr\n");
+        assert_eq!(merge_streams("out".into(), ""), "out");
+        assert_eq!(merge_streams(String::new(), ""), "");
+    }
+}

@@ -1,0 +1,173 @@
+//! The dev-mode invariants plugin: listeners only, it asserts what every log
+//! and every agent must satisfy and records each violation.
+//!
+//! Checked: `seq` strictly increasing per session (0-based, no gaps); step and
+//! turn nesting (`step/start` inside a turn, steps numbered 1, 2, … and closed
+//! before the next opens or the turn ends; turn numbers strictly increase);
+//! every `tool/call` answered by a `tool/result` with the same call id before
+//! its step ends; legal status transitions (idle ⇄ running, anything →
+//! disposed, nothing out of disposed).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use dsh_agent::{AgentRegistry, AgentStatus};
+use dsh_kernel::Registration;
+use dsh_session::{EventData, SessionStore};
+
+#[derive(Default)]
+struct SessionTrack {
+    next_seq: u64,
+    last_turn: u64,
+    open_turn: Option<u64>,
+    open_step: Option<u64>,
+    last_step: u64,
+    pending_calls: Vec<String>,
+}
+
+/// What the plugin observed. Cloning shares the same record.
+#[derive(Clone, Default)]
+pub struct Invariants {
+    violations: Arc<Mutex<Vec<String>>>,
+}
+
+impl Invariants {
+    /// Every violation seen so far, in order.
+    pub fn violations(&self) -> Vec<String> {
+        self.violations
+            .lock()
+            .expect("invariants lock poisoned")
+            .clone()
+    }
+
+    fn report(&self, v: String) {
+        tracing::error!("invariant violated: {v}");
+        self.violations
+            .lock()
+            .expect("invariants lock poisoned")
+            .push(v);
+    }
+}
+
+/// Installs the checks on a store and an agent registry.
+pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, Registration) {
+    let inv = Invariants::default();
+    let tracks: Arc<Mutex<HashMap<String, SessionTrack>>> = Default::default();
+    let i2 = inv.clone();
+    let events = store.on_event().on(move |(session, event)| {
+        let mut tracks = tracks.lock().expect("invariants lock poisoned");
+        let t = tracks
+            .entry(session.id().to_string())
+            .or_insert_with(|| SessionTrack {
+                // A seeded session starts its checks at its seed length.
+                next_seq: event.seq,
+                last_turn: session.last_turn().saturating_sub(1),
+                ..Default::default()
+            });
+        let id = session.id();
+        if event.seq != t.next_seq {
+            i2.report(format!(
+                "{id}: seq {} where {} was expected",
+                event.seq, t.next_seq
+            ));
+        }
+        t.next_seq = event.seq + 1;
+        match &event.data {
+            EventData::TurnStart { turn, .. } => {
+                if let Some(open) = t.open_turn {
+                    i2.report(format!(
+                        "{id}: turn {turn} started while turn {open} is open"
+                    ));
+                }
+                if *turn <= t.last_turn {
+                    i2.report(format!(
+                        "{id}: turn {turn} does not increase (last {})",
+                        t.last_turn
+                    ));
+                }
+                t.open_turn = Some(*turn);
+                t.last_turn = *turn;
+                t.last_step = 0;
+            }
+            EventData::StepStart { turn, step } => {
+                if t.open_turn != Some(*turn) {
+                    i2.report(format!("{id}: step {step} of turn {turn} outside its turn"));
+                }
+                if let Some(open) = t.open_step {
+                    i2.report(format!(
+                        "{id}: step {step} started while step {open} is open"
+                    ));
+                }
+                if *step != t.last_step + 1 {
+                    i2.report(format!("{id}: step {step} after step {}", t.last_step));
+                }
+                t.open_step = Some(*step);
+                t.last_step = *step;
+            }
+            EventData::StepEnd { step, .. } => {
+                if t.open_step != Some(*step) {
+                    i2.report(format!("{id}: step/end {step} without its step/start"));
+                }
+                if !t.pending_calls.is_empty() {
+                    i2.report(format!(
+                        "{id}: step {step} ended with unanswered tool calls {:?}",
+                        t.pending_calls
+                    ));
+                    t.pending_calls.clear();
+                }
+                t.open_step = None;
+            }
+            EventData::TurnEnd { turn, .. } => {
+                if t.open_turn != Some(*turn) {
+                    i2.report(format!("{id}: turn/end {turn} without its turn/start"));
+                }
+                if let Some(step) = t.open_step {
+                    i2.report(format!("{id}: turn {turn} ended inside step {step}"));
+                }
+                t.open_turn = None;
+            }
+            EventData::ToolCall { call_id, .. } => {
+                if t.open_step.is_none() {
+                    i2.report(format!("{id}: tool/call {call_id} outside a step"));
+                }
+                t.pending_calls.push(call_id.clone());
+            }
+            EventData::ToolResult { call_id, .. } => {
+                match t.pending_calls.iter().position(|c| c == call_id) {
+                    Some(pos) => {
+                        t.pending_calls.remove(pos);
+                    }
+                    None => {
+                        // A synthesized result answers a call logged in the
+                        // assistant message but never dispatched: allowed.
+                    }
+                }
+            }
+            _ => {}
+        }
+    });
+
+    let statuses: Arc<Mutex<HashMap<String, AgentStatus>>> = Default::default();
+    let i3 = inv.clone();
+    let status = registry.hooks().status.on(move |change| {
+        let mut statuses = statuses.lock().expect("invariants lock poisoned");
+        let id = change.agent.id().to_string();
+        let from = statuses.get(&id).copied().unwrap_or(AgentStatus::Idle);
+        let legal = matches!(
+            (from, change.status),
+            (AgentStatus::Idle, AgentStatus::Running)
+                | (AgentStatus::Running, AgentStatus::Idle)
+                | (AgentStatus::Idle, AgentStatus::Disposed)
+                | (AgentStatus::Running, AgentStatus::Disposed)
+        );
+        if !legal {
+            i3.report(format!(
+                "{id}: illegal status transition {} -> {}",
+                from.as_str(),
+                change.status.as_str()
+            ));
+        }
+        statuses.insert(id, change.status);
+    });
+    (inv, Registration::merge(vec![events, status]))
+}

@@ -1,0 +1,367 @@
+//! The one concrete agent loop: inbox, turns, steps, tool dispatch, abort and
+//! dispose.
+//!
+//! Start at [`AgentLoop::create`]: it creates the agent's session, registers
+//! the agent and spawns its driver task. The driver idles until a message is
+//! queued, then runs a turn: drain the queue → steps (assemble the prompt →
+//! `agent/request` → stream the model, logging raw chunks → `agent/step-result`
+//! → log the assistant message → run each tool call through the registry →
+//! drain steering → `agent/turn-continuation`) → `turn/end` → await
+//! `session/flush` → re-queue leftover steering. Ordering follows
+//! `shared/reference/session-loop-bash.md` §3.
+//!
+//! Beyond the reference:
+//! - a failed or aborted step never leaves a tool call without a result: the
+//!   unanswered calls get synthesized error results, so the next request is
+//!   valid for the API;
+//! - a blind-retry guard ([`retry_guard`]) attaches the tool's schema to the
+//!   second identical failure and steers the model away on the third;
+//! - a hard cap of steps per turn ends the turn with `max-steps`.
+//!
+//! Plugins should program against `dsh-agent`, not this crate.
+
+mod driver;
+pub mod invariants;
+pub mod retry_guard;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, Weak};
+
+use dsh_agent::{
+    Agent, AgentError, AgentOptions, AgentRegistry, AgentStatus, Queued, StatusChange,
+};
+use dsh_kernel::{Kernel, Registration};
+use dsh_llm::{ContentBlock, LlmService, MessageSource};
+use dsh_prompt::PromptService;
+use dsh_session::{EventData, Session, SessionEvent, SessionStore};
+use dsh_tools::ToolRegistry;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// The source of notes the loop itself steers into a turn.
+pub const LOOP_PLUGIN_NAME: &str = "agent-loop";
+
+/// How to create an agent beyond its options.
+#[derive(Debug, Clone, Default)]
+pub struct LoopSetup {
+    /// The session id; default `<agent id>-session`.
+    pub session_id: Option<String>,
+    /// Events to seed the session with (resume / fork); turn numbers continue.
+    pub seed: Vec<SessionEvent>,
+}
+
+/// Creates agents driven by the loop.
+pub struct AgentLoop;
+
+impl AgentLoop {
+    /// Creates agent `id`: a session `<id>-session`, an entry in the
+    /// [`AgentRegistry`] (emits `agent/created`), and a driver task on the
+    /// current tokio runtime. Status starts `idle`.
+    ///
+    /// Requires the kernel services `LlmService`, `SessionStore` and
+    /// `AgentRegistry`; `ToolRegistry` and `PromptService` are used when
+    /// present.
+    ///
+    /// # Errors
+    /// A missing service, a duplicate agent id or session id.
+    pub fn create(
+        kernel: &Kernel,
+        id: &str,
+        options: AgentOptions,
+    ) -> Result<AgentHandle, AgentError> {
+        Self::create_with(kernel, id, options, LoopSetup::default())
+    }
+
+    /// [`AgentLoop::create`] with a session id and seed events.
+    ///
+    /// # Errors
+    /// As [`AgentLoop::create`].
+    pub fn create_with(
+        kernel: &Kernel,
+        id: &str,
+        options: AgentOptions,
+        setup: LoopSetup,
+    ) -> Result<AgentHandle, AgentError> {
+        let missing = |e: dsh_kernel::KernelError| AgentError::MissingService(e.to_string());
+        let llm = kernel.service::<LlmService>().map_err(missing)?;
+        let store = kernel.service::<SessionStore>().map_err(missing)?;
+        let registry = kernel.service::<AgentRegistry>().map_err(missing)?;
+        let tools = kernel.try_service::<ToolRegistry>();
+        let prompt = kernel.try_service::<PromptService>();
+        if registry.get(id).is_some() {
+            return Err(AgentError::Duplicate(id.to_string()));
+        }
+        let session_id = setup.session_id.unwrap_or_else(|| format!("{id}-session"));
+        let (session, session_reg) = store
+            .create(Some(session_id), setup.seed)
+            .map_err(|e| AgentError::MissingService(e.to_string()))?;
+        let agent = Arc::new_cyclic(|me: &Weak<LoopAgent>| LoopAgent {
+            id: id.to_string(),
+            options,
+            session,
+            me: me.clone(),
+            state: Mutex::new(State {
+                status: AgentStatus::Idle,
+                disposed: false,
+                queued: VecDeque::new(),
+                steering: VecDeque::new(),
+                step: None,
+            }),
+            wake: Notify::new(),
+            services: Services {
+                llm,
+                store,
+                registry: registry.clone(),
+                tools,
+                prompt,
+            },
+        });
+        let dyn_agent: Arc<dyn Agent> = agent.clone();
+        let agent_reg = match registry.register(dyn_agent) {
+            Ok(r) => r,
+            Err(e) => {
+                session_reg.undo();
+                return Err(e);
+            }
+        };
+        let task = tokio::spawn(driver::run(agent.clone()));
+        Ok(AgentHandle {
+            agent,
+            task: Some(task),
+            registrations: vec![session_reg, agent_reg],
+        })
+    }
+}
+
+/// Owns a running agent. Dispose it with [`AgentHandle::dispose`] (waits for
+/// quiescence) or turn it into a [`Registration`] for a scope.
+#[must_use = "dropping the handle leaves the agent running; call dispose()"]
+pub struct AgentHandle {
+    agent: Arc<LoopAgent>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    registrations: Vec<Registration>,
+}
+
+impl AgentHandle {
+    /// The agent.
+    pub fn agent(&self) -> Arc<dyn Agent> {
+        self.agent.clone()
+    }
+
+    /// Disposes the agent and waits until its loop has exited: a running turn
+    /// ends with `disposed` (its `turn/end` is logged and flushed), then the
+    /// agent is unregistered (`agent/disposed`) and its session removed from
+    /// the store. Idempotent in effect; never fails.
+    pub async fn dispose(mut self) {
+        self.agent.dispose_now();
+        if let Some(task) = self.task.take() {
+            // A panicking driver is already logged by tokio; disposal goes on.
+            let _ = task.await;
+        }
+        // Events appended after the last turn (e.g. an inject) reach disk too.
+        if let Err(e) = self.agent.services.store.flush(&self.agent.session).await {
+            tracing::warn!(agent = %self.agent.id, "final session flush failed: {e}");
+        }
+        for r in std::mem::take(&mut self.registrations).into_iter().rev() {
+            r.undo();
+        }
+    }
+
+    /// A registration whose undo disposes the agent without waiting for the
+    /// loop to exit (for scopes, which undo synchronously).
+    pub fn into_registration(mut self) -> Registration {
+        let agent = self.agent.clone();
+        let regs = std::mem::take(&mut self.registrations);
+        Registration::new(move || {
+            agent.dispose_now();
+            for r in regs.into_iter().rev() {
+                r.undo();
+            }
+        })
+    }
+}
+
+impl Drop for AgentHandle {
+    fn drop(&mut self) {
+        if !self.registrations.is_empty() {
+            tracing::debug!(agent = %self.agent.id, "agent handle dropped without dispose; the agent keeps running");
+        }
+    }
+}
+
+struct Services {
+    llm: Arc<LlmService>,
+    store: Arc<SessionStore>,
+    registry: Arc<AgentRegistry>,
+    tools: Option<Arc<ToolRegistry>>,
+    prompt: Option<Arc<PromptService>>,
+}
+
+/// A message waiting in the inbox.
+#[derive(Debug, Clone)]
+struct Pending {
+    content: Vec<ContentBlock>,
+    source: MessageSource,
+}
+
+struct StepControl {
+    cancel: CancellationToken,
+    reason: Option<String>,
+}
+
+struct State {
+    status: AgentStatus,
+    disposed: bool,
+    queued: VecDeque<Pending>,
+    steering: VecDeque<Pending>,
+    step: Option<StepControl>,
+}
+
+/// The agent driven by the loop.
+struct LoopAgent {
+    id: String,
+    options: AgentOptions,
+    session: Arc<Session>,
+    me: Weak<LoopAgent>,
+    state: Mutex<State>,
+    wake: Notify,
+    services: Services,
+}
+
+impl LoopAgent {
+    fn handle(&self) -> Arc<dyn Agent> {
+        self.me
+            .upgrade()
+            .expect("the agent outlives every call made through its handle")
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().expect("agent state lock poisoned")
+    }
+
+    fn is_disposed(&self) -> bool {
+        self.lock().disposed
+    }
+
+    /// Sets the status; emits `agent/status` only on a change. No transition
+    /// out of `disposed`.
+    fn set_status(&self, status: AgentStatus) {
+        {
+            let mut st = self.lock();
+            if st.status == status || st.status == AgentStatus::Disposed {
+                return;
+            }
+            st.status = status;
+        }
+        // Listener failures are contained and logged by the hook.
+        let _ = self.services.registry.hooks().status.emit(&StatusChange {
+            agent: self.handle(),
+            status,
+        });
+    }
+
+    /// Marks the agent disposed, wakes the idle wait and aborts the current
+    /// step with reason `disposed`. Idempotent; never fails.
+    fn dispose_now(&self) {
+        let changed = {
+            let mut st = self.lock();
+            st.disposed = true;
+            if let Some(step) = st.step.as_mut() {
+                step.reason.get_or_insert_with(|| "disposed".to_string());
+                step.cancel.cancel();
+            }
+            let changed = st.status != AgentStatus::Disposed;
+            st.status = AgentStatus::Disposed;
+            changed
+        };
+        self.wake.notify_one();
+        if changed {
+            // Listener failures are contained and logged; dispose never fails.
+            let _ = self.services.registry.hooks().status.emit(&StatusChange {
+                agent: self.handle(),
+                status: AgentStatus::Disposed,
+            });
+        }
+    }
+
+    fn enqueue(
+        &self,
+        content: Vec<ContentBlock>,
+        source: MessageSource,
+        steer: bool,
+    ) -> Result<(), AgentError> {
+        let steering = {
+            let mut st = self.lock();
+            if st.disposed {
+                return Err(AgentError::Disposed(self.id.clone()));
+            }
+            let steering = steer && st.status == AgentStatus::Running;
+            let pending = Pending {
+                content: content.clone(),
+                source: source.clone(),
+            };
+            if steering {
+                st.steering.push_back(pending);
+            } else {
+                st.queued.push_back(pending);
+            }
+            steering
+        };
+        if !steering {
+            self.wake.notify_one();
+        }
+        // Listener failures are contained and logged by the hook.
+        let _ = self.services.registry.hooks().queued.emit(&Queued {
+            agent: self.handle(),
+            content,
+            source,
+            steering,
+        });
+        Ok(())
+    }
+}
+
+impl Agent for LoopAgent {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+
+    fn session(&self) -> Arc<Session> {
+        self.session.clone()
+    }
+
+    fn status(&self) -> AgentStatus {
+        self.lock().status
+    }
+
+    fn send(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError> {
+        self.enqueue(content, source, false)
+    }
+
+    fn steer(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError> {
+        self.enqueue(content, source, true)
+    }
+
+    fn inject(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError> {
+        if self.is_disposed() {
+            return Err(AgentError::Disposed(self.id.clone()));
+        }
+        self.session
+            .append(EventData::ContextMessage { content, source });
+        Ok(())
+    }
+
+    fn abort(&self, reason: Option<String>) {
+        let mut st = self.lock();
+        if let Some(step) = st.step.as_mut() {
+            if !step.cancel.is_cancelled() {
+                step.reason = Some(reason.unwrap_or_else(|| "aborted".to_string()));
+                step.cancel.cancel();
+            }
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The agent seam: the [`Agent`] handle trait, the agent hooks and the
+//! [`AgentRegistry`] service.
+//!
+//! Plugins program against this crate, never against the concrete loop
+//! (`dsh-agent-loop`). Start at [`Agent`] (what a plugin can do with an agent)
+//! and [`AgentHooks`] (what it can observe and intercept). Hook arguments are
+//! small structs carrying the agent handle and the turn/step numbers.
+//!
+//! Ordering contract of the loop (details in `dsh-agent-loop`): the session is
+//! appended before the matching hook fires (except `agent/step-start`, emitted
+//! before `step/start` is appended), and `agent/step-result` runs before the
+//! assistant message is logged.
+
+use std::sync::{Arc, Mutex};
+
+use dsh_kernel::{DshError, EmitHook, Registration, WaterfallHook};
+use dsh_llm::{ContentBlock, GenerateOptions, Message, MessageSource, StreamChunk};
+use dsh_session::{Session, TurnEndReason};
+
+/// Per-agent options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentOptions {
+    /// The model name (routing key of the LLM service). `None` means the
+    /// `agent/request` waterfall must supply one.
+    pub model: Option<String>,
+    /// Appended after the assembled system-prompt sections.
+    pub system_prompt: Option<String>,
+    /// Hard cap on steps per turn; the turn then ends with `max-steps`.
+    pub max_steps: u32,
+    /// After this many identical failed tool calls in one turn the loop steers
+    /// the model to stop repeating the call. The schema is attached one
+    /// failure earlier.
+    pub repeat_failure_limit: u32,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            model: None,
+            system_prompt: None,
+            max_steps: 100,
+            repeat_failure_limit: 3,
+        }
+    }
+}
+
+/// An agent's lifecycle state. `Disposed` is terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentStatus {
+    /// Waiting for a queued message.
+    Idle,
+    /// Running a turn.
+    Running,
+    /// Disposed; every method that enqueues fails.
+    Disposed,
+}
+
+impl AgentStatus {
+    /// `idle`, `running` or `disposed`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AgentStatus::Idle => "idle",
+            AgentStatus::Running => "running",
+            AgentStatus::Disposed => "disposed",
+        }
+    }
+}
+
+/// Errors of the agent surface.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum AgentError {
+    /// The agent was disposed: `agent "<id>" is disposed`.
+    #[error("agent \"{0}\" is disposed")]
+    Disposed(String),
+    /// Registering a second agent with the same id.
+    #[error("agent \"{0}\" is already registered")]
+    Duplicate(String),
+    /// A service the agent needs is missing from the kernel.
+    #[error("{0}")]
+    MissingService(String),
+}
+
+impl AgentError {
+    /// Stable code: `AGENT_DISPOSED`, `DUPLICATE_AGENT`, `MISSING_SERVICE`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AgentError::Disposed(_) => "AGENT_DISPOSED",
+            AgentError::Duplicate(_) => "DUPLICATE_AGENT",
+            AgentError::MissingService(_) => "MISSING_SERVICE",
+        }
+    }
+}
+
+/// A running agent. Cheap to share as `Arc<dyn Agent>`.
+pub trait Agent: Send + Sync + 'static {
+    /// The agent's id (unique in its registry).
+    fn id(&self) -> &str;
+    /// The options it was created with.
+    fn options(&self) -> &AgentOptions;
+    /// Its session log.
+    fn session(&self) -> Arc<Session>;
+    /// Current status.
+    fn status(&self) -> AgentStatus;
+    /// Queues a message; starts a turn when idle, else waits for the next
+    /// turn. Emits `agent/queued` (steering: false).
+    ///
+    /// # Errors
+    /// [`AgentError::Disposed`] once disposed.
+    fn send(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError>;
+    /// Steers the running turn: delivered between steps. When not running it
+    /// behaves exactly like [`Agent::send`].
+    ///
+    /// # Errors
+    /// [`AgentError::Disposed`] once disposed.
+    fn steer(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError>;
+    /// Appends context to the session now without starting a turn; visible to
+    /// the next model request at its log position.
+    ///
+    /// # Errors
+    /// [`AgentError::Disposed`] once disposed.
+    fn inject(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError>;
+    /// Aborts the current step (reason default `"aborted"`). A no-op when no
+    /// step is in flight.
+    fn abort(&self, reason: Option<String>);
+}
+
+/// `agent/status`: a status change.
+#[derive(Clone)]
+pub struct StatusChange {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The new status.
+    pub status: AgentStatus,
+}
+
+/// `agent/queued`: a message was queued or steered.
+#[derive(Clone)]
+pub struct Queued {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The content.
+    pub content: Vec<ContentBlock>,
+    /// Its source.
+    pub source: MessageSource,
+    /// Whether it went to the steering FIFO.
+    pub steering: bool,
+}
+
+/// `agent/turn-start`.
+#[derive(Clone)]
+pub struct TurnStart {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+}
+
+/// `agent/turn-end`.
+#[derive(Clone)]
+pub struct TurnEnd {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// Why it ended.
+    pub reason: TurnEndReason,
+}
+
+/// `agent/step-start` and `agent/step-end`.
+#[derive(Clone)]
+pub struct StepBoundary {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// The step number (1-based in its turn).
+    pub step: u64,
+}
+
+/// `agent/stream-chunk`: one raw chunk, after it was logged.
+#[derive(Clone)]
+pub struct ChunkReceived {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// The step number.
+    pub step: u64,
+    /// The chunk.
+    pub chunk: StreamChunk,
+}
+
+/// `agent/steering`: a steering message was delivered into the turn.
+#[derive(Clone)]
+pub struct SteeringDelivered {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// The content.
+    pub content: Vec<ContentBlock>,
+    /// Its source.
+    pub source: MessageSource,
+}
+
+/// `agent/error`: a contained failure (logged as an `error` event first).
+#[derive(Clone)]
+pub struct AgentFailure {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// The step number (0 when outside any step).
+    pub step: u64,
+    /// The error with its code.
+    pub error: DshError,
+}
+
+/// `agent/request` waterfall argument: the request about to be streamed.
+pub struct RequestContext {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// The step number.
+    pub step: u64,
+    /// The request (model, history, system, tools, cancel token).
+    pub request: GenerateOptions,
+}
+
+/// `agent/step-result` waterfall argument: the assembled assistant message.
+pub struct StepResultContext {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// The step number.
+    pub step: u64,
+    /// The message (what gets logged and dispatched).
+    pub message: Message,
+}
+
+/// `agent/turn-continuation` waterfall argument.
+pub struct ContinuationContext {
+    /// The agent.
+    pub agent: Arc<dyn Agent>,
+    /// The turn number.
+    pub turn: u64,
+    /// The loop's own decision: the step had tool calls or steering arrived.
+    pub default: bool,
+}
+
+/// The agent hooks, shared by every agent of a registry.
+pub struct AgentHooks {
+    /// `agent/created`.
+    pub created: EmitHook<Arc<dyn Agent>>,
+    /// `agent/disposed`.
+    pub disposed: EmitHook<Arc<dyn Agent>>,
+    /// `agent/status`.
+    pub status: EmitHook<StatusChange>,
+    /// `agent/queued`.
+    pub queued: EmitHook<Queued>,
+    /// `agent/turn-start` (after `turn/start` is appended).
+    pub turn_start: EmitHook<TurnStart>,
+    /// `agent/turn-end` (after `turn/end` is appended).
+    pub turn_end: EmitHook<TurnEnd>,
+    /// `agent/step-start` (before `step/start` is appended).
+    pub step_start: EmitHook<StepBoundary>,
+    /// `agent/step-end` (after `step/end` is appended).
+    pub step_end: EmitHook<StepBoundary>,
+    /// `agent/stream-chunk` (after `assistant/chunk` is appended).
+    pub stream_chunk: EmitHook<ChunkReceived>,
+    /// `agent/steering` (after `steering/message` is appended).
+    pub steering: EmitHook<SteeringDelivered>,
+    /// `agent/error` (after `error` is appended).
+    pub error: EmitHook<AgentFailure>,
+    /// `agent/request`: may rewrite the request (e.g. switch model) or fail
+    /// the step.
+    pub request: WaterfallHook<RequestContext, Result<GenerateOptions, DshError>>,
+    /// `agent/step-result`: may rewrite the assistant message before it is
+    /// logged and its tool calls dispatched.
+    pub step_result: WaterfallHook<StepResultContext, Result<Message, DshError>>,
+    /// `agent/turn-continuation`: decides whether another step runs.
+    pub turn_continuation: WaterfallHook<ContinuationContext, Result<bool, DshError>>,
+}
+
+impl Default for AgentHooks {
+    fn default() -> Self {
+        Self {
+            created: EmitHook::new("agent/created"),
+            disposed: EmitHook::new("agent/disposed"),
+            status: EmitHook::new("agent/status"),
+            queued: EmitHook::new("agent/queued"),
+            turn_start: EmitHook::new("agent/turn-start"),
+            turn_end: EmitHook::new("agent/turn-end"),
+            step_start: EmitHook::new("agent/step-start"),
+            step_end: EmitHook::new("agent/step-end"),
+            stream_chunk: EmitHook::new("agent/stream-chunk"),
+            steering: EmitHook::new("agent/steering"),
+            error: EmitHook::new("agent/error"),
+            request: WaterfallHook::new("agent/request"),
+            step_result: WaterfallHook::new("agent/step-result"),
+            turn_continuation: WaterfallHook::new("agent/turn-continuation"),
+        }
+    }
+}
+
+/// The agent registry (a kernel service): agents by id, and the hooks every
+/// agent of this registry fires.
+#[derive(Default)]
+pub struct AgentRegistry {
+    agents: Mutex<Vec<Arc<dyn Agent>>>,
+    hooks: AgentHooks,
+}
+
+impl AgentRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The agent hooks.
+    pub fn hooks(&self) -> &AgentHooks {
+        &self.hooks
+    }
+
+    /// Registers an agent and emits `agent/created`. Undoing the registration
+    /// removes it and emits `agent/disposed`.
+    ///
+    /// # Errors
+    /// [`AgentError::Duplicate`] when the id is taken.
+    pub fn register(self: &Arc<Self>, agent: Arc<dyn Agent>) -> Result<Registration, AgentError> {
+        {
+            let mut agents = self.agents.lock().expect("agent registry lock poisoned");
+            if agents.iter().any(|a| a.id() == agent.id()) {
+                return Err(AgentError::Duplicate(agent.id().to_string()));
+            }
+            agents.push(agent.clone());
+        }
+        // Listener failures are contained and logged by the hook.
+        let _ = self.hooks.created.emit(&agent);
+        let registry = Arc::downgrade(self);
+        Ok(Registration::new(move || {
+            if let Some(registry) = registry.upgrade() {
+                registry
+                    .agents
+                    .lock()
+                    .expect("agent registry lock poisoned")
+                    .retain(|a| !Arc::ptr_eq(a, &agent));
+                let _ = registry.hooks.disposed.emit(&agent);
+            }
+        }))
+    }
+
+    /// The agent with this id.
+    pub fn get(&self, id: &str) -> Option<Arc<dyn Agent>> {
+        self.agents
+            .lock()
+            .expect("agent registry lock poisoned")
+            .iter()
+            .find(|a| a.id() == id)
+            .cloned()
+    }
+
+    /// Every agent, in registration order.
+    pub fn list(&self) -> Vec<Arc<dyn Agent>> {
+        self.agents
+            .lock()
+            .expect("agent registry lock poisoned")
+            .clone()
+    }
+}

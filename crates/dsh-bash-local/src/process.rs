@@ -1,0 +1,423 @@
+//! Spawning `bash -c` in its own session and driving it to completion:
+//! output pumps, timeout, abort, SIGTERM → SIGKILL escalation of the group.
+
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_bash::{BashError, BashSpec};
+use nix::errno::Errno;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::output::{self, SharedStream};
+use crate::spill::{SpillDir, StreamKind};
+
+/// Substrings (upper case) that mark an environment variable as a secret.
+const SECRET_MARKERS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
+
+/// Variables that would make a non-interactive bash source a file.
+const STARTUP_FILE_VARS: [&str; 2] = ["BASH_ENV", "ENV"];
+
+/// Overrides that keep tools from paging, colouring or assuming a terminal.
+const MODEL_FRIENDLY_ENV: [(&str, &str); 4] = [
+    ("NO_COLOR", "1"),
+    ("TERM", "dumb"),
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+];
+
+/// Probe interval while waiting for killed leftovers to disappear.
+const LEFTOVER_POLL: Duration = Duration::from_millis(2);
+
+/// Stand-in for "never" in timers that are armed later.
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// A spawned shell, not yet driven.
+pub(crate) struct Spawned {
+    child: Child,
+    /// The process group (= session) id; the shell is its leader.
+    pgid: Option<Pid>,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+}
+
+/// Checks the workdir and spawns `bash -c <command>` as the leader of a new
+/// session, with the scrubbed environment and piped stdout/stderr.
+pub(crate) fn spawn(spec: &BashSpec) -> Result<Spawned, BashError> {
+    check_workdir(&spec.workdir)?;
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.workdir)
+        .env_clear()
+        .envs(child_env(std::env::vars_os()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // setsid(2), which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            // A new session: the shell leads its own process group (so the
+            // whole tree can be signalled) and has no controlling terminal
+            // (so nothing can block reading a password from /dev/tty).
+            nix::unistd::setsid().map(drop).map_err(io::Error::from)
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound if !spec.workdir.is_dir() => BashError::BadWorkdir {
+            path: spec.workdir.clone(),
+            reason: os_error_text(&e),
+        },
+        _ => BashError::SpawnFailed {
+            reason: format!("bash: {}", os_error_text(&e)),
+        },
+    })?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .filter(|id| *id > 0)
+        .map(Pid::from_raw);
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        // Unreachable with Stdio::piped(); handled rather than trusted.
+        signal_group(pgid, Signal::SIGKILL);
+        return Err(BashError::SpawnFailed {
+            reason: "bash started without output pipes".to_string(),
+        });
+    };
+    Ok(Spawned {
+        child,
+        pgid,
+        stdout,
+        stderr,
+    })
+}
+
+/// The workdir must exist and be a directory; the error names the path and
+/// the OS error (e.g. `ENOENT: No such file or directory (os error 2)`).
+fn check_workdir(workdir: &Path) -> Result<(), BashError> {
+    match std::fs::metadata(workdir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(BashError::BadWorkdir {
+            path: workdir.to_path_buf(),
+            reason: "ENOTDIR: not a directory".to_string(),
+        }),
+        Err(e) => Err(BashError::BadWorkdir {
+            path: workdir.to_path_buf(),
+            reason: os_error_text(&e),
+        }),
+    }
+}
+
+/// `ENOENT: No such file or directory (os error 2)`: the errno name first, so
+/// messages can be matched on it.
+fn os_error_text(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => format!("{:?}: {e}", Errno::from_raw(code)),
+        None => e.to_string(),
+    }
+}
+
+/// The child's environment: `host` minus secrets and bash startup-file
+/// variables, plus the model-friendly overrides.
+pub(crate) fn child_env(
+    host: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = host
+        .into_iter()
+        .filter(|(name, _)| !is_secret_name(name) && !is_startup_file_var(name))
+        .filter(|(name, _)| !MODEL_FRIENDLY_ENV.iter().any(|(k, _)| name == k))
+        .collect();
+    env.extend(
+        MODEL_FRIENDLY_ENV
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    env
+}
+
+/// Whether a variable name contains KEY, SECRET, TOKEN or PASSWORD in any case.
+pub(crate) fn is_secret_name(name: &OsStr) -> bool {
+    let upper = name.to_string_lossy().to_ascii_uppercase();
+    SECRET_MARKERS.iter().any(|m| upper.contains(m))
+}
+
+fn is_startup_file_var(name: &OsStr) -> bool {
+    STARTUP_FILE_VARS.iter().any(|v| name == *v)
+}
+
+/// Sends `signal` (or, with `None`, only probes) to the process group;
+/// returns whether the group still had members. Errors are ignored: ESRCH
+/// (group already gone) is the expected one, EPERM cannot be acted upon.
+fn signal_group(pgid: Option<Pid>, signal: impl Into<Option<Signal>>) -> bool {
+    let Some(pgid) = pgid else {
+        return false;
+    };
+    let signal = signal.into();
+    match killpg(pgid, signal) {
+        Ok(()) => true,
+        Err(Errno::ESRCH) => false,
+        Err(e) => {
+            tracing::debug!(pgid = pgid.as_raw(), ?signal, "killpg failed: {e}");
+            false
+        }
+    }
+}
+
+/// SIGKILLs whatever is left in the group and waits (at most `limit`) until
+/// the group is empty. Members are not our children, so there is nothing to
+/// wait on but the group itself: it is probed every few milliseconds.
+async fn kill_leftovers(pgid: Option<Pid>, limit: Duration) {
+    if !signal_group(pgid, Signal::SIGKILL) {
+        return;
+    }
+    let deadline = Instant::now() + limit;
+    while signal_group(pgid, None) {
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                pgid = pgid.map(Pid::as_raw),
+                "bash process group still not empty after SIGKILL"
+            );
+            return;
+        }
+        tokio::time::sleep(LEFTOVER_POLL).await;
+    }
+}
+
+/// The name of signal number `sig`, e.g. `SIGTERM`.
+pub(crate) fn signal_name(sig: i32) -> String {
+    match Signal::try_from(sig) {
+        Ok(s) => s.as_str().to_string(),
+        Err(_) => format!("SIG{sig}"),
+    }
+}
+
+/// What stops a driven process besides its own exit.
+pub(crate) struct DriveControl {
+    /// Foreground timeout; `None` = none.
+    pub(crate) timeout: Option<Duration>,
+    /// The caller's abort token: firing sets `aborted` and starts the kill.
+    pub(crate) abort: Option<CancellationToken>,
+    /// The executor's kill request (kill(), dispose, dropped run): starts the
+    /// kill without setting `aborted`.
+    pub(crate) kill: CancellationToken,
+    /// Delay between SIGTERM and SIGKILL.
+    pub(crate) grace: Duration,
+}
+
+/// How a driven process ended.
+pub(crate) struct Outcome {
+    /// The shell's exit status, or why waiting for it failed.
+    pub(crate) status: io::Result<ExitStatus>,
+    /// The timeout elapsed.
+    pub(crate) timed_out: bool,
+    /// The abort token fired.
+    pub(crate) aborted: bool,
+}
+
+impl Outcome {
+    /// Exit code, `None` after a signal death or a failed wait.
+    pub(crate) fn exit_code(&self) -> Option<i32> {
+        self.status.as_ref().ok().and_then(ExitStatus::code)
+    }
+
+    /// Terminating signal name, e.g. `SIGTERM`.
+    pub(crate) fn signal(&self) -> Option<String> {
+        self.status
+            .as_ref()
+            .ok()
+            .and_then(ExitStatus::signal)
+            .map(signal_name)
+    }
+}
+
+/// Where the escalation of a kill stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escalation {
+    /// No kill requested.
+    Idle,
+    /// SIGTERM sent; SIGKILL follows after the grace.
+    Terminating,
+    /// SIGKILL sent; pipes still held open after another grace are abandoned.
+    Killed,
+    /// The grace after SIGKILL passed.
+    GaveUp,
+}
+
+/// Drives `proc` to completion: the shell exited and both pipes reached EOF.
+///
+/// Timeout, abort and kill requests start the escalation (SIGTERM to the
+/// group, SIGKILL after `grace`), once. If pipes are still held open a grace
+/// after SIGKILL by a process that escaped the group (`setsid`), they are
+/// abandoned so disposal cannot hang. On completion whatever is left in the
+/// group (e.g. `cmd >/dev/null 2>&1 &`) is SIGKILLed and awaited (up to
+/// `grace`): nothing outlives its call.
+pub(crate) async fn drive(
+    proc: Spawned,
+    control: DriveControl,
+    stdout: SharedStream,
+    stderr: SharedStream,
+    spill: Arc<SpillDir>,
+) -> Outcome {
+    let Spawned {
+        mut child,
+        pgid,
+        stdout: out_pipe,
+        stderr: err_pipe,
+    } = proc;
+    let out_pump = output::pump(out_pipe, stdout.clone(), spill.clone(), StreamKind::Stdout);
+    let err_pump = output::pump(err_pipe, stderr.clone(), spill, StreamKind::Stderr);
+    let wait = child.wait();
+    let abort = async {
+        match &control.abort {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
+        }
+    };
+    let kill = control.kill.cancelled();
+    let timeout = tokio::time::sleep(control.timeout.unwrap_or(FAR_FUTURE));
+    let escalation_timer = tokio::time::sleep(FAR_FUTURE);
+    tokio::pin!(
+        out_pump,
+        err_pump,
+        wait,
+        abort,
+        kill,
+        timeout,
+        escalation_timer
+    );
+
+    let mut status: Option<io::Result<ExitStatus>> = None;
+    let (mut out_done, mut err_done) = (false, false);
+    let (mut timed_out, mut aborted, mut kill_requested) = (false, false, false);
+    let mut timeout_armed = control.timeout.is_some();
+    let mut escalation = Escalation::Idle;
+
+    let status = loop {
+        let pipes_done = (out_done && err_done) || escalation == Escalation::GaveUp;
+        if pipes_done {
+            if let Some(status) = status.take() {
+                break status;
+            }
+        }
+        let mut start_kill = false;
+        // Some branch is always enabled here: without an exit status `wait`
+        // is; with one, an unfinished pump is (or the loop broke above).
+        tokio::select! {
+            s = &mut wait, if status.is_none() => status = Some(s),
+            () = &mut out_pump, if !out_done => out_done = true,
+            () = &mut err_pump, if !err_done => err_done = true,
+            () = &mut timeout, if timeout_armed => {
+                timeout_armed = false;
+                timed_out = true;
+                start_kill = true;
+            }
+            () = &mut abort, if !aborted => {
+                aborted = true;
+                start_kill = true;
+            }
+            () = &mut kill, if !kill_requested => {
+                kill_requested = true;
+                start_kill = true;
+            }
+            () = &mut escalation_timer, if matches!(escalation, Escalation::Terminating | Escalation::Killed) => {
+                if escalation == Escalation::Terminating {
+                    signal_group(pgid, Signal::SIGKILL);
+                    escalation = Escalation::Killed;
+                    escalation_timer.as_mut().reset(Instant::now() + control.grace);
+                } else {
+                    if !(out_done && err_done) {
+                        tracing::warn!(
+                            pgid = pgid.map(Pid::as_raw),
+                            "bash output pipes still open after SIGKILL; a process outside the group holds them, giving up on them"
+                        );
+                    }
+                    escalation = Escalation::GaveUp;
+                }
+            }
+        }
+        if start_kill && escalation == Escalation::Idle {
+            signal_group(pgid, Signal::SIGTERM);
+            escalation = Escalation::Terminating;
+            escalation_timer
+                .as_mut()
+                .reset(Instant::now() + control.grace);
+        }
+    };
+    // Leftovers that detached from the pipes but stayed in the group, and
+    // members that closed the pipes but are still exiting. The shell is
+    // reaped by now, so the group id could in theory be reused, but only by a
+    // new session leader with that very pid in this instant.
+    kill_leftovers(pgid, control.grace).await;
+    if !(out_done && err_done) {
+        output::lock(&stdout).finish();
+        output::lock(&stderr).finish();
+    }
+    Outcome {
+        status,
+        timed_out,
+        aborted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_match_case_insensitively() {
+        for name in [
+            "DEEPSEEK_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "MONKEY",
+            "my_password",
+            "apiKey",
+        ] {
+            assert!(is_secret_name(OsStr::new(name)), "{name}");
+        }
+        for name in ["PATH", "HOME", "LANG", "PASSWD_FILE"] {
+            assert!(!is_secret_name(OsStr::new(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn child_env_scrubs_and_overrides() {
+        let host = [
+            ("PATH", "/bin"),
+            ("GITHUB_TOKEN", "t"),
+            ("TERM", "xterm-256color"),
+            ("BASH_ENV", "/tmp/rc"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let env = child_env(host);
+        let get = |k: &str| {
+            env.iter()
+                .filter(|(n, _)| n == k)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(get("PATH"), ["/bin"]);
+        assert!(get("GITHUB_TOKEN").is_empty());
+        assert!(get("BASH_ENV").is_empty());
+        assert_eq!(get("TERM"), ["dumb"]);
+        assert_eq!(get("NO_COLOR"), ["1"]);
+        assert_eq!(get("PAGER"), ["cat"]);
+        assert_eq!(get("GIT_PAGER"), ["cat"]);
+    }
+
+    #[test]
+    fn signal_names() {
+        assert_eq!(signal_name(15), "SIGTERM");
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(999), "SIG999");
+    }
+}

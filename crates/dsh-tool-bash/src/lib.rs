@@ -1,0 +1,238 @@
+//! The model-facing bash tools: `bash`, `bash_output` and `bash_kill`.
+//!
+//! Start at [`install`]: it registers the three tools (in that order) on a
+//! [`ToolRegistry`] over any [`BashExecutor`], and injects a completion notice
+//! into the owning agent when a background task finishes. Argument names,
+//! descriptions and result texts follow the reference harness exactly
+//! (`shared/reference/session-loop-bash.md` §10): non-zero exits, timeouts and
+//! signal deaths are ordinary results with markers, not errors.
+//!
+//! The tools know nothing about processes: that is the executor's job.
+
+mod render;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use dsh_agent::{Agent, AgentError};
+use dsh_bash::{BashError, BashExecutor, BashRequest, TaskInfo};
+use dsh_kernel::Registration;
+use dsh_llm::{ContentBlock, MessageSource};
+use dsh_tools::{define_tool, ToolArgs, ToolContext, ToolError, ToolRegistry};
+use serde::Deserialize;
+
+pub use render::{render_run_result, render_task_read};
+
+/// The plugin name on completion notices (`<context source="plugin">`).
+pub const PLUGIN_NAME: &str = "tool-bash";
+
+/// Description of the `bash` tool, as the model sees it.
+pub const BASH_DESCRIPTION: &str = "Run a bash command with `bash -c` and return its stdout and stderr. Each call is a fresh, non-interactive shell: no working directory, variables or functions persist between calls, so pass `workdir` instead of using `cd`. A non-zero exit status is reported as `[exit code: N]`; check it. Long output is cut to its tail and the full output is saved to a file whose path is reported. With `run_in_background: true` the call returns a task id at once; poll it with `bash_output` and stop it with `bash_kill`.";
+
+/// Description of the `bash_output` tool.
+pub const BASH_OUTPUT_DESCRIPTION: &str = "Read new output of a background task started by `bash` with `run_in_background: true`. Returns only the output produced since the previous `bash_output` call for that task, followed by the task status. The task keeps running; poll again later.";
+
+/// Description of the `bash_kill` tool.
+pub const BASH_KILL_DESCRIPTION: &str =
+    "Kill a running background task by its id (SIGTERM, then SIGKILL after a grace period).";
+
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, ToolArgs)]
+pub struct BashArgs {
+    /// The bash command to run.
+    pub command: String,
+    /// A short (5-10 words), active-voice description of what the command does, shown to the user. Examples: "ls" → "List files in current directory"; "git status" → "Show working tree status".
+    pub description: String,
+    /// Timeout in milliseconds (default 120000, max 600000). The command is killed when it expires.
+    #[serde(rename = "timeoutMs", default)]
+    pub timeout_ms: Option<f64>,
+    /// Working directory for this call (default: the session's working directory).
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// Run in the background and return a task id immediately; no timeout applies.
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
+}
+
+/// Arguments of `bash_output` and `bash_kill`.
+#[derive(Debug, Deserialize, ToolArgs)]
+pub struct TaskIdArgs {
+    /// The task id returned by the bash tool.
+    pub task_id: String,
+}
+
+/// Remembers which agent started which background task.
+#[derive(Default)]
+struct Owners {
+    map: Mutex<HashMap<String, Weak<dyn Agent>>>,
+}
+
+/// Registers `bash`, `bash_output`, `bash_kill` and the completion-notice
+/// listener. Undoing the registration removes all of them.
+///
+/// # Errors
+/// A tool name is already registered (nothing stays registered then).
+pub fn install(
+    registry: &ToolRegistry,
+    executor: Arc<dyn BashExecutor>,
+) -> Result<Registration, ToolError> {
+    let owners = Arc::new(Owners::default());
+    let mut regs = Vec::new();
+    let tools = [
+        bash_tool(executor.clone(), owners.clone()),
+        bash_output_tool(executor.clone()),
+        bash_kill_tool(executor.clone()),
+    ];
+    for tool in tools {
+        match registry.register(tool) {
+            Ok(r) => regs.push(r),
+            Err(e) => {
+                Registration::merge(regs).undo();
+                return Err(e);
+            }
+        }
+    }
+    let listener_owners = owners;
+    regs.push(executor.on_task_done().try_on(move |task: &TaskInfo| {
+        let owner = listener_owners
+            .map
+            .lock()
+            .expect("owner map lock poisoned")
+            .remove(&task.id);
+        let Some(agent) = owner.and_then(|w| w.upgrade()) else {
+            return Ok(());
+        };
+        match agent.inject(
+            vec![ContentBlock::text(completion_notice(task))],
+            MessageSource::plugin(PLUGIN_NAME),
+        ) {
+            Ok(()) | Err(AgentError::Disposed(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }));
+    Ok(Registration::merge(regs))
+}
+
+/// `background bash task <id> finished <status line>. Read its output with bash_output.`
+pub fn completion_notice(task: &TaskInfo) -> String {
+    format!(
+        "background bash task {} finished {}. Read its output with bash_output.",
+        task.id,
+        dsh_bash::status_line(task)
+    )
+}
+
+fn bash_error(e: BashError) -> ToolError {
+    ToolError::new(e.code(), e.to_string())
+}
+
+fn nonempty(field: &str, value: &str) -> Result<(), ToolError> {
+    if value.trim().is_empty() {
+        return Err(ToolError::new(
+            "INVALID_ARGS",
+            format!("invalid {field}: expected a non-empty string"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_task_id(id: &str) -> Result<(), ToolError> {
+    if id.is_empty() {
+        return Err(ToolError::new(
+            "INVALID_ARGS",
+            "invalid task_id: expected a string, got \"\"",
+        ));
+    }
+    Ok(())
+}
+
+fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn dsh_tools::Tool> {
+    define_tool(
+        "bash",
+        BASH_DESCRIPTION,
+        move |args: BashArgs, ctx: ToolContext| {
+            let executor = executor.clone();
+            let owners = owners.clone();
+            async move {
+                nonempty("command", &args.command)?;
+                nonempty("description", &args.description)?;
+                let mut req = BashRequest::new(args.command).with_cancel(ctx.cancel.clone());
+                if let Some(t) = args.timeout_ms {
+                    if !t.is_finite() || t <= 0.0 {
+                        let shown = serde_json::Number::from_f64(t)
+                            .map(|n| n.to_string())
+                            .unwrap_or_else(|| "null".into());
+                        return Err(ToolError::new(
+                            "INVALID_ARGS",
+                            format!("invalid timeoutMs: expected a positive number, got {shown}"),
+                        ));
+                    }
+                    // Fractional milliseconds round up so a tiny positive value
+                    // never becomes "no timeout".
+                    req = req.with_timeout_ms(t.ceil() as u64);
+                }
+                if let Some(w) = args.workdir {
+                    req = req.with_workdir(w);
+                }
+                let spec = executor.resolve(req);
+                if args.run_in_background == Some(true) {
+                    let task = executor.start(spec).map_err(bash_error)?;
+                    if let Some(agent) = ctx.get::<Arc<dyn Agent>>() {
+                        owners
+                            .map
+                            .lock()
+                            .expect("owner map lock poisoned")
+                            .insert(task.id.clone(), Arc::downgrade(agent));
+                    }
+                    return Ok(vec![ContentBlock::text(format!(
+                        "started background task {}",
+                        task.id
+                    ))]);
+                }
+                let result = executor.run(spec).await.map_err(bash_error)?;
+                if result.aborted {
+                    return Err(ToolError::new("ABORTED", "command aborted"));
+                }
+                Ok(vec![ContentBlock::text(render_run_result(&result))])
+            }
+        },
+    )
+    .into_arc()
+}
+
+fn bash_output_tool(executor: Arc<dyn BashExecutor>) -> Arc<dyn dsh_tools::Tool> {
+    define_tool(
+        "bash_output",
+        BASH_OUTPUT_DESCRIPTION,
+        move |args: TaskIdArgs, _ctx: ToolContext| {
+            let executor = executor.clone();
+            async move {
+                check_task_id(&args.task_id)?;
+                let read = executor.read_output(&args.task_id).map_err(bash_error)?;
+                Ok(vec![ContentBlock::text(render_task_read(&read))])
+            }
+        },
+    )
+    .into_arc()
+}
+
+fn bash_kill_tool(executor: Arc<dyn BashExecutor>) -> Arc<dyn dsh_tools::Tool> {
+    define_tool(
+        "bash_kill",
+        BASH_KILL_DESCRIPTION,
+        move |args: TaskIdArgs, _ctx: ToolContext| {
+            let executor = executor.clone();
+            async move {
+                check_task_id(&args.task_id)?;
+                let killed = executor.kill(&args.task_id).map_err(bash_error)?;
+                let text = if killed {
+                    format!("killed background task {}", args.task_id)
+                } else {
+                    format!("task {} had already finished", args.task_id)
+                };
+                Ok(vec![ContentBlock::text(text)])
+            }
+        },
+    )
+    .into_arc()
+}
