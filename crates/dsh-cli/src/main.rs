@@ -1,43 +1,67 @@
 //! `dsh`: the coding-agent command line.
 //!
 //! Parses the command line and dispatches to one module per subcommand under
-//! `commands/`. Exit codes: 0 success, 1 a failed result (invalid arguments,
-//! a turn that ended in error), 2 unusable input (usage, config, missing or
-//! corrupt files), 130 aborted.
+//! `commands/`; [`app`] builds the plugin stack from configuration. Exit
+//! codes: 0 success, 1 a failed result (a turn that ended in error, invalid
+//! arguments), 2 unusable input (usage, config, missing or corrupt files),
+//! 130 aborted.
 
+mod app;
 mod commands;
+mod config;
+mod echo_model;
+mod render;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// dsh — a coding-agent harness driving DeepSeek models in a tool loop.
+/// dsh — a coding agent that drives DeepSeek models (or the offline echo
+/// model) in a tool loop.
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version, about, long_about = None)]
+#[command(name = "dsh", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    chat: commands::chat::ChatArgs,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Chat interactively (the default command).
+    Chat(commands::chat::ChatArgs),
+    /// Run one turn and print the final answer.
+    Run(commands::run::RunArgs),
+    /// List the tools the model is shown.
+    Tools(commands::tools::ToolsArgs),
     /// Work with tool argument schemas (the model boundary).
     Schema(commands::schema::SchemaArgs),
-    /// Inspect and replay session logs.
+    /// List, show and replay session logs.
     Session(commands::session::SessionArgs),
 }
 
 fn main() -> ExitCode {
+    init_tracing();
     let cli = Cli::parse();
     let code = match cli.command {
+        Some(Command::Chat(args)) => commands::chat::run(args),
+        Some(Command::Run(args)) => commands::run::run(args),
+        Some(Command::Tools(args)) => commands::tools::run(args),
         Some(Command::Schema(args)) => commands::schema::run(args),
         Some(Command::Session(args)) => commands::session::run(args),
-        None => {
-            use clap::CommandFactory;
-            // Printing help can only fail on a closed stdout; nothing to do then.
-            let _ = Cli::command().print_help();
-            0
-        }
+        None => commands::chat::run(cli.chat),
     };
     ExitCode::from(code)
+}
+
+/// Logs go to stderr, filtered by `DSH_LOG` (default: warnings).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DSH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
 }

@@ -1,0 +1,123 @@
+//! `dsh run [--model M] [--session-dir DIR] [--resume ID] [--json] PROMPT`
+//!
+//! One turn. Prints the final answer (or, with `--json`, every session event
+//! as one JSON line as it happens, the JSONL log format). Exit codes: 0 the
+//! turn completed, 1 it ended in error (message with code on stderr), 130 it
+//! was aborted (Ctrl-C), 2 usage or configuration error.
+
+use std::io::Write;
+
+use clap::Args;
+use dsh_llm::{ContentBlock, MessageSource};
+use dsh_session::{EventData, TurnEndReason};
+
+use crate::app::{resolve, App, StackArgs};
+use crate::commands::{exit_code_for, runtime, wait_turn_end};
+
+/// Arguments of `dsh run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    stack: StackArgs,
+    /// Continue the saved session ID (its log is replayed, new events are appended).
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// Print every session event as one JSON line instead of the answer.
+    #[arg(long)]
+    json: bool,
+    /// The prompt (several words are joined with spaces).
+    #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
+    prompt: Vec<String>,
+}
+
+/// Runs `dsh run`; returns the exit code.
+pub fn run(args: RunArgs) -> u8 {
+    match runtime() {
+        Ok(rt) => rt.block_on(run_async(args)),
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            1
+        }
+    }
+}
+
+async fn run_async(args: RunArgs) -> u8 {
+    let resolved = match resolve(&args.stack) {
+        Ok(r) => r,
+        Err(e) => return crate::commands::report(&e),
+    };
+    let app = match App::build(resolved) {
+        Ok(a) => a,
+        Err(e) => return crate::commands::report(&e),
+    };
+    let handle = match app.create_agent(args.resume.as_deref()) {
+        Ok(h) => h,
+        Err(e) => {
+            app.shutdown().await;
+            return crate::commands::report(&e);
+        }
+    };
+    let agent = handle.agent();
+    let session = agent.session();
+    let json_listener = args.json.then(|| {
+        let sid = session.id().to_string();
+        app.store.on_event().on(move |(s, event)| {
+            if s.id() == sid {
+                let line = serde_json::to_string(&**event).unwrap_or_default();
+                let mut out = std::io::stdout().lock();
+                // A closed stdout (e.g. `| head`) must not kill the turn.
+                let _ = writeln!(out, "{line}");
+                let _ = out.flush();
+            }
+        })
+    });
+    let start = session.len();
+    let turn_end = wait_turn_end(&app);
+    let prompt = args.prompt.join(" ");
+    let reason = match agent.send(vec![ContentBlock::text(prompt)], MessageSource::User) {
+        Ok(()) => {
+            tokio::select! {
+                reason = turn_end.recv() => reason,
+                _ = tokio::signal::ctrl_c() => {
+                    agent.abort(Some("user interrupt".into()));
+                    turn_end.recv().await
+                }
+            }
+        }
+        Err(e) => Some(TurnEndReason::Error {
+            message: e.to_string(),
+            code: Some(e.code().into()),
+        }),
+    };
+    if !args.json {
+        let answer = final_answer(&session.events_since(start));
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{answer}");
+        if !answer.ends_with('\n') && !answer.is_empty() {
+            let _ = writeln!(out);
+        }
+        let _ = out.flush();
+    }
+    drop(json_listener);
+    handle.dispose().await;
+    app.shutdown().await;
+    exit_code_for(reason.as_ref())
+}
+
+/// The text of the last assistant message among `events`.
+fn final_answer(events: &[std::sync::Arc<dsh_session::SessionEvent>]) -> String {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.data {
+            EventData::AssistantMessage { content, .. } => Some(
+                content
+                    .iter()
+                    .filter_map(|b| b.as_text())
+                    .collect::<Vec<_>>()
+                    .join(""),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default()
+}

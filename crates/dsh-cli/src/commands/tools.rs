@@ -1,0 +1,53 @@
+//! `dsh tools list`: the tool schemas exactly as the model is shown them.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand};
+
+use crate::app::{resolve, App, StackArgs};
+use crate::commands::runtime;
+
+/// Arguments of `dsh tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    #[command(subcommand)]
+    command: ToolsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolsCommand {
+    /// Print the tool schemas (JSON) the model would be shown.
+    List {
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+}
+
+/// Runs `dsh tools`; returns the exit code.
+pub fn run(args: ToolsArgs) -> u8 {
+    let ToolsCommand::List { stack } = args.command;
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    rt.block_on(async {
+        let resolved = match resolve(&stack) {
+            Ok(r) => r,
+            Err(e) => return crate::commands::report(&e),
+        };
+        let app = match App::build(resolved) {
+            Ok(a) => a,
+            Err(e) => return crate::commands::report(&e),
+        };
+        let schemas = app.tools.schemas();
+        let text = serde_json::to_string_pretty(&schemas).unwrap_or_else(|_| "[]".into());
+        let mut out = std::io::stdout().lock();
+        // A closed stdout (`| head`) is not an error worth a panic.
+        let _ = writeln!(out, "{text}");
+        app.shutdown().await;
+        0
+    })
+}
