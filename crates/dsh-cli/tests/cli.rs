@@ -1,0 +1,453 @@
+//! The real `dsh` binary: offline runs, `--json`, resume, exit codes, piped
+//! chat, configuration errors, and `dsh run` against a loopback server that
+//! speaks the DeepSeek SSE wire format.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use dsh_testkit::{LoopbackServer, ScriptedResponse};
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// A private home for one test: config, data and state directories.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn sessions(&self) -> PathBuf {
+        self.path().join("data/dsh/sessions")
+    }
+
+    fn dsh(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        c.current_dir(self.path())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env_remove("DEEPSEEK_BASE_URL")
+            .env_remove("DSH_MODEL")
+            .env("NO_COLOR", "1")
+            .env("HOME", self.path())
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
+    fn session_files(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.sessions())
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+async fn output(mut cmd: Command) -> Output {
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("dsh finished in time")
+        .expect("dsh runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn read_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("session file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
+        .collect()
+}
+
+#[tokio::test]
+async fn version_and_help() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.arg("--version");
+    let out = output(c).await;
+    assert_eq!(out.code, 0);
+    assert_eq!(
+        out.stdout.trim(),
+        format!("dsh {}", env!("CARGO_PKG_VERSION"))
+    );
+    let mut c = sb.dsh();
+    c.arg("--help");
+    let out = output(c).await;
+    assert_eq!(out.code, 0);
+    for cmd in ["chat", "run", "tools", "schema", "session"] {
+        assert!(out.stdout.contains(cmd), "help lists {cmd}: {}", out.stdout);
+    }
+}
+
+#[tokio::test]
+async fn offline_echo_run_prints_the_answer_and_writes_the_session() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "echo", "hi", "there"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "The echo tool says: hi there\n");
+    let files = sb.session_files();
+    assert_eq!(files.len(), 1);
+    let events = read_events(&files[0]);
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"user/message"));
+    assert!(types.contains(&"tool/call") && types.contains(&"tool/result"));
+    assert_eq!(types.last(), Some(&"turn/end"));
+    let result = events.iter().find(|e| e["type"] == "tool/result").unwrap();
+    assert_eq!(result["data"]["content"][0]["text"], "hi there");
+    assert_eq!(result["data"]["isError"], false);
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64);
+    }
+}
+
+#[tokio::test]
+async fn offline_bash_run_uses_the_real_bash_tool() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "run printf abc; exit 3"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "The bash tool returned:\nabc\n[exit code: 3]\n");
+}
+
+#[tokio::test]
+async fn json_prints_every_event_as_a_jsonl_line() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "--json", "echo x"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(lines.len() > 6);
+    for (i, e) in lines.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64);
+        assert!(e["time"].is_u64());
+        assert!(e["data"].is_object());
+    }
+    assert_eq!(lines.last().unwrap()["type"], "turn/end");
+    assert_eq!(
+        lines.last().unwrap()["data"]["reason"],
+        json!({"kind": "completed"})
+    );
+    // Same format as the log file.
+    let file = read_events(&sb.session_files()[0]);
+    assert_eq!(file, lines);
+}
+
+#[tokio::test]
+async fn resume_continues_the_same_session() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "echo first"]);
+    assert_eq!(output(c).await.code, 0);
+    let files = sb.session_files();
+    let id = files[0].file_stem().unwrap().to_str().unwrap().to_string();
+    let before = read_events(&files[0]).len();
+    let mut c = sb.dsh();
+    c.args(["run", "--resume", &id, "echo second"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "The echo tool says: second\n");
+    assert_eq!(
+        sb.session_files().len(),
+        1,
+        "resume appends to the same file"
+    );
+    let events = read_events(&files[0]);
+    assert!(events.len() > before);
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64, "seq continues across runs");
+    }
+    let turns: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "turn/start")
+        .map(|e| e["data"]["turn"].as_u64().unwrap())
+        .collect();
+    assert_eq!(turns, [1, 2]);
+    let mut c = sb.dsh();
+    c.args(["run", "--resume", "no-such-session", "hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no-such-session"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn unknown_model_and_bad_config_are_usage_errors() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "--model", "gpt-x", "hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("unknown model \"gpt-x\"") && out.stderr.contains("echo"),
+        "{}",
+        out.stderr
+    );
+
+    std::fs::write(sb.path().join("dsh.toml"), "modle = \"echo\"\n").unwrap();
+    let mut c = sb.dsh();
+    c.args(["run", "hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("modle"), "{}", out.stderr);
+    assert!(out.stderr.contains("dsh.toml"), "{}", out.stderr);
+
+    std::fs::write(sb.path().join("dsh.toml"), "[bash]\ntimeout_ms = \"x\"\n").unwrap();
+    let mut c = sb.dsh();
+    c.args(["run", "hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("timeout_ms"), "{}", out.stderr);
+
+    let mut c = sb.dsh();
+    c.args(["run", "--config", "/nonexistent/dsh.toml", "hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("/nonexistent/dsh.toml"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test]
+async fn config_file_and_env_choose_the_model() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path().join("config/dsh")).unwrap();
+    std::fs::write(
+        sb.path().join("config/dsh/dsh.toml"),
+        "model = \"deepseek-v4-pro\"\n",
+    )
+    .unwrap();
+    let mut c = sb.dsh();
+    c.args(["run", "hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2, "a DeepSeek model without a key is refused");
+    assert!(out.stderr.contains("DEEPSEEK_API_KEY"), "{}", out.stderr);
+    let mut c = sb.dsh();
+    c.args(["run", "echo via env"]).env("DSH_MODEL", "echo");
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "DSH_MODEL overrides the file: {}", out.stderr);
+}
+
+#[tokio::test]
+async fn piped_chat_sends_every_line_and_exits() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"echo one\n\nrun echo two\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("⏺ echo({\"text\":\"one\"})"), "{stdout}");
+    assert!(stdout.contains("The echo tool says: one"), "{stdout}");
+    assert!(stdout.contains("The bash tool returned:\ntwo"), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "no escape codes when piped");
+    let events = read_events(&sb.session_files()[0]);
+    let turns = events.iter().filter(|e| e["type"] == "turn/start").count();
+    assert_eq!(turns, 2, "one turn per line");
+}
+
+fn text_reply(text: &str) -> ScriptedResponse {
+    ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":2}}).to_string(),
+        "[DONE]".to_string(),
+    ])
+}
+
+#[tokio::test]
+async fn run_against_a_loopback_deepseek_server() {
+    let call = ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"reasoning_content":"Use echo."},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"echo","arguments":""}}]},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"text\":\"ping\"}"}}]},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}).to_string(),
+        "[DONE]".to_string(),
+    ]);
+    let server = LoopbackServer::start([call, text_reply("pong")])
+        .await
+        .unwrap();
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "say ping"])
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .env("DEEPSEEK_BASE_URL", server.base_url());
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "pong\n");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("authorization"), Some("Bearer sk-test"));
+    let first = reqs[0].json();
+    assert_eq!(
+        first["model"], "deepseek-v4-flash",
+        "the default model with a key"
+    );
+    assert_eq!(first["stream"], true);
+    assert_eq!(first["messages"][0]["role"], "system");
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["echo", "bash", "bash_output", "bash_kill"]);
+    let second = reqs[1].json();
+    let msgs = second["messages"].as_array().unwrap();
+    let assistant = &msgs[msgs.len() - 2];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(
+        assistant["reasoning_content"], "Use echo.",
+        "reasoning passed back on tool turns"
+    );
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["arguments"],
+        "{\"text\":\"ping\"}"
+    );
+    assert_eq!(
+        msgs[msgs.len() - 1],
+        json!({"role":"tool","tool_call_id":"call_1","content":"ping"})
+    );
+}
+
+#[tokio::test]
+async fn provider_errors_exit_1_with_the_code() {
+    let server = LoopbackServer::start([ScriptedResponse::json(
+        401,
+        &json!({"error":{"message":"Authentication Fails (no such user)"}}),
+    )])
+    .await
+    .unwrap();
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "hi"])
+        .env("DEEPSEEK_API_KEY", "sk-bad")
+        .env("DEEPSEEK_BASE_URL", server.base_url());
+    let out = output(c).await;
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("[AUTH]") && out.stderr.contains("Authentication Fails"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test]
+async fn sigint_aborts_the_turn_with_exit_130() {
+    let hang = ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"content":"partial"},"finish_reason":null}]})
+            .to_string(),
+    ])
+    .then_hang();
+    let server = LoopbackServer::start([hang]).await.unwrap();
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "--json", "hi"])
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .env("DEEPSEEK_BASE_URL", server.base_url())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    // Wait until the partial chunk was logged: the turn is mid-stream.
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        use tokio::io::AsyncBufReadExt;
+        loop {
+            let mut line = String::new();
+            if stdout.read_line(&mut line).await.unwrap() == 0 {
+                panic!("dsh exited early: {seen}");
+            }
+            seen.push_str(&line);
+            if line.contains("assistant/chunk") && line.contains("partial") {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the chunk arrives");
+    let pid = child.id().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("dsh exits after SIGINT")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("aborted: user interrupt"), "{stderr}");
+    let events = read_events(&sb.session_files()[0]);
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "turn/end");
+    assert_eq!(
+        end["data"]["reason"],
+        json!({"kind":"aborted","reason":"user interrupt"})
+    );
+}
+
+#[tokio::test]
+async fn tools_list_prints_the_schemas_the_model_sees() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["tools", "list"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tools: Value = serde_json::from_str(&out.stdout).unwrap();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo", "bash", "bash_output", "bash_kill"]);
+    assert_eq!(
+        tools[1]["parameters"]["required"],
+        json!(["command", "description"])
+    );
+}
