@@ -16,7 +16,7 @@ use clap::Args;
 use dsh_agent::{Agent, AgentStatus};
 use dsh_llm::{ContentBlock, MessageSource};
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::app::{resolve, App, StackArgs};
 use crate::commands::{runtime, wait_turn_end, TurnEnds};
@@ -74,7 +74,13 @@ async fn chat(args: ChatArgs) -> u8 {
             "dsh — model {} — session {session_id}\nType a message; Ctrl-C aborts a running turn, Ctrl-D exits.",
             app.resolved.model
         );
-        interactive_loop(&agent, &printer, &turn_ends).await;
+        let (status_tx, status_rx) = watch::channel(agent.status());
+        let status_reg = app.agents.hooks().status.on(move |c| {
+            // No receiver only after the loop returned; nothing to tell then.
+            let _ = status_tx.send(c.status);
+        });
+        interactive_loop(&agent, &printer, status_rx).await;
+        status_reg.undo();
     } else {
         piped_loop(&agent, &printer, &turn_ends).await;
     }
@@ -137,50 +143,46 @@ fn history_path() -> Option<PathBuf> {
 }
 
 /// Reads lines on a blocking thread (rustyline) and feeds them to the agent.
-async fn interactive_loop(agent: &Arc<dyn Agent>, printer: &Arc<Printer>, turn_ends: &TurnEnds) {
+/// Decisions use the agent's live status (from `agent/status`), never a
+/// local guess: a turn can end and the next start without the prompt seeing it.
+async fn interactive_loop(
+    agent: &Arc<dyn Agent>,
+    printer: &Arc<Printer>,
+    mut status: watch::Receiver<AgentStatus>,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
     std::thread::spawn(move || read_lines(tx));
-    let mut running = false;
-    loop {
-        tokio::select! {
-            input = rx.recv() => match input {
-                None | Some(Input::Eof) => {
-                    if running {
-                        agent.abort(Some("user exit".into()));
-                        let _ = turn_ends.recv().await;
-                    }
+    while let Some(input) = rx.recv().await {
+        let running = agent.status() == AgentStatus::Running;
+        match input {
+            Input::Eof => {
+                if running {
+                    agent.abort(Some("user exit".into()));
+                    // The sender lives in the status listener until shutdown.
+                    let _ = status.wait_for(|s| *s != AgentStatus::Running).await;
+                }
+                return;
+            }
+            Input::Interrupt => {
+                if running {
+                    agent.abort(Some("user interrupt".into()));
+                } else {
                     return;
                 }
-                Some(Input::Interrupt) => {
-                    if running || agent.status() == AgentStatus::Running {
-                        agent.abort(Some("user interrupt".into()));
-                    } else {
-                        return;
-                    }
+            }
+            Input::Line(line) => {
+                if line.trim().is_empty() {
+                    continue;
                 }
-                Some(Input::Line(line)) => {
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    let content = vec![ContentBlock::text(line)];
-                    let result = if running {
-                        agent.steer(content, MessageSource::User)
-                    } else {
-                        printer.first_token.store(false, Ordering::SeqCst);
-                        spawn_spinner(printer.clone());
-                        agent.send(content, MessageSource::User)
-                    };
-                    match result {
-                        Ok(()) => running = true,
-                        Err(e) => {
-                            eprintln!("dsh: {e}");
-                            return;
-                        }
-                    }
+                if !running {
+                    printer.first_token.store(false, Ordering::SeqCst);
+                    spawn_spinner(printer.clone());
                 }
-            },
-            _ = turn_ends.recv(), if running => {
-                running = agent.status() == AgentStatus::Running;
+                // `steer` is `send` when no turn runs.
+                if let Err(e) = agent.steer(vec![ContentBlock::text(line)], MessageSource::User) {
+                    eprintln!("dsh: {e}");
+                    return;
+                }
             }
         }
     }

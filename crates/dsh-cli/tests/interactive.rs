@@ -1,0 +1,157 @@
+//! Interactive `dsh chat` on a real terminal, driven through tmux: a line
+//! typed while a turn runs steers it, Ctrl-C aborts the running step, Ctrl-D
+//! exits. Skipped (with a message) where tmux is not installed.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn available() -> bool {
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    }
+
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    fn screen(&self) -> String {
+        let out = self.cmd(&["capture-pane", "-p", "-J", "-S", "-200", "-t", "dsh"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits until the screen satisfies `pred` (a state, not a fixed delay).
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "dsh"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status.success());
+    }
+
+    fn alive(&self) -> bool {
+        self.cmd(&["has-session", "-t", "dsh"]).status.success()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn start(dir: &Path) -> Tmux {
+    let script = dir.join("run-dsh.sh");
+    let q = |p: &Path| format!("'{}'", p.display());
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nunset DEEPSEEK_API_KEY DEEPSEEK_BASE_URL DSH_MODEL NO_COLOR\nexport HOME={h} XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data XDG_STATE_HOME={h}/state TERM=xterm-256color\ncd {h}\nexec {bin} chat\n",
+            h = q(dir),
+            bin = q(Path::new(env!("CARGO_BIN_EXE_dsh"))),
+        ),
+    )
+    .unwrap();
+    let socket = format!("dsh-test-{}", std::process::id());
+    let t = Tmux { socket };
+    let out = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dsh",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "sh",
+        script.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t
+}
+
+#[test]
+fn steer_abort_and_exit_on_a_terminal() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = start(dir.path());
+    t.wait_for("the prompt", |s| s.contains("› "));
+
+    // A plain turn.
+    t.keys(&["echo hello", "Enter"]);
+    t.wait_for("the echo answer", |s| {
+        s.contains("The echo tool says: hello")
+    });
+
+    // Steering: typed while `sleep` runs, delivered after the tool result.
+    t.keys(&["run sleep 1; echo slept", "Enter"]);
+    t.wait_for("the bash call", |s| s.contains("⏺ bash("));
+    t.keys(&["echo steered", "Enter"]);
+    t.wait_for("the steered echo", |s| {
+        s.contains("The echo tool says: steered")
+    });
+
+    // Ctrl-C aborts a running step; the prompt stays.
+    t.keys(&["run sleep 30", "Enter"]);
+    t.wait_for("the long bash call", |s| s.contains("sleep 30"));
+    t.keys(&["C-c"]);
+    t.wait_for("the abort notice", |s| {
+        s.contains("[aborted: user interrupt]")
+    });
+    assert!(t.alive(), "Ctrl-C during a turn must not exit");
+
+    // Ctrl-D at the idle prompt exits.
+    t.keys(&["C-d"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while t.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!t.alive(), "Ctrl-D exits dsh");
+
+    let sessions = dir.path().join("data/dsh/sessions");
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .expect("a session file")
+        .unwrap()
+        .path();
+    let log = std::fs::read_to_string(file).unwrap();
+    assert!(
+        log.contains("\"type\":\"steering/message\""),
+        "steering is logged"
+    );
+    assert!(log.contains("\"reason\":{\"kind\":\"aborted\",\"reason\":\"user interrupt\"}"));
+}
