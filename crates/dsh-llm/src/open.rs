@@ -6,16 +6,15 @@
 use serde::de::{DeserializeOwned, Error as _};
 use serde_json::{Map, Value};
 
+/// A tagged object split into its known typed form or `(kind, object)`.
+pub(crate) type Split<T> = Result<T, (String, Map<String, Value>)>;
+
 /// Splits a tagged JSON object into "known kind" or "other".
 ///
 /// Returns `Ok(Ok(known))` when `tag`'s value is in `known`, `Ok(Err((kind,
 /// object)))` for any other kind, and an error when the value is not an
 /// object, has no string tag, or a known kind has malformed fields.
-pub(crate) fn split_tagged<T, E>(
-    value: Value,
-    tag: &str,
-    known: &[&str],
-) -> Result<Result<T, (String, Map<String, Value>)>, E>
+pub(crate) fn split_tagged<T, E>(value: Value, tag: &str, known: &[&str]) -> Result<Split<T>, E>
 where
     T: DeserializeOwned,
     E: serde::de::Error,

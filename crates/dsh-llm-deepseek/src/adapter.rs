@@ -1,0 +1,434 @@
+//! `DeepSeekAdapter`: HTTP transport, error mapping and the streaming loop.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_kernel::Registration;
+use dsh_llm::{
+    ChunkStream, GenerateOptions, LlmAdapter, LlmError, LlmErrorKind, LlmService, StreamChunk,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::DeepSeekConfig;
+use crate::request::request_body;
+use crate::sse::SseParser;
+use crate::translate::Translator;
+
+/// The `AUTH` message when no API key is configured.
+pub const MISSING_KEY: &str =
+    "llm-deepseek: an API key is required (Config.apiKey or $DEEPSEEK_API_KEY)";
+
+/// The `user-agent` header sent with every request (the reference's value).
+pub const USER_AGENT: &str = "deepseek-harness/0.0.1";
+
+/// Largest error body read from a non-2xx response (the rest is ignored).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The DeepSeek chat-completions adapter.
+///
+/// One instance serves every configured model; the harness model name is sent
+/// verbatim as the wire `model`. [`LlmAdapter::stream`] is lazy: the body is
+/// built (and `prefill` rejected) on first poll, before any HTTP. Failures
+/// arrive as `Err` items with the codes of fact sheet §e (plus `NETWORK`,
+/// `TIMEOUT`, `ABORTED`); `after_output` is set on errors that follow a
+/// delivered chunk. Cancelling `options.cancel` ends the stream promptly with
+/// `ABORTED` and drops the connection.
+pub struct DeepSeekAdapter {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: DeepSeekConfig,
+    api_key: String,
+    endpoint: String,
+    client: reqwest::Client,
+}
+
+impl DeepSeekAdapter {
+    /// Builds the adapter and its HTTP client (rustls with the `ring`
+    /// provider, installed process-wide if no provider is installed yet).
+    ///
+    /// # Errors
+    /// `AUTH` with [`MISSING_KEY`] when `config.api_key` is absent or empty;
+    /// `NETWORK` when the HTTP client cannot be built.
+    pub fn new(config: DeepSeekConfig) -> Result<Self, LlmError> {
+        let api_key = match config.api_key.as_deref() {
+            Some(k) if !k.is_empty() => k.to_string(),
+            _ => return Err(LlmError::new(LlmErrorKind::Auth, MISSING_KEY)),
+        };
+        // Err means another provider is already installed, which is fine:
+        // reqwest uses whatever default provider the process has.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut builder = reqwest::Client::builder();
+        if let Some(t) = config.connect_timeout {
+            builder = builder.connect_timeout(t);
+        }
+        let client = builder.build().map_err(|e| {
+            LlmError::new(
+                LlmErrorKind::Network,
+                format!("llm-deepseek: cannot build the HTTP client: {e}"),
+            )
+            .with_cause(e)
+        })?;
+        let endpoint = config.endpoint();
+        Ok(Self {
+            shared: Arc::new(Shared {
+                config,
+                api_key,
+                endpoint,
+                client,
+            }),
+        })
+    }
+
+    /// The configuration this adapter was built with.
+    pub fn config(&self) -> &DeepSeekConfig {
+        &self.shared.config
+    }
+}
+
+/// Builds a [`DeepSeekAdapter`] and registers it for every name in
+/// `config.models` (all or nothing).
+///
+/// # Errors
+/// `AUTH` without an API key (nothing registered, no request ever made);
+/// `DUPLICATE_ADAPTER` when a model name is already served.
+pub fn register(service: &LlmService, config: DeepSeekConfig) -> Result<Registration, LlmError> {
+    let models = config.models.clone();
+    let adapter = DeepSeekAdapter::new(config)?;
+    service.register_adapter(&models, Arc::new(adapter))
+}
+
+impl LlmAdapter for DeepSeekAdapter {
+    fn name(&self) -> &str {
+        "deepseek"
+    }
+
+    fn stream(&self, options: GenerateOptions) -> ChunkStream {
+        let run = Run {
+            cancel: options.cancel.clone(),
+            shared: self.shared.clone(),
+            options: Some(options),
+            phase: Phase::Init,
+            queue: VecDeque::new(),
+            scratch: Vec::new(),
+            pending_error: None,
+            emitted: false,
+        };
+        Box::pin(futures_util::stream::unfold(run, |mut run| async move {
+            let item = run.step().await?;
+            Some((item, run))
+        }))
+    }
+}
+
+enum Phase {
+    Init,
+    Body(Box<Body>),
+    Finished,
+}
+
+struct Body {
+    response: reqwest::Response,
+    parser: SseParser,
+    translator: Translator,
+}
+
+/// The state of one streaming call.
+struct Run {
+    shared: Arc<Shared>,
+    options: Option<GenerateOptions>,
+    cancel: CancellationToken,
+    phase: Phase,
+    queue: VecDeque<StreamChunk>,
+    scratch: Vec<StreamChunk>,
+    /// An error to report once the queued chunks are out.
+    pending_error: Option<LlmError>,
+    /// Whether a chunk was handed to the consumer.
+    emitted: bool,
+}
+
+impl Run {
+    /// The next stream item, or `None` at the end.
+    async fn step(&mut self) -> Option<Result<StreamChunk, LlmError>> {
+        loop {
+            let ended = matches!(self.phase, Phase::Finished)
+                && self.queue.is_empty()
+                && self.pending_error.is_none();
+            if ended {
+                return None;
+            }
+            // Cancellation wins over anything still queued.
+            if self.cancel.is_cancelled() {
+                return Some(Err(self.abort()));
+            }
+            if let Some(chunk) = self.queue.pop_front() {
+                self.emitted = true;
+                return Some(Ok(chunk));
+            }
+            if let Some(mut e) = self.pending_error.take() {
+                e.after_output = self.emitted;
+                return Some(Err(e));
+            }
+            match &mut self.phase {
+                Phase::Finished => return None,
+                Phase::Init => {
+                    if let Err(e) = self.start().await {
+                        self.fail(e);
+                    }
+                }
+                Phase::Body(_) => {
+                    if let Some(item) = self.body_step().await {
+                        return Some(item);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Translates buffered payloads, else reads the next piece of the body.
+    /// Returns an item only when the call was cancelled.
+    async fn body_step(&mut self) -> Option<Result<StreamChunk, LlmError>> {
+        let read_timeout = self.shared.config.read_timeout;
+        let Phase::Body(body) = &mut self.phase else {
+            return None;
+        };
+        let Body {
+            response,
+            parser,
+            translator,
+        } = &mut **body;
+        let mut error = None;
+        while let Some(payload) = parser.next_payload() {
+            if let Err(e) = translator.push(payload, &mut self.scratch) {
+                error = Some(e);
+                break;
+            }
+            if translator.is_done() {
+                break;
+            }
+        }
+        self.queue.extend(self.scratch.drain(..));
+        if let Some(e) = error {
+            self.fail(e);
+            return None;
+        }
+        if translator.is_done() {
+            self.phase = Phase::Finished;
+            return None;
+        }
+        if parser.is_exhausted() {
+            self.fail(LlmError::new(
+                LlmErrorKind::StreamClosed,
+                "SSE stream ended without [DONE]",
+            ));
+            return None;
+        }
+        if !self.queue.is_empty() {
+            return None;
+        }
+        match guarded(&self.cancel, read_timeout, response.chunk()).await {
+            Guarded::Done(Ok(Some(bytes))) => parser.push(&bytes),
+            Guarded::Done(Ok(None)) => parser.end(),
+            Guarded::Done(Err(e)) => self.fail(transport_error(e)),
+            Guarded::TimedOut => self.fail(LlmError::new(
+                LlmErrorKind::Timeout,
+                "llm-deepseek: no data from the server within the read timeout",
+            )),
+            Guarded::Cancelled => return Some(Err(self.abort())),
+        }
+        None
+    }
+
+    /// Serializes the request, sends it and checks the status.
+    async fn start(&mut self) -> Result<(), LlmError> {
+        let Some(options) = self.options.take() else {
+            return Err(LlmError::new(
+                LlmErrorKind::StreamClosed,
+                "llm-deepseek: stream polled after it ended",
+            ));
+        };
+        let body = request_body(&options, &self.shared.config)?;
+        let body = serde_json::to_vec(&body).map_err(|e| {
+            LlmError::new(
+                LlmErrorKind::InvalidRequest,
+                format!("llm-deepseek: cannot serialize the request: {e}"),
+            )
+        })?;
+        drop(options);
+        let request = self
+            .shared
+            .client
+            .post(&self.shared.endpoint)
+            .header("authorization", format!("Bearer {}", self.shared.api_key))
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream")
+            .header("user-agent", USER_AGENT)
+            .body(body)
+            .send();
+        let cfg = &self.shared.config;
+        // Connecting plus the first idle wait (for the response headers).
+        let header_limit = cfg
+            .read_timeout
+            .map(|r| r.saturating_add(cfg.connect_timeout.unwrap_or_default()));
+        let response = match guarded(&self.cancel, header_limit, request).await {
+            Guarded::Done(Ok(r)) => r,
+            Guarded::Done(Err(e)) => return Err(transport_error(e)),
+            Guarded::TimedOut => {
+                return Err(LlmError::new(
+                    LlmErrorKind::Timeout,
+                    "llm-deepseek: no response headers within the timeout",
+                ))
+            }
+            Guarded::Cancelled => return Err(self.abort()),
+        };
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(self.http_error(response).await);
+        }
+        if status == 204 || status == 205 {
+            return Err(LlmError::new(
+                LlmErrorKind::EmptyResponse,
+                "DeepSeek API returned no response body",
+            ));
+        }
+        self.phase = Phase::Body(Box::new(Body {
+            response,
+            parser: SseParser::new(),
+            translator: Translator::new(),
+        }));
+        Ok(())
+    }
+
+    /// Maps a non-2xx response to its error (fact sheet §e).
+    async fn http_error(&mut self, mut response: reqwest::Response) -> LlmError {
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let mut body = Vec::new();
+        // Read the error body within the same cancel/timeout guard as a
+        // stream read; a failure only loses the provider's message.
+        while body.len() < MAX_ERROR_BODY {
+            match guarded(
+                &self.cancel,
+                self.shared.config.read_timeout,
+                response.chunk(),
+            )
+            .await
+            {
+                Guarded::Done(Ok(Some(b))) => body.extend_from_slice(&b),
+                Guarded::Cancelled => return self.abort(),
+                _ => break,
+            }
+        }
+        let mut err = status_error(status, &body);
+        if let Some(d) = retry_after {
+            err = err.with_retry_after(d);
+        }
+        err
+    }
+
+    fn fail(&mut self, e: LlmError) {
+        self.pending_error = Some(e);
+        self.phase = Phase::Finished;
+    }
+
+    /// Drops the connection and everything queued; returns `ABORTED`.
+    fn abort(&mut self) -> LlmError {
+        self.phase = Phase::Finished;
+        self.queue.clear();
+        self.pending_error = None;
+        let mut e = LlmError::aborted("aborted");
+        e.after_output = self.emitted;
+        e
+    }
+}
+
+/// The error for a non-2xx `status` with the response `body`.
+///
+/// Code by status: 401/403 `AUTH`, 429 `RATE_LIMIT`, 400 `INVALID_REQUEST`,
+/// ≥500 `SERVER`, else `HTTP_<n>`. Message: the body's `error.message` when it
+/// is a non-empty string, else `DeepSeek API error (HTTP <n>)`.
+pub fn status_error(status: u16, body: &[u8]) -> LlmError {
+    let kind = match status {
+        401 | 403 => LlmErrorKind::Auth,
+        429 => LlmErrorKind::RateLimit,
+        400 => LlmErrorKind::InvalidRequest,
+        s if s >= 500 => LlmErrorKind::Server,
+        s => LlmErrorKind::Http(s),
+    };
+    let message = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("error")?
+                .get("message")?
+                .as_str()
+                .filter(|m| !m.is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| format!("DeepSeek API error (HTTP {status})"));
+    LlmError::new(kind, message).with_status(status)
+}
+
+/// Parses a `Retry-After` value given in (possibly fractional) seconds.
+/// HTTP-date values are not supported and yield `None`.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    if (0.0..1e9).contains(&secs) {
+        Some(Duration::from_secs_f64(secs))
+    } else {
+        None
+    }
+}
+
+fn transport_error(e: reqwest::Error) -> LlmError {
+    let kind = if e.is_timeout() {
+        LlmErrorKind::Timeout
+    } else {
+        LlmErrorKind::Network
+    };
+    let what = if e.is_connect() {
+        "cannot connect to the DeepSeek API"
+    } else if e.is_timeout() {
+        "the DeepSeek API timed out"
+    } else {
+        "the connection to the DeepSeek API failed"
+    };
+    let mut detail = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        source = s.source();
+    }
+    LlmError::new(kind, format!("llm-deepseek: {what}: {detail}")).with_cause(e)
+}
+
+enum Guarded<T> {
+    Done(T),
+    TimedOut,
+    Cancelled,
+}
+
+/// Runs `fut` unless `cancel` fires first or `limit` elapses.
+async fn guarded<F: Future>(
+    cancel: &CancellationToken,
+    limit: Option<Duration>,
+    fut: F,
+) -> Guarded<F::Output> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Guarded::Cancelled,
+        r = async {
+            match limit {
+                Some(l) => tokio::time::timeout(l, fut).await.map_or(Guarded::TimedOut, Guarded::Done),
+                None => Guarded::Done(fut.await),
+            }
+        } => r,
+    }
+}

@@ -1,0 +1,208 @@
+//! Request serialization (fact sheet c.3–c.6): `GenerateOptions` → the JSON
+//! body of `POST /chat/completions`, keys in the reference's order.
+
+use dsh_llm::{ContentBlock, GenerateOptions, LlmError, LlmErrorKind, Message, Role, ToolSchema};
+use serde_json::{Map, Value};
+
+use crate::config::DeepSeekConfig;
+
+/// The `UNSUPPORTED` message for requests with `prefill`.
+pub const PREFILL_UNSUPPORTED: &str =
+    "prefill is not supported by the DeepSeek adapter (Beta chat-prefix completion is future work)";
+
+/// Builds the request body as a JSON value (keys in emitted order).
+///
+/// # Errors
+/// `UNSUPPORTED` when `options.prefill` is present (even empty).
+pub fn request_body(options: &GenerateOptions, config: &DeepSeekConfig) -> Result<Value, LlmError> {
+    if options.prefill.is_some() {
+        return Err(LlmError::new(
+            LlmErrorKind::Unsupported,
+            PREFILL_UNSUPPORTED,
+        ));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(options.model.clone()));
+    body.insert("messages".into(), Value::Array(wire_messages(options)));
+    body.insert("stream".into(), Value::Bool(true));
+    body.insert(
+        "stream_options".into(),
+        obj([("include_usage", Value::Bool(true))]),
+    );
+    if let Some(t) = config.thinking {
+        body.insert("thinking".into(), obj([("type", Value::from(t.as_str()))]));
+    }
+    if let Some(e) = config.reasoning_effort {
+        body.insert("reasoning_effort".into(), Value::from(e.as_str()));
+    }
+    if let Some(tools) = options.tools.as_ref().filter(|t| !t.is_empty()) {
+        body.insert(
+            "tools".into(),
+            Value::Array(tools.iter().map(wire_tool).collect()),
+        );
+    }
+    if let Some(t) = options.temperature {
+        // A non-finite temperature has no JSON form; `null` is what the
+        // reference's JSON.stringify sends.
+        body.insert(
+            "temperature".into(),
+            serde_json::Number::from_f64(t).map_or(Value::Null, Value::Number),
+        );
+    }
+    if let Some(m) = options.max_tokens {
+        body.insert("max_tokens".into(), Value::from(m));
+    }
+    if let Some(stop) = &options.stop {
+        body.insert(
+            "stop".into(),
+            Value::Array(stop.iter().map(|s| Value::from(s.as_str())).collect()),
+        );
+    }
+    Ok(Value::Object(body))
+}
+
+/// The `messages` array (fact sheet c.4/c.5).
+pub fn wire_messages(options: &GenerateOptions) -> Vec<Value> {
+    let mut out = Vec::with_capacity(options.messages.len() + 1);
+    if let Some(system) = &options.system {
+        out.push(role_content("system", Value::from(system.as_str())));
+    }
+    options.messages.with(|messages| {
+        for m in messages {
+            push_message(m, &mut out);
+        }
+    });
+    out
+}
+
+fn push_message(m: &Message, out: &mut Vec<Value>) {
+    warn_images(&m.content);
+    match m.role {
+        Role::System => out.push(role_content("system", Value::from(flatten(&m.content)))),
+        Role::User => {
+            let text = flatten(&m.content);
+            let results: Vec<_> = m
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            if !text.is_empty() || results.is_empty() {
+                out.push(role_content("user", Value::from(text)));
+            }
+            for r in results {
+                warn_images(&r.content);
+                let mut content = flatten(&r.content);
+                if content.is_empty() {
+                    content.push_str("(no output)");
+                }
+                out.push(obj([
+                    ("role", Value::from("tool")),
+                    ("tool_call_id", Value::from(r.tool_call_id.as_str())),
+                    ("content", Value::from(content)),
+                ]));
+            }
+        }
+        Role::Assistant => out.push(assistant_message(&m.content)),
+    }
+}
+
+fn assistant_message(content: &[ContentBlock]) -> Value {
+    let text = flatten(content);
+    let reasoning: String = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Reasoning(r) => Some(r.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let calls: Vec<Value> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolCall(c) => Some(obj([
+                ("id", Value::from(c.id.as_str())),
+                ("type", Value::from("function")),
+                (
+                    "function",
+                    obj([
+                        ("name", Value::from(c.name.as_str())),
+                        ("arguments", Value::from(c.arguments.as_str())),
+                    ]),
+                ),
+            ])),
+            _ => None,
+        })
+        .collect();
+    let mut m = Map::new();
+    m.insert("role".into(), Value::from("assistant"));
+    let content_value = if !text.is_empty() {
+        Value::from(text)
+    } else if !calls.is_empty() {
+        Value::from("")
+    } else {
+        Value::Null
+    };
+    m.insert("content".into(), content_value);
+    if !calls.is_empty() {
+        // The reasoning pass-back rule: thinking mode requires the reasoning
+        // of tool-call turns to be sent back; elsewhere it is dropped.
+        if !reasoning.is_empty() {
+            m.insert("reasoning_content".into(), Value::from(reasoning));
+        }
+        m.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(m)
+}
+
+fn wire_tool(t: &ToolSchema) -> Value {
+    let mut f = Map::new();
+    f.insert("name".into(), Value::from(t.name.as_str()));
+    f.insert("description".into(), Value::from(t.description.as_str()));
+    f.insert("parameters".into(), t.parameters.clone());
+    if let Some(strict) = t.strict {
+        f.insert("strict".into(), Value::Bool(strict));
+    }
+    obj([
+        ("type", Value::from("function")),
+        ("function", Value::Object(f)),
+    ])
+}
+
+/// Concatenation of the text of every `text` block; other kinds are ignored.
+fn flatten(blocks: &[ContentBlock]) -> String {
+    let mut s = String::new();
+    for b in blocks {
+        if let ContentBlock::Text(t) = b {
+            s.push_str(&t.text);
+        }
+    }
+    s
+}
+
+fn warn_images(blocks: &[ContentBlock]) {
+    let n = blocks
+        .iter()
+        .filter(|b| matches!(b, ContentBlock::Image(_)))
+        .count();
+    if n > 0 {
+        tracing::warn!(
+            images = n,
+            "llm-deepseek: image blocks are not supported and were dropped from the request"
+        );
+    }
+}
+
+fn role_content(role: &str, content: Value) -> Value {
+    obj([("role", Value::from(role)), ("content", content)])
+}
+
+fn obj<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}

@@ -1,0 +1,608 @@
+//! Translation of DeepSeek wire chunks (SSE data payloads) into
+//! [`StreamChunk`]s: the state machine of fact sheet d.3–d.7.
+//!
+//! Wire chunks are deserialized into borrowed, *lenient* structs: every field
+//! the translator reads accepts any JSON value and keeps it only when it has
+//! the expected type (a non-string `content` is ignored, a non-object `usage`
+//! is ignored, …), so no well-formed JSON can make translation fail or panic.
+//! Only text that is not JSON at all, or the JSON `null`, is an error.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use dsh_llm::{
+    ContentBlock, FinishReason, LlmError, LlmErrorKind, ReasoningBlock, StreamChunk, TextBlock,
+    TokenUsage, ToolCallBlock,
+};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::sse::DONE;
+
+/// Translates SSE data payloads into stream chunks.
+///
+/// Feed every payload to [`Translator::push`]; chunks are appended to the
+/// caller's buffer. Guarantees: indices `0,1,2,…` by first appearance, a
+/// `block-start` before each block's first delta, at most one text and one
+/// reasoning block, tool blocks keyed by wire `index`; `block-end`s (in index
+/// order), then `usage` (if any, last one wins), then exactly one `finish`,
+/// all emitted only when `[DONE]` arrives. Nothing is emitted after that.
+#[derive(Debug, Default)]
+pub struct Translator {
+    next_index: u32,
+    reasoning: Option<OpenText>,
+    text: Option<OpenText>,
+    tools: Vec<OpenTool>,
+    /// Wire tool-call `index` → position in `tools`.
+    tool_slots: HashMap<Option<i64>, usize>,
+    /// Opening order of blocks (= index order).
+    opened: Vec<Opened>,
+    pending_finish: Option<FinishReason>,
+    pending_usage: Option<TokenUsage>,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct OpenText {
+    index: u32,
+    text: String,
+}
+
+#[derive(Debug)]
+struct OpenTool {
+    index: u32,
+    id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Opened {
+    Reasoning,
+    Text,
+    Tool(usize),
+}
+
+impl Translator {
+    /// A translator at the start of a response.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether `[DONE]` was processed (the chunk stream is complete).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Processes one payload, appending the chunks it produces to `out`.
+    /// Payloads after `[DONE]` are ignored.
+    ///
+    /// # Errors
+    /// `MALFORMED_RESPONSE` (`malformed SSE payload: <first 120 chars>`) when
+    /// the payload is not JSON or is the JSON `null`.
+    pub fn push(&mut self, payload: &str, out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
+        if self.done {
+            return Ok(());
+        }
+        if payload == DONE {
+            self.end_of_stream(out);
+            return Ok(());
+        }
+        let chunk = match serde_json::from_str::<TopLevel<'_>>(payload) {
+            Ok(TopLevel::Chunk(c)) => c,
+            Ok(TopLevel::Other) => return Ok(()),
+            Ok(TopLevel::Null) | Err(_) => return Err(malformed(payload)),
+        };
+        for choice in chunk.choices.0 {
+            let delta = choice.delta.0.unwrap_or_default();
+            if let Some(r) = delta.reasoning_content.0.filter(|s| !s.is_empty()) {
+                let index = open_text(
+                    &mut self.reasoning,
+                    &mut self.next_index,
+                    &mut self.opened,
+                    Opened::Reasoning,
+                    out,
+                );
+                if let Some(b) = &mut self.reasoning {
+                    b.text.push_str(&r);
+                }
+                out.push(StreamChunk::ReasoningDelta {
+                    index,
+                    text: r.into_owned(),
+                });
+            }
+            if let Some(c) = delta.content.0.filter(|s| !s.is_empty()) {
+                let index = open_text(
+                    &mut self.text,
+                    &mut self.next_index,
+                    &mut self.opened,
+                    Opened::Text,
+                    out,
+                );
+                if let Some(b) = &mut self.text {
+                    b.text.push_str(&c);
+                }
+                out.push(StreamChunk::TextDelta {
+                    index,
+                    text: c.into_owned(),
+                });
+            }
+            for call in delta.tool_calls.0 {
+                self.tool_delta(call, out);
+            }
+            if let Some(reason) = choice.finish_reason.0 {
+                self.pending_finish = Some(map_finish(&reason));
+            }
+        }
+        if let Some(u) = chunk.usage.0 {
+            self.pending_usage = Some(map_usage(&u));
+        }
+        Ok(())
+    }
+
+    /// Ends a payload sequence that had no `[DONE]`.
+    ///
+    /// # Errors
+    /// `STREAM_CLOSED` (`SSE payload stream ended without [DONE]`) unless
+    /// `[DONE]` was processed.
+    pub fn finish(&self) -> Result<(), LlmError> {
+        if self.done {
+            Ok(())
+        } else {
+            Err(LlmError::new(
+                LlmErrorKind::StreamClosed,
+                "SSE payload stream ended without [DONE]",
+            ))
+        }
+    }
+
+    fn tool_delta(&mut self, call: WireToolCall<'_>, out: &mut Vec<StreamChunk>) {
+        let wire_index = call.index.0;
+        let slot = match self.tool_slots.get(&wire_index) {
+            Some(&i) => i,
+            None => {
+                let index = self.next_index;
+                self.next_index = self.next_index.saturating_add(1);
+                self.tools.push(OpenTool {
+                    index,
+                    id: None,
+                    name: None,
+                    arguments: String::new(),
+                });
+                let slot = self.tools.len() - 1;
+                self.tool_slots.insert(wire_index, slot);
+                self.opened.push(Opened::Tool(slot));
+                out.push(StreamChunk::BlockStart {
+                    index,
+                    block_type: "tool-call".to_string(),
+                });
+                slot
+            }
+        };
+        let tool = &mut self.tools[slot];
+        if let Some(id) = call.id.0 {
+            tool.id = Some(id.into_owned());
+        }
+        let function = call.function.0.unwrap_or_default();
+        if let Some(name) = function.name.0 {
+            tool.name = Some(name.into_owned());
+        }
+        let fragment = function.arguments.0.unwrap_or(Cow::Borrowed(""));
+        tool.arguments.push_str(&fragment);
+        out.push(StreamChunk::ToolCallDelta {
+            index: tool.index,
+            id: tool.id.clone().unwrap_or_default(),
+            name: tool.name.clone(),
+            arguments_delta: fragment.into_owned(),
+        });
+    }
+
+    fn end_of_stream(&mut self, out: &mut Vec<StreamChunk>) {
+        self.done = true;
+        for opened in std::mem::take(&mut self.opened) {
+            let (index, block) = match opened {
+                Opened::Reasoning => match self.reasoning.take() {
+                    Some(b) => (
+                        b.index,
+                        ContentBlock::Reasoning(ReasoningBlock { text: b.text }),
+                    ),
+                    None => continue,
+                },
+                Opened::Text => match self.text.take() {
+                    Some(b) => (
+                        b.index,
+                        ContentBlock::Text(TextBlock {
+                            text: b.text,
+                            cache: None,
+                        }),
+                    ),
+                    None => continue,
+                },
+                Opened::Tool(slot) => {
+                    let t = &mut self.tools[slot];
+                    (
+                        t.index,
+                        ContentBlock::ToolCall(ToolCallBlock {
+                            id: t.id.take().unwrap_or_default(),
+                            name: t.name.take().unwrap_or_default(),
+                            arguments: std::mem::take(&mut t.arguments),
+                        }),
+                    )
+                }
+            };
+            out.push(StreamChunk::BlockEnd { index, block });
+        }
+        if let Some(usage) = self.pending_usage.take() {
+            out.push(StreamChunk::Usage { usage });
+        }
+        out.push(StreamChunk::Finish {
+            reason: self.pending_finish.take().unwrap_or(FinishReason::Stop),
+        });
+    }
+}
+
+fn open_text(
+    slot: &mut Option<OpenText>,
+    next_index: &mut u32,
+    opened: &mut Vec<Opened>,
+    kind: Opened,
+    out: &mut Vec<StreamChunk>,
+) -> u32 {
+    if let Some(b) = slot {
+        return b.index;
+    }
+    let index = *next_index;
+    *next_index = next_index.saturating_add(1);
+    *slot = Some(OpenText {
+        index,
+        text: String::new(),
+    });
+    opened.push(kind);
+    out.push(StreamChunk::BlockStart {
+        index,
+        block_type: match kind {
+            Opened::Reasoning => "reasoning",
+            _ => "text",
+        }
+        .to_string(),
+    });
+    index
+}
+
+/// `MALFORMED_RESPONSE` with the first 120 characters of the payload.
+pub(crate) fn malformed(payload: &str) -> LlmError {
+    let excerpt: String = payload.chars().take(120).collect();
+    LlmError::new(
+        LlmErrorKind::MalformedResponse,
+        format!("malformed SSE payload: {excerpt}"),
+    )
+}
+
+/// Maps a wire `finish_reason` (fact sheet d.5).
+pub fn map_finish(reason: &str) -> FinishReason {
+    match reason {
+        "stop" => FinishReason::Stop,
+        "tool_calls" => FinishReason::ToolCalls,
+        "length" => FinishReason::MaxTokens,
+        other => FinishReason::Error {
+            message: format!("model stopped: {other}"),
+            code: Some(other.to_uppercase()),
+        },
+    }
+}
+
+fn map_usage(u: &WireUsage) -> TokenUsage {
+    let cache_read = u
+        .prompt_tokens_details
+        .0
+        .as_ref()
+        .and_then(|d| d.cached_tokens.0)
+        .or(u.prompt_cache_hit_tokens.0);
+    TokenUsage {
+        input_tokens: u
+            .prompt_tokens
+            .0
+            .unwrap_or(0)
+            .saturating_sub(cache_read.unwrap_or(0)),
+        output_tokens: u.completion_tokens.0.unwrap_or(0),
+        cache_read_tokens: cache_read,
+        cache_write_tokens: None,
+        reasoning_tokens: u
+            .completion_tokens_details
+            .0
+            .as_ref()
+            .and_then(|d| d.reasoning_tokens.0),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Lenient borrowed wire types.
+
+enum TopLevel<'a> {
+    Chunk(WireChunk<'a>),
+    Null,
+    Other,
+}
+
+#[derive(Deserialize, Default)]
+struct WireChunk<'a> {
+    #[serde(default, borrow)]
+    choices: LArr<WireChoice<'a>>,
+    #[serde(default)]
+    usage: LObj<WireUsage>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireChoice<'a> {
+    #[serde(default, borrow)]
+    delta: LObj<WireDelta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: LStr<'a>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireDelta<'a> {
+    #[serde(default, borrow)]
+    reasoning_content: LStr<'a>,
+    #[serde(default, borrow)]
+    content: LStr<'a>,
+    #[serde(default, borrow)]
+    tool_calls: LArr<WireToolCall<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireToolCall<'a> {
+    #[serde(default)]
+    index: LInt,
+    #[serde(default, borrow)]
+    id: LStr<'a>,
+    #[serde(default, borrow)]
+    function: LObj<WireFunction<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireFunction<'a> {
+    #[serde(default, borrow)]
+    name: LStr<'a>,
+    #[serde(default, borrow)]
+    arguments: LStr<'a>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: LInt,
+    #[serde(default)]
+    completion_tokens: LInt,
+    #[serde(default)]
+    prompt_cache_hit_tokens: LInt,
+    #[serde(default)]
+    prompt_tokens_details: LObj<WirePromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: LObj<WireCompletionDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct WirePromptDetails {
+    #[serde(default)]
+    cached_tokens: LInt,
+}
+
+#[derive(Deserialize, Default)]
+struct WireCompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: LInt,
+}
+
+/// Visitor methods mapping every scalar JSON type to `$ret`.
+macro_rules! scalars_as {
+    ($ret:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+    };
+}
+
+/// Visitor method consuming an array and returning `$ret`.
+macro_rules! seq_as {
+    ($ret:expr) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok($ret)
+        }
+    };
+}
+
+/// Visitor method consuming an object and returning `$ret`.
+macro_rules! map_as {
+    ($ret:expr) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($ret)
+        }
+    };
+}
+
+/// Visitor methods mapping `null` to `$ret`.
+macro_rules! null_as {
+    ($ret:expr) => {
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($ret)
+        }
+    };
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for TopLevel<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = TopLevel<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                WireChunk::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(TopLevel::Chunk)
+            }
+            null_as!(TopLevel::Null);
+            scalars_as!(TopLevel::Other);
+            seq_as!(TopLevel::Other);
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A string field; any other JSON type reads as absent.
+#[derive(Default)]
+struct LStr<'a>(Option<Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = LStr<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(LStr(Some(Cow::Borrowed(v))))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(LStr(Some(Cow::Owned(v))))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(LStr(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(LStr(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(LStr(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(LStr(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(LStr(None))
+            }
+            null_as!(LStr(None));
+            seq_as!(LStr(None));
+            map_as!(LStr(None));
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// An integer field; floats are truncated, any other JSON type reads as absent.
+#[derive(Default, Clone, Copy)]
+struct LInt(Option<i64>);
+
+impl<'de> Deserialize<'de> for LInt {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LInt;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(LInt(Some(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(LInt(Some(i64::try_from(v).unwrap_or(i64::MAX))))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                // `as` saturates and maps NaN to 0: no panic on any input.
+                Ok(LInt(Some(v as i64)))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(LInt(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(LInt(None))
+            }
+            null_as!(LInt(None));
+            seq_as!(LInt(None));
+            map_as!(LInt(None));
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An object field; any other JSON type (including `null`) reads as absent.
+struct LObj<T>(Option<T>);
+
+impl<T> Default for LObj<T> {
+    fn default() -> Self {
+        LObj(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for LObj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = LObj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| LObj(Some(t)))
+            }
+            scalars_as!(LObj(None));
+            null_as!(LObj(None));
+            seq_as!(LObj(None));
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// An array of objects; non-object elements are skipped, a non-array reads
+/// as empty.
+struct LArr<T>(Vec<T>);
+
+impl<T> Default for LArr<T> {
+    fn default() -> Self {
+        LArr(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for LArr<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = LArr<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(LObj(x)) = seq.next_element::<LObj<T>>()? {
+                    out.extend(x);
+                }
+                Ok(LArr(out))
+            }
+            scalars_as!(LArr(Vec::new()));
+            null_as!(LArr(Vec::new()));
+            map_as!(LArr(Vec::new()));
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
