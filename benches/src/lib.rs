@@ -10,7 +10,9 @@ pub const SSE_FIXTURE: &str = concat!(
 
 /// 2,000 text deltas on one block, as a chat answer streams.
 pub fn text_deltas(n: usize) -> Vec<StreamChunk> {
-    let words = ["The", " quick", " 棕色", " fox", " jumps", " over", " 懒", " dog."];
+    let words = [
+        "The", " quick", " 棕色", " fox", " jumps", " over", " 懒", " dog.",
+    ];
     let mut out = vec![StreamChunk::BlockStart {
         index: 0,
         block_type: "text".into(),

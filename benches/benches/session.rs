@@ -1,0 +1,139 @@
+//! Session costs: append + derive per step at log lengths 100 and 10,000
+//! (the ratio shows whether derivation is incremental), JSONL write
+//! throughput (events/s) and load throughput (MB/s).
+//!
+//! `cargo bench -p dsh-benches --bench session`
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use dsh_llm::{ContentBlock, MessageSource, StreamChunk};
+use dsh_session::{EventData, Session, SessionEvent, SessionPersistence};
+
+/// The events one tool step appends.
+fn step_events(turn: u64, step: u64) -> Vec<EventData> {
+    let id = format!("call_{turn}_{step}");
+    vec![
+        EventData::StepStart { turn, step },
+        EventData::AssistantChunk {
+            turn,
+            step,
+            chunk: StreamChunk::TextDelta {
+                index: 0,
+                text: "Checking the files.".into(),
+            },
+        },
+        EventData::AssistantMessage {
+            turn,
+            step,
+            content: vec![
+                ContentBlock::text("Checking the files."),
+                ContentBlock::tool_call(
+                    &id,
+                    "bash",
+                    r#"{"command":"ls","description":"List files"}"#,
+                ),
+            ],
+        },
+        EventData::ToolCall {
+            turn,
+            step,
+            call_id: id.clone(),
+            name: "bash".into(),
+            arguments: r#"{"command":"ls","description":"List files"}"#.into(),
+        },
+        EventData::ToolResult {
+            turn,
+            step,
+            call_id: id,
+            content: vec![ContentBlock::text("Cargo.toml\nsrc\n")],
+            is_error: false,
+            error_code: None,
+        },
+        EventData::StepEnd { turn, step },
+    ]
+}
+
+/// A log of about `n` events (user message, then tool steps).
+fn log_of(n: usize) -> Vec<SessionEvent> {
+    let s = Session::detached("seed", Vec::new());
+    s.append(EventData::UserMessage {
+        content: vec![ContentBlock::text("List the files, repeatedly.")],
+        source: MessageSource::User,
+    });
+    let mut step = 0;
+    while s.len() < n {
+        step += 1;
+        for e in step_events(1, step) {
+            s.append(e);
+        }
+    }
+    s.events().iter().map(|e| (**e).clone()).collect()
+}
+
+fn append_and_derive(c: &mut Criterion) {
+    let mut g = c.benchmark_group("session/step");
+    g.sample_size(20);
+    for n in [100usize, 10_000] {
+        let seed = log_of(n);
+        g.bench_function(format!("append+derive/len_{n}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let s = Session::detached("bench", seed.clone());
+                    let start = Instant::now();
+                    for e in step_events(2, 1) {
+                        s.append(e);
+                    }
+                    black_box(s.derive_messages());
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+fn jsonl(c: &mut Criterion) {
+    let events: Vec<Arc<SessionEvent>> = log_of(10_000).into_iter().map(Arc::new).collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dsh_session::JsonlStore::new(dir.path()).expect("writable dir");
+    let mut g = c.benchmark_group("session/jsonl");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(events.len() as u64));
+    g.bench_function("write+fsync/10000_events", |b| {
+        b.iter(|| {
+            let id = format!("w{}", NEXT_ID.fetch_add(1, Ordering::Relaxed));
+            store.open(&id).expect("open");
+            store.append_batch(&id, &events).expect("append");
+            store.sync(&id).expect("sync");
+            store.close(&id);
+        })
+    });
+    let id = "load";
+    store.open(id).expect("open");
+    store.append_batch(id, &events).expect("append");
+    store.sync(id).expect("sync");
+    store.close(id);
+    let path = dir.path().join("load.jsonl");
+    let size = std::fs::metadata(&path).expect("file").len();
+    g.throughput(Throughput::Bytes(size));
+    g.bench_function("load/10000_events", |b| {
+        b.iter(|| {
+            let log = dsh_session::load_jsonl(&path).expect("loads");
+            assert_eq!(log.events.len(), events.len());
+            log
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, append_and_derive, jsonl);
+criterion_main!(benches);

@@ -1,0 +1,75 @@
+//! `validate_args` versus parsing the same argument text, side by side.
+//!
+//! `cargo bench -p dsh-benches --bench validate`
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use dsh_tools::{validate_args, SchemaSpec, ToolArgs};
+use serde_json::{json, Value};
+
+/// A spec with 50 leaves: five objects of ten properties each.
+fn nested_spec_and_args() -> (SchemaSpec, String) {
+    let mut spec = serde_json::Map::new();
+    let mut args = serde_json::Map::new();
+    for g in 0..5 {
+        let mut props = serde_json::Map::new();
+        let mut obj = serde_json::Map::new();
+        for i in 0..10 {
+            let (ty, v) = match i % 3 {
+                0 => ("string", json!(format!("value {g}-{i}"))),
+                1 => ("integer", json!(g * 100 + i)),
+                _ => ("boolean", json!(i % 2 == 0)),
+            };
+            props.insert(format!("field_{i}"), json!({"type": ty, "required": true}));
+            obj.insert(format!("field_{i}"), v);
+        }
+        spec.insert(
+            format!("group_{g}"),
+            json!({"type": "object", "required": true, "properties": props}),
+        );
+        args.insert(format!("group_{g}"), Value::Object(obj));
+    }
+    let spec: SchemaSpec = serde_json::from_value(Value::Object(spec)).expect("valid spec");
+    (spec, Value::Object(args).to_string())
+}
+
+fn bench(c: &mut Criterion) {
+    let bash = dsh_tool_bash::BashArgs::schema_spec();
+    let (nested, nested_args) = nested_spec_and_args();
+    let cases = [
+        (
+            "bash_valid",
+            &bash,
+            r#"{"command":"ls -la src","description":"List source files","timeoutMs":60000}"#
+                .to_string(),
+        ),
+        (
+            "bash_3_violations",
+            &bash,
+            r#"{"command":5,"description":"x","timeoutMs":"soon","run_in_background":"yes"}"#
+                .to_string(),
+        ),
+        ("nested_50_leaves", &nested, nested_args),
+    ];
+    let mut g = c.benchmark_group("boundary");
+    for (name, spec, text) in &cases {
+        let value: Value = serde_json::from_str(text).expect("valid JSON");
+        let n = validate_args(spec, &value).len();
+        assert_eq!(
+            n,
+            if *name == "bash_3_violations" { 3 } else { 0 },
+            "{name}"
+        );
+        g.bench_function(format!("validate/{name}"), |b| {
+            b.iter(|| validate_args(black_box(spec), black_box(&value)))
+        });
+        g.bench_function(format!("parse/{name}"), |b| {
+            b.iter(|| serde_json::from_str::<Value>(black_box(text)).expect("valid JSON"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
