@@ -1,1 +1,37 @@
-//! Event-sourced session log, message derivation, store, JSONL persistence
+//! Event-sourced sessions: the append-only event log, the model history
+//! derived from it, the session store service and JSONL persistence.
+//!
+//! Start reading at [`Session`] (the log: synchronous [`Session::append`],
+//! O(1) [`Session::derive_messages`]) and [`SessionStore`] (create / get /
+//! list, the `session/created`, `session/event` and `session/flush` hooks).
+//! [`SessionEvent`] and [`EventData`] are the vocabulary, serialized exactly
+//! as the reference (`{"type","seq","time","data"}`, `callId`, `isError`).
+//! [`derive_messages`] and [`envelope`] are the pure reference algorithms.
+//!
+//! Persistence is a plugin: [`install_jsonl`] buffers events on
+//! `session/event` and writes + fsyncs them at `session/flush` and at scope
+//! close, one `<session-id>.jsonl` file per session; [`load_jsonl`] reads a
+//! log back, tolerating a torn last line. Other backends implement
+//! [`SessionPersistence`] and use [`install_persistence`].
+//!
+//! This crate does not run turns or talk to models (that is the agent loop)
+//! and does no I/O on the append path.
+
+#![warn(missing_docs)]
+
+mod derive;
+mod error;
+mod event;
+mod jsonl;
+mod persist;
+mod session;
+mod wire;
+
+pub use derive::{derive_message, derive_messages, envelope};
+pub use error::SessionError;
+pub use event::{EventData, SessionEvent, TurnEndReason, TurnTrigger, EVENT_KINDS};
+pub use jsonl::{
+    install_jsonl, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line, JsonlStore,
+};
+pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
+pub use session::{new_session_id, validate_session_id, Session, SessionStore};

@@ -1,13 +1,529 @@
-//! `dsh session …`
+//! `dsh session show FILE`, `dsh session replay FILE`, `dsh session list`.
+//!
+//! Exit codes: 0 success (a torn last line is reported on stderr but is not
+//! an error), 2 unusable input (missing file, corrupt log — the line number
+//! is on stderr — or no session directory).
 
-use clap::Args;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use dsh_llm::{ContentBlock, MessageSource, StreamChunk, TokenUsage};
+use dsh_session::{
+    list_sessions, load_jsonl, EventData, LoadedLog, SessionEvent, SessionStore, TurnEndReason,
+    TurnTrigger,
+};
 
 /// Arguments of `dsh session`.
 #[derive(Debug, Args)]
-pub struct SessionArgs {}
+pub struct SessionArgs {
+    #[command(subcommand)]
+    command: SessionCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionCommand {
+    /// Print a human-readable timeline of a session log: turns, steps, tool
+    /// calls and results, errors, usage totals.
+    Show {
+        /// The session log (`<id>.jsonl`).
+        file: PathBuf,
+        /// Also print every raw stream chunk.
+        #[arg(long)]
+        chunks: bool,
+    },
+    /// Re-derive the model message history from a session log and print it as JSON.
+    Replay {
+        /// The session log (`<id>.jsonl`).
+        file: PathBuf,
+    },
+    /// List the saved sessions: id, creation time, turns, first prompt.
+    List {
+        /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions,
+        /// else ~/.local/share/dsh/sessions).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+}
 
 /// Runs `dsh session`; returns the exit code.
-pub fn run(_args: SessionArgs) -> u8 {
-    eprintln!("dsh session: not implemented yet");
-    2
+pub fn run(args: SessionArgs) -> u8 {
+    match args.command {
+        SessionCommand::Show { file, chunks } => match load(&file) {
+            Ok(log) => {
+                print!("{}", render_timeline(&file, &log.events, chunks));
+                0
+            }
+            Err(code) => code,
+        },
+        SessionCommand::Replay { file } => match load(&file) {
+            Ok(log) => replay(log),
+            Err(code) => code,
+        },
+        SessionCommand::List { session_dir } => list(session_dir),
+    }
+}
+
+/// Loads a log, reporting a torn tail on stderr; `Err(exit code)` otherwise.
+fn load(file: &Path) -> Result<LoadedLog, u8> {
+    match load_jsonl(file) {
+        Ok(log) => {
+            if let Some(torn) = &log.torn_tail {
+                eprintln!(
+                    "dsh: {}:{}: torn last line ignored ({} bytes, an interrupted write); the {} events before it are intact",
+                    file.display(),
+                    torn.line_no,
+                    torn.bytes,
+                    log.events.len()
+                );
+            }
+            Ok(log)
+        }
+        Err(e) => {
+            eprintln!("dsh: {e}");
+            Err(2)
+        }
+    }
+}
+
+fn replay(log: LoadedLog) -> u8 {
+    // Replay exactly as the harness does: seed a fresh session, derive.
+    let store = SessionStore::new();
+    let session = match store.create(None, log.events) {
+        Ok((session, _registration)) => session,
+        Err(e) => {
+            eprintln!("dsh: {e}");
+            return 1;
+        }
+    };
+    match serde_json::to_string_pretty(&session.derive_messages()) {
+        Ok(json) => {
+            println!("{json}");
+            0
+        }
+        Err(e) => {
+            eprintln!("dsh: cannot encode the history: {e}");
+            1
+        }
+    }
+}
+
+fn list(session_dir: Option<PathBuf>) -> u8 {
+    let Some(dir) = session_dir.or_else(default_session_dir) else {
+        eprintln!(
+            "dsh: cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
+        );
+        return 2;
+    };
+    let sessions = match list_sessions(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("dsh: {e}");
+            return 2;
+        }
+    };
+    if sessions.is_empty() {
+        eprintln!("dsh: no sessions in {}", dir.display());
+        return 0;
+    }
+    let width = sessions
+        .iter()
+        .map(|s| s.id.len())
+        .max()
+        .unwrap_or(2)
+        .max(2);
+    println!(
+        "{:<width$}  {:<19}  {:>5}  FIRST PROMPT",
+        "ID", "CREATED (UTC)", "TURNS"
+    );
+    for s in sessions {
+        let prompt = s
+            .first_prompt
+            .as_deref()
+            .map(|p| one_line(p, 60))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:<width$}  {:<19}  {:>5}  {prompt}",
+            s.id,
+            format_utc(s.created_ms),
+            s.turns
+        );
+    }
+    0
+}
+
+/// `$XDG_DATA_HOME/dsh/sessions` (when absolute), else
+/// `$HOME/.local/share/dsh/sessions`.
+fn default_session_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/share"))
+        })
+        .map(|base| base.join("dsh").join("sessions"))
+}
+
+// ---------------------------------------------------------------------------
+// the timeline
+
+#[derive(Default)]
+struct Totals {
+    turns: u64,
+    steps: u64,
+    tool_calls: u64,
+    tool_errors: u64,
+    errors: u64,
+    chunks: u64,
+    usage_reports: u64,
+    input: i64,
+    output: i64,
+    cache_read: i64,
+    cache_write: i64,
+    reasoning: i64,
+}
+
+/// The human-readable timeline of a log (every line ends with a newline).
+fn render_timeline(file: &Path, events: &[SessionEvent], show_chunks: bool) -> String {
+    let mut out = String::new();
+    let start = events.first().map_or(0, |e| e.time);
+    let mut totals = Totals::default();
+    let name = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "session {name}: {} events, started {}",
+        events.len(),
+        format_utc(start)
+    );
+    for event in events {
+        let Some((indent, text)) = describe(event, &mut totals, show_chunks) else {
+            continue;
+        };
+        let rel = event.time.saturating_sub(start);
+        let prefix = format!(
+            "{:>5} {:>9}  ",
+            event.seq,
+            format!("+{}.{:03}s", rel / 1000, rel % 1000)
+        );
+        let pad = " ".repeat(indent);
+        for (i, line) in text.lines().enumerate() {
+            if i == 0 {
+                let _ = writeln!(out, "{prefix}{pad}{line}");
+            } else {
+                let _ = writeln!(out, "{}{pad}  {line}", " ".repeat(prefix.len()));
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "totals: {} turns, {} steps, {} tool calls ({} failed), {} errors, {} chunks",
+        totals.turns,
+        totals.steps,
+        totals.tool_calls,
+        totals.tool_errors,
+        totals.errors,
+        totals.chunks
+    );
+    let _ = writeln!(
+        out,
+        "usage ({} reports): input {}, output {}, cache read {}, cache write {}, reasoning {}",
+        totals.usage_reports,
+        totals.input,
+        totals.output,
+        totals.cache_read,
+        totals.cache_write,
+        totals.reasoning
+    );
+    out
+}
+
+/// `(indent, text)` of one event, `None` to skip it; updates the totals.
+fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(usize, String)> {
+    Some(match &event.data {
+        EventData::TurnStart { turn, trigger } => {
+            t.turns += 1;
+            let why = match trigger {
+                TurnTrigger::Message { source } => format!("message from {}", source_label(source)),
+                TurnTrigger::Continuation => "continuation".into(),
+                TurnTrigger::Other { kind, .. } => kind.clone(),
+            };
+            (0, format!("turn {turn} start ({why})"))
+        }
+        EventData::TurnEnd { turn, reason } => {
+            let why = match reason {
+                TurnEndReason::Completed => "completed".to_string(),
+                TurnEndReason::Aborted { reason } => match reason {
+                    Some(r) => format!("aborted: {r}"),
+                    None => "aborted".into(),
+                },
+                TurnEndReason::Error { message, code } => {
+                    format!("error{}: {message}", code_label(code.as_deref()))
+                }
+                TurnEndReason::Disposed => "disposed".into(),
+                TurnEndReason::MaxSteps => "max-steps".into(),
+                TurnEndReason::Other { kind, .. } => kind.clone(),
+            };
+            (0, format!("turn {turn} end: {why}"))
+        }
+        EventData::StepStart { step, .. } => {
+            t.steps += 1;
+            (2, format!("step {step} start"))
+        }
+        EventData::StepEnd { step, .. } => (2, format!("step {step} end")),
+        EventData::UserMessage { content, source } => (
+            0,
+            format!(
+                "user message ({}):{}",
+                source_label(source),
+                blocks(content)
+            ),
+        ),
+        EventData::ContextMessage { content, source } => (
+            0,
+            format!(
+                "context message ({}):{}",
+                source_label(source),
+                blocks(content)
+            ),
+        ),
+        EventData::SteeringMessage {
+            content, source, ..
+        } => (
+            2,
+            format!(
+                "steering message ({}):{}",
+                source_label(source),
+                blocks(content)
+            ),
+        ),
+        EventData::AssistantChunk { chunk, .. } => {
+            t.chunks += 1;
+            if !show_chunks {
+                return None;
+            }
+            (4, format!("chunk {}", chunk_label(chunk)))
+        }
+        EventData::AssistantMessage { content, .. } => {
+            (4, format!("assistant message:{}", blocks(content)))
+        }
+        EventData::ToolCall {
+            call_id,
+            name,
+            arguments,
+            ..
+        } => {
+            t.tool_calls += 1;
+            (
+                4,
+                format!("tool call {name} [{call_id}] {}", clip(arguments, 400)),
+            )
+        }
+        EventData::ToolResult {
+            call_id,
+            content,
+            is_error,
+            error_code,
+            ..
+        } => {
+            if *is_error {
+                t.tool_errors += 1;
+            }
+            (
+                4,
+                format!(
+                    "tool result [{call_id}] is_error={is_error}{}:{}",
+                    code_label(error_code.as_deref()),
+                    blocks(content)
+                ),
+            )
+        }
+        EventData::Usage { usage, .. } => {
+            t.usage_reports += 1;
+            add_usage(t, usage);
+            (4, format!("usage: {}", usage_label(usage)))
+        }
+        EventData::Error {
+            message,
+            code,
+            step,
+            ..
+        } => {
+            t.errors += 1;
+            let indent = if *step == 0 { 0 } else { 4 };
+            (
+                indent,
+                format!("error{}: {message}", code_label(code.as_deref())),
+            )
+        }
+        EventData::Other { kind, data } => (
+            0,
+            format!(
+                "{kind}: {}",
+                clip(&serde_json::to_string(data).unwrap_or_default(), 200)
+            ),
+        ),
+    })
+}
+
+fn add_usage(t: &mut Totals, u: &TokenUsage) {
+    t.input += u.input_tokens;
+    t.output += u.output_tokens;
+    t.cache_read += u.cache_read_tokens.unwrap_or(0);
+    t.cache_write += u.cache_write_tokens.unwrap_or(0);
+    t.reasoning += u.reasoning_tokens.unwrap_or(0);
+}
+
+fn usage_label(u: &TokenUsage) -> String {
+    let mut s = format!("input {}, output {}", u.input_tokens, u.output_tokens);
+    if let Some(n) = u.cache_read_tokens {
+        let _ = write!(s, ", cache read {n}");
+    }
+    if let Some(n) = u.cache_write_tokens {
+        let _ = write!(s, ", cache write {n}");
+    }
+    if let Some(n) = u.reasoning_tokens {
+        let _ = write!(s, ", reasoning {n}");
+    }
+    s
+}
+
+fn code_label(code: Option<&str>) -> String {
+    code.map(|c| format!(" [{c}]")).unwrap_or_default()
+}
+
+fn source_label(source: &MessageSource) -> String {
+    match source {
+        MessageSource::User => "user".into(),
+        MessageSource::Plugin { plugin } => format!("plugin {plugin}"),
+        MessageSource::Agent { agent_id } => format!("agent {agent_id}"),
+        MessageSource::Other { kind, .. } => kind.clone(),
+    }
+}
+
+fn chunk_label(chunk: &StreamChunk) -> String {
+    match chunk {
+        StreamChunk::BlockStart { index, block_type } => {
+            format!("block-start {index} {block_type}")
+        }
+        StreamChunk::TextDelta { index, text } => {
+            format!("text-delta {index} {}", one_line(text, 80))
+        }
+        StreamChunk::ReasoningDelta { index, text } => {
+            format!("reasoning-delta {index} {}", one_line(text, 80))
+        }
+        StreamChunk::ToolCallDelta {
+            index,
+            arguments_delta,
+            ..
+        } => format!("tool-call-delta {index} {}", one_line(arguments_delta, 80)),
+        StreamChunk::BlockEnd { index, block } => format!("block-end {index} {}", block.kind()),
+        StreamChunk::Usage { usage } => format!("usage {}", usage_label(usage)),
+        StreamChunk::Finish { reason } => format!("finish {}", reason.kind()),
+    }
+}
+
+/// One line per block, each starting on a new line.
+fn blocks(content: &[ContentBlock]) -> String {
+    if content.is_empty() {
+        return " (empty)".into();
+    }
+    let mut s = String::new();
+    for block in content {
+        s.push('\n');
+        match block {
+            ContentBlock::Text(b) => {
+                let _ = write!(s, "text {}", one_line(&b.text, 300));
+            }
+            ContentBlock::Reasoning(b) => {
+                let _ = write!(s, "reasoning {}", one_line(&b.text, 200));
+            }
+            ContentBlock::ToolCall(b) => {
+                let _ = write!(
+                    s,
+                    "tool-call {} [{}] {}",
+                    b.name,
+                    b.id,
+                    clip(&b.arguments, 400)
+                );
+            }
+            ContentBlock::ToolResult(b) => {
+                let texts: String = b.content.iter().filter_map(|c| c.as_text()).collect();
+                let _ = write!(
+                    s,
+                    "tool-result [{}] is_error={} {}",
+                    b.tool_call_id,
+                    b.is_error.unwrap_or(false),
+                    one_line(&texts, 300)
+                );
+            }
+            ContentBlock::Image(b) => {
+                let _ = write!(s, "image {}", clip(&b.url, 80));
+            }
+            ContentBlock::Other { kind, .. } => {
+                let _ = write!(s, "{kind} block");
+            }
+        }
+    }
+    s
+}
+
+/// A JSON string literal of `text` (so newlines stay on one line), clipped.
+fn one_line(text: &str, max_chars: usize) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    clip(&quoted, max_chars)
+}
+
+/// `text` cut to `max_chars` characters, noting how much was cut.
+fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], text.len()),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of a Unix time in milliseconds.
+fn format_utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formatting() {
+        assert_eq!(format_utc(0), "1970-01-01 00:00:00");
+        assert_eq!(format_utc(1_700_000_000_123), "2023-11-14 22:13:20");
+        assert_eq!(format_utc(951_782_400_000), "2000-02-29 00:00:00");
+    }
+
+    #[test]
+    fn clipping_is_char_safe() {
+        assert_eq!(clip("üüü", 2), "üü… (6 bytes)");
+        assert_eq!(clip("ab", 2), "ab");
+        assert_eq!(one_line("a\nb", 10), r#""a\nb""#);
+    }
 }

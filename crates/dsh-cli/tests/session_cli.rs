@@ -1,0 +1,227 @@
+//! `dsh session show|replay|list`, run as the real binary.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+
+/// A two-turn log written from the reference's field names.
+const LOG: &str = r#"{"type":"user/message","seq":0,"time":1700000000000,"data":{"content":[{"type":"text","text":"list files"}],"source":{"kind":"user"}}}
+{"type":"turn/start","seq":1,"time":1700000000001,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}
+{"type":"step/start","seq":2,"time":1700000000002,"data":{"turn":1,"step":1}}
+{"type":"assistant/chunk","seq":3,"time":1700000000003,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"Let me"}}}
+{"type":"assistant/message","seq":4,"time":1700000000100,"data":{"turn":1,"step":1,"content":[{"type":"text","text":"Let me look."},{"type":"tool-call","id":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"}]}}
+{"type":"usage","seq":5,"time":1700000000101,"data":{"turn":1,"step":1,"usage":{"inputTokens":100,"outputTokens":20,"cacheReadTokens":50}}}
+{"type":"tool/call","seq":6,"time":1700000000102,"data":{"turn":1,"step":1,"callId":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"}}
+{"type":"tool/result","seq":7,"time":1700000000200,"data":{"turn":1,"step":1,"callId":"call_1","content":[{"type":"text","text":"a.ts\nb.ts\n"}],"isError":false}}
+{"type":"context/message","seq":8,"time":1700000000201,"data":{"content":[{"type":"text","text":"file changed: a.ts"}],"source":{"kind":"plugin","plugin":"watcher"}}}
+{"type":"step/end","seq":9,"time":1700000000202,"data":{"turn":1,"step":1}}
+{"type":"step/start","seq":10,"time":1700000000203,"data":{"turn":1,"step":2}}
+{"type":"tool/call","seq":11,"time":1700000000204,"data":{"turn":1,"step":2,"callId":"call_2","name":"bash","arguments":"{oops"}}
+{"type":"tool/result","seq":12,"time":1700000000205,"data":{"turn":1,"step":2,"callId":"call_2","content":[{"type":"text","text":"Error: invalid JSON"}],"isError":true,"errorCode":"INVALID_JSON"}}
+{"type":"usage","seq":13,"time":1700000000206,"data":{"turn":1,"step":2,"usage":{"inputTokens":10,"outputTokens":5,"reasoningTokens":2}}}
+{"type":"error","seq":14,"time":1700000000207,"data":{"turn":1,"step":2,"message":"rate limited","code":"RATE_LIMIT"}}
+{"type":"step/end","seq":15,"time":1700000000208,"data":{"turn":1,"step":2}}
+{"type":"turn/end","seq":16,"time":1700000000209,"data":{"turn":1,"reason":{"kind":"error","message":"rate limited","code":"RATE_LIMIT"}}}
+{"type":"plugin/note","seq":17,"time":1700000000210,"data":{"text":"ünïcode"}}
+{"type":"user/message","seq":18,"time":1700000001000,"data":{"content":[{"type":"text","text":"again"}],"source":{"kind":"user"}}}
+{"type":"turn/start","seq":19,"time":1700000001001,"data":{"turn":2,"trigger":{"kind":"message","source":{"kind":"user"}}}}
+{"type":"turn/end","seq":20,"time":1700000001002,"data":{"turn":2,"reason":{"kind":"completed"}}}
+"#;
+
+fn dsh(args: &[&str], envs: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(DSH);
+    cmd.args(args)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("DEEPSEEK_API_KEY");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("dsh runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write_log(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn replay_prints_the_derived_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_log(dir.path(), "s-1.jsonl", LOG);
+    let out = dsh(&["session", "replay", path.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let history: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let expected = serde_json::json!([
+        {"role":"user","content":[{"type":"text","text":"list files"}]},
+        {"role":"assistant","content":[
+            {"type":"text","text":"Let me look."},
+            {"type":"tool-call","id":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"}]},
+        {"role":"user","content":[{"type":"tool-result","toolCallId":"call_1",
+            "content":[{"type":"text","text":"a.ts\nb.ts\n"}],"isError":false}]},
+        {"role":"user","content":[
+            {"type":"text","text":"<context source=\"plugin\">"},
+            {"type":"text","text":"file changed: a.ts"},
+            {"type":"text","text":"</context>"}]},
+        {"role":"user","content":[{"type":"tool-result","toolCallId":"call_2",
+            "content":[{"type":"text","text":"Error: invalid JSON"}],"isError":true}]},
+        {"role":"user","content":[{"type":"text","text":"again"}]}
+    ]);
+    assert_eq!(history, expected);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn replay_of_a_corrupt_log_exits_2_with_the_line_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines: Vec<&str> = LOG.lines().collect();
+    lines[3] = "{not json";
+    let path = write_log(dir.path(), "bad.jsonl", &(lines.join("\n") + "\n"));
+    let out = dsh(&["session", "replay", path.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("bad.jsonl:4:"), "{err}");
+    assert!(err.contains("CORRUPT") || err.contains("corrupt"), "{err}");
+    assert!(stdout(&out).is_empty());
+}
+
+#[test]
+fn a_torn_last_line_is_reported_but_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_log(
+        dir.path(),
+        "torn.jsonl",
+        &format!("{LOG}{{\"type\":\"step/start\",\"se"),
+    );
+    let out = dsh(&["session", "replay", path.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("torn.jsonl:22: torn last line"),
+        "{}",
+        stderr(&out)
+    );
+    let history: Vec<serde_json::Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(history.len(), 6);
+
+    let out = dsh(&["session", "show", path.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("torn last line"));
+}
+
+#[test]
+fn missing_file_exits_2() {
+    let out = dsh(&["session", "show", "/nonexistent/dsh/x.jsonl"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("/nonexistent/dsh/x.jsonl"));
+}
+
+#[test]
+fn show_prints_the_timeline_and_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_log(dir.path(), "s-1.jsonl", LOG);
+    let out = dsh(&["session", "show", path.to_str().unwrap()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in [
+        "session s-1: 21 events, started 2023-11-14 22:13:20",
+        "turn 1 start (message from user)",
+        "step 1 start",
+        r#"tool call bash [call_1] {"command":"ls"}"#,
+        "tool result [call_1] is_error=false",
+        "tool result [call_2] is_error=true [INVALID_JSON]",
+        r#"text "a.ts\nb.ts\n""#,
+        "context message (plugin watcher)",
+        "error [RATE_LIMIT]: rate limited",
+        "turn 1 end: error [RATE_LIMIT]: rate limited",
+        "turn 2 end: completed",
+        "plugin/note: {\"text\":\"ünïcode\"}",
+        "usage: input 100, output 20, cache read 50",
+        "totals: 2 turns, 2 steps, 2 tool calls (1 failed), 1 errors, 1 chunks",
+        "usage (2 reports): input 110, output 25, cache read 50, cache write 0, reasoning 2",
+        "+0.100s",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    assert!(!text.contains("text-delta"), "chunks hidden by default");
+    let out = dsh(
+        &["session", "show", "--chunks", path.to_str().unwrap()],
+        &[],
+    );
+    assert!(stdout(&out).contains(r#"chunk text-delta 0 "Let me""#));
+}
+
+#[test]
+fn list_shows_saved_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    write_log(dir.path(), "s-a.jsonl", LOG);
+    write_log(
+        dir.path(),
+        "s-b.jsonl",
+        r#"{"type":"step/start","seq":0,"time":1800000000000,"data":{"turn":1,"step":1}}
+"#,
+    );
+    let out = dsh(
+        &[
+            "session",
+            "list",
+            "--session-dir",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].starts_with("ID"));
+    assert!(lines[1].starts_with("s-a"));
+    assert!(lines[1].contains("2023-11-14 22:13:20"));
+    assert!(lines[1].contains(r#""list files""#));
+    assert!(lines[1].contains("    2  "), "{}", lines[1]);
+    assert!(lines[2].starts_with("s-b"));
+    assert!(lines[2].ends_with('-'));
+}
+
+#[test]
+fn list_defaults_to_the_xdg_data_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("dsh/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    write_log(&sessions, "s-x.jsonl", LOG);
+    let out = dsh(&["session", "list"], &[("XDG_DATA_HOME", dir.path())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("s-x"));
+
+    // Fallback: $HOME/.local/share/dsh/sessions.
+    let home = tempfile::tempdir().unwrap();
+    let sessions = home.path().join(".local/share/dsh/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    write_log(&sessions, "s-home.jsonl", LOG);
+    let out = dsh(&["session", "list"], &[("HOME", home.path())]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("s-home"));
+
+    // An empty directory is not an error.
+    let empty = tempfile::tempdir().unwrap();
+    let out = dsh(
+        &[
+            "session",
+            "list",
+            "--session-dir",
+            empty.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).is_empty());
+    assert!(stderr(&out).contains("no sessions"));
+}

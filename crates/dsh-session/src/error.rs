@@ -1,0 +1,110 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+use dsh_kernel::DshError;
+
+/// Everything that can go wrong in `dsh-session`. Each variant has a stable
+/// [`code`](SessionError::code).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// `create` with an id the store already holds.
+    #[error("session \"{0}\" already exists")]
+    DuplicateSession(String),
+    /// A session id that cannot name a log file.
+    #[error("invalid session id {id:?}: {reason}")]
+    InvalidId {
+        /// The offending id.
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The session directory cannot be created or written.
+    #[error(
+        "session directory {} is not writable: {source}; fix its permissions or choose another directory",
+        dir.display()
+    )]
+    DirUnwritable {
+        /// The directory.
+        dir: PathBuf,
+        /// The underlying failure.
+        source: std::io::Error,
+    },
+    /// A line before the last one of a log does not parse.
+    #[error("{}:{line}: corrupt session log line: {message}", path.display())]
+    CorruptLog {
+        /// The log file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What the parser reported.
+        message: String,
+    },
+    /// The log file does not exist.
+    #[error("session log {} does not exist", path.display())]
+    NotFound {
+        /// The missing file.
+        path: PathBuf,
+    },
+    /// Reading a log failed.
+    #[error("cannot read session log {}: {source}", path.display())]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying failure.
+        source: std::io::Error,
+    },
+    /// Writing or syncing a log failed; the events stay buffered.
+    #[error("cannot write session log {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The underlying failure.
+        source: std::io::Error,
+    },
+    /// The stored log holds more events than the live session: another
+    /// session with the same id wrote it.
+    #[error(
+        "session log {location} holds {on_disk} events but session \"{id}\" has only {in_memory}; refusing to mix two sessions in one file: move the old log away"
+    )]
+    LogConflict {
+        /// The session id.
+        id: String,
+        /// Where the log is stored (a path for files).
+        location: String,
+        /// Events already stored.
+        on_disk: u64,
+        /// Events in the live session.
+        in_memory: u64,
+    },
+    /// The background writer task failed (panicked or was cancelled).
+    #[error("session writer task failed: {0}")]
+    Task(String),
+}
+
+impl SessionError {
+    /// The stable code: `DUPLICATE_SESSION`, `INVALID_SESSION_ID`,
+    /// `SESSION_DIR_UNWRITABLE`, `CORRUPT_LOG`, `SESSION_NOT_FOUND`,
+    /// `SESSION_READ_FAILED`, `SESSION_WRITE_FAILED`, `SESSION_LOG_CONFLICT`
+    /// or `SESSION_TASK_FAILED`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SessionError::DuplicateSession(_) => "DUPLICATE_SESSION",
+            SessionError::InvalidId { .. } => "INVALID_SESSION_ID",
+            SessionError::DirUnwritable { .. } => "SESSION_DIR_UNWRITABLE",
+            SessionError::CorruptLog { .. } => "CORRUPT_LOG",
+            SessionError::NotFound { .. } => "SESSION_NOT_FOUND",
+            SessionError::Read { .. } => "SESSION_READ_FAILED",
+            SessionError::Write { .. } => "SESSION_WRITE_FAILED",
+            SessionError::LogConflict { .. } => "SESSION_LOG_CONFLICT",
+            SessionError::Task(_) => "SESSION_TASK_FAILED",
+        }
+    }
+}
+
+impl From<SessionError> for DshError {
+    fn from(e: SessionError) -> Self {
+        let code = e.code();
+        DshError::wrap(code, e)
+    }
+}

@@ -1,0 +1,478 @@
+//! The JSONL backend: one `<session-id>.jsonl` file per session in a
+//! directory, one event per line, the reference's field names.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use dsh_kernel::Registration;
+use serde::Deserialize;
+
+use crate::error::SessionError;
+use crate::event::{EventData, SessionEvent};
+use crate::persist::{
+    install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine,
+};
+use crate::session::{validate_session_id, SessionStore};
+
+/// Installs JSONL persistence for every session of `store`, in `dir`.
+///
+/// `dir` is created (mode 0700) if missing and checked for writability now,
+/// so a bad directory fails at start rather than losing the log later.
+/// Files are created with mode 0600. See [`install_persistence`] for when
+/// events are written; undo the registration (scope close) to write the
+/// rest.
+///
+/// # Errors
+/// [`SessionError::DirUnwritable`] (`SESSION_DIR_UNWRITABLE`) naming `dir`.
+pub fn install_jsonl(store: &SessionStore, dir: &Path) -> Result<Registration, SessionError> {
+    let backend = JsonlStore::new(dir)?;
+    Ok(install_persistence(store, Arc::new(backend)))
+}
+
+/// Reads a JSONL session log.
+///
+/// Blank lines are skipped. A last line that does not parse (a write cut
+/// short by a crash) is reported in [`LoadedLog::torn_tail`] and everything
+/// before it is kept; a complete last line without its newline is kept.
+///
+/// # Errors
+/// `SESSION_NOT_FOUND` / `SESSION_READ_FAILED` when the file cannot be read;
+/// `CORRUPT_LOG` naming the file and the 1-based line number when a line
+/// before the last one does not parse or `seq` does not increase.
+pub fn load_jsonl(path: &Path) -> Result<LoadedLog, SessionError> {
+    let bytes = read_file(path)?;
+    let scan = scan(&bytes, path)?;
+    Ok(LoadedLog {
+        events: scan.events,
+        torn_tail: scan.torn,
+    })
+}
+
+/// Summaries of the `*.jsonl` logs in `dir`, oldest first. A missing
+/// directory is an empty list; an unreadable file is skipped with a warning.
+///
+/// # Errors
+/// `SESSION_READ_FAILED` when the directory exists but cannot be listed.
+pub fn list_sessions(dir: &Path) -> Result<Vec<SessionSummary>, SessionError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(SessionError::Read {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| SessionError::Read {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") || !path.is_file() {
+            continue;
+        }
+        match summarize_jsonl(&path) {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), code = e.code(), "skipping session log: {e}")
+            }
+        }
+    }
+    out.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+    Ok(out)
+}
+
+/// The summary of one JSONL log. Reading stops at the first line that does
+/// not parse (a listing is best effort; use [`load_jsonl`] to validate).
+///
+/// # Errors
+/// When the file cannot be read.
+pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
+    #[derive(Deserialize)]
+    struct Head {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(default)]
+        time: u64,
+    }
+    let bytes = read_file(path)?;
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut summary = SessionSummary {
+        id,
+        path: path.to_path_buf(),
+        created_ms: 0,
+        first_prompt: None,
+        turns: 0,
+        events: 0,
+    };
+    for line in bytes.split(|b| *b == b'\n') {
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        let Ok(head) = serde_json::from_slice::<Head>(line) else {
+            break;
+        };
+        if summary.events == 0 {
+            summary.created_ms = head.time;
+        }
+        summary.events += 1;
+        match head.kind.as_str() {
+            "turn/start" => summary.turns += 1,
+            "user/message" if summary.first_prompt.is_none() => {
+                if let Ok(SessionEvent {
+                    data: EventData::UserMessage { content, .. },
+                    ..
+                }) = serde_json::from_slice::<SessionEvent>(line)
+                {
+                    summary.first_prompt =
+                        Some(content.iter().filter_map(|b| b.as_text()).collect());
+                }
+            }
+            _ => {}
+        }
+    }
+    if summary.events == 0 {
+        summary.created_ms = std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64);
+    }
+    Ok(summary)
+}
+
+/// Appends the JSONL line of `event` (its JSON and a newline) to `out`.
+pub fn write_jsonl_line(event: &SessionEvent, out: &mut Vec<u8>) {
+    // Serializing into a Vec cannot fail: every map key is a string.
+    serde_json::to_writer(&mut *out, event).expect("session events always serialize");
+    out.push(b'\n');
+}
+
+/// The directory-of-files backend: `<dir>/<session-id>.jsonl`.
+pub struct JsonlStore {
+    dir: PathBuf,
+    files: Mutex<HashMap<String, Arc<Mutex<File>>>>,
+}
+
+impl JsonlStore {
+    /// A store in `dir`, created with mode 0700 when missing and checked for
+    /// writability (a probe file is created and removed).
+    ///
+    /// # Errors
+    /// [`SessionError::DirUnwritable`] naming `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Result<Self, SessionError> {
+        let dir = dir.into();
+        ensure_writable_dir(&dir)?;
+        Ok(Self {
+            dir,
+            files: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The log file of `session_id`.
+    ///
+    /// # Errors
+    /// [`SessionError::InvalidId`] when the id cannot name a file.
+    pub fn path_of(&self, session_id: &str) -> Result<PathBuf, SessionError> {
+        validate_session_id(session_id)?;
+        Ok(self.dir.join(format!("{session_id}.jsonl")))
+    }
+
+    fn file(&self, session_id: &str) -> Option<Arc<Mutex<File>>> {
+        self.files
+            .lock()
+            .expect("file table lock poisoned")
+            .get(session_id)
+            .cloned()
+    }
+}
+
+impl SessionPersistence for JsonlStore {
+    fn open(&self, session_id: &str) -> Result<u64, SessionError> {
+        let path = self.path_of(session_id)?;
+        let write_err = |source| SessionError::Write {
+            path: path.clone(),
+            source,
+        };
+        let (next_seq, file) = match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let file = open_append(&path).map_err(write_err)?;
+                // Make the new directory entry durable too (power loss).
+                if let Err(e) = File::open(&self.dir).and_then(|d| d.sync_all()) {
+                    tracing::debug!(dir = %self.dir.display(), "directory fsync failed: {e}");
+                }
+                (0, file)
+            }
+            Err(source) => return Err(SessionError::Read { path, source }),
+            Ok(bytes) => {
+                let scan = scan(&bytes, &path)?;
+                let mut file = open_append(&path).map_err(write_err)?;
+                let mut len = bytes.len();
+                if let Some(torn) = &scan.torn {
+                    tracing::warn!(
+                        path = %path.display(),
+                        line = torn.line_no,
+                        bytes = torn.bytes,
+                        "dropping the torn last line of a session log before appending"
+                    );
+                    file.set_len(torn.offset).map_err(write_err)?;
+                    len = torn.offset as usize;
+                }
+                if len > 0 && bytes[len - 1] != b'\n' {
+                    file.write_all(b"\n").map_err(write_err)?;
+                }
+                (scan.events.last().map_or(0, |e| e.seq + 1), file)
+            }
+        };
+        self.files
+            .lock()
+            .expect("file table lock poisoned")
+            .insert(session_id.to_string(), Arc::new(Mutex::new(file)));
+        Ok(next_seq)
+    }
+
+    fn append_batch(
+        &self,
+        session_id: &str,
+        events: &[Arc<SessionEvent>],
+    ) -> Result<(), SessionError> {
+        if self.file(session_id).is_none() {
+            self.open(session_id)?;
+        }
+        let path = self.path_of(session_id)?;
+        let Some(file) = self.file(session_id) else {
+            return Err(SessionError::Write {
+                path,
+                source: std::io::Error::other("log file was closed concurrently"),
+            });
+        };
+        let mut buf = Vec::with_capacity(events.len() * 256);
+        for event in events {
+            write_jsonl_line(event, &mut buf);
+        }
+        let mut file = file.lock().expect("log file lock poisoned");
+        let before = file.metadata().map(|m| m.len());
+        if let Err(source) = file.write_all(&buf) {
+            // Roll back a partial write so the file ends on a line boundary.
+            if let Ok(len) = before {
+                if let Err(e) = file.set_len(len) {
+                    tracing::error!(path = %path.display(), "cannot roll back a partial write: {e}");
+                }
+            }
+            return Err(SessionError::Write { path, source });
+        }
+        Ok(())
+    }
+
+    fn sync(&self, session_id: &str) -> Result<(), SessionError> {
+        let Some(file) = self.file(session_id) else {
+            return Ok(());
+        };
+        let file = file.lock().expect("log file lock poisoned");
+        file.sync_data().map_err(|source| SessionError::Write {
+            path: self.dir.join(format!("{session_id}.jsonl")),
+            source,
+        })
+    }
+
+    fn location(&self, session_id: &str) -> String {
+        self.dir
+            .join(format!("{session_id}.jsonl"))
+            .display()
+            .to_string()
+    }
+
+    fn close(&self, session_id: &str) {
+        self.files
+            .lock()
+            .expect("file table lock poisoned")
+            .remove(session_id);
+    }
+
+    fn load(&self, session_id: &str) -> Result<LoadedLog, SessionError> {
+        load_jsonl(&self.path_of(session_id)?)
+    }
+
+    fn list(&self) -> Result<Vec<SessionSummary>, SessionError> {
+        list_sessions(&self.dir)
+    }
+}
+
+impl std::fmt::Debug for JsonlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlStore")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// helpers
+
+fn read_file(path: &Path) -> Result<Vec<u8>, SessionError> {
+    std::fs::read(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            SessionError::NotFound {
+                path: path.to_path_buf(),
+            }
+        } else {
+            SessionError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    })
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)
+}
+
+fn ensure_writable_dir(dir: &Path) -> Result<(), SessionError> {
+    let unwritable = |source| SessionError::DirUnwritable {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(unwritable)?;
+    if !dir.is_dir() {
+        return Err(unwritable(std::io::Error::other("not a directory")));
+    }
+    let probe = dir.join(format!(
+        ".dsh-write-probe-{}-{}",
+        std::process::id(),
+        uuid::Uuid::now_v7()
+    ));
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    drop(opts.open(&probe).map_err(unwritable)?);
+    if let Err(e) = std::fs::remove_file(&probe) {
+        // The directory is writable (the probe exists); a leftover probe file
+        // is harmless and ignored by listings (not `.jsonl`).
+        tracing::debug!(path = %probe.display(), "cannot remove write probe: {e}");
+    }
+    Ok(())
+}
+
+/// The parse of a whole log file.
+struct Scan {
+    events: Vec<SessionEvent>,
+    torn: Option<TornLine>,
+}
+
+fn scan(bytes: &[u8], path: &Path) -> Result<Scan, SessionError> {
+    let mut events: Vec<SessionEvent> = Vec::new();
+    let mut torn = None;
+    let mut pos = 0usize;
+    let mut line_no = 0usize;
+    while pos < bytes.len() {
+        line_no += 1;
+        let end = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i);
+        let next = if end < bytes.len() { end + 1 } else { end };
+        let line = &bytes[pos..end];
+        if !line.trim_ascii().is_empty() {
+            match serde_json::from_slice::<SessionEvent>(line) {
+                Ok(event) => {
+                    if let Some(prev) = events.last() {
+                        if event.seq <= prev.seq {
+                            return Err(SessionError::CorruptLog {
+                                path: path.to_path_buf(),
+                                line: line_no,
+                                message: format!(
+                                    "seq {} does not follow seq {}",
+                                    event.seq, prev.seq
+                                ),
+                            });
+                        }
+                    }
+                    events.push(event);
+                }
+                Err(e) if bytes[next..].trim_ascii().is_empty() => {
+                    tracing::debug!(path = %path.display(), line = line_no, "torn last line: {e}");
+                    torn = Some(TornLine {
+                        line_no,
+                        bytes: line.len(),
+                        offset: pos as u64,
+                    });
+                    break;
+                }
+                Err(e) => {
+                    return Err(SessionError::CorruptLog {
+                        path: path.to_path_buf(),
+                        line: line_no,
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
+        pos = next;
+    }
+    Ok(Scan { events, torn })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_reports_torn_tail_and_keeps_prefix() {
+        let good = r#"{"type":"step/start","seq":0,"time":1,"data":{"turn":1,"step":1}}"#;
+        let text = format!("{good}\n{{\"type\":\"step/e");
+        let s = scan(text.as_bytes(), Path::new("x.jsonl")).unwrap();
+        assert_eq!(s.events.len(), 1);
+        let torn = s.torn.unwrap();
+        assert_eq!(torn.line_no, 2);
+        assert_eq!(torn.offset as usize, good.len() + 1);
+        assert_eq!(torn.bytes, r#"{"type":"step/e"#.len());
+    }
+
+    #[test]
+    fn scan_keeps_complete_last_line_without_newline() {
+        let good = r#"{"type":"step/start","seq":0,"time":1,"data":{"turn":1,"step":1}}"#;
+        let s = scan(good.as_bytes(), Path::new("x.jsonl")).unwrap();
+        assert_eq!(s.events.len(), 1);
+        assert!(s.torn.is_none());
+    }
+
+    #[test]
+    fn scan_rejects_non_increasing_seq() {
+        let a = r#"{"type":"step/start","seq":3,"time":1,"data":{"turn":1,"step":1}}"#;
+        let text = format!("{a}\n{a}\n");
+        match scan(text.as_bytes(), Path::new("x.jsonl")) {
+            Err(SessionError::CorruptLog { line, .. }) => assert_eq!(line, 2),
+            other => panic!("expected CorruptLog, got {other:?}", other = other.err()),
+        }
+    }
+}

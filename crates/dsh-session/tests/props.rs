@@ -1,0 +1,118 @@
+//! Property tests: derivation, replay, incremental history, seq, JSONL
+//! round trip.
+
+mod common;
+
+use dsh_kernel::Scope;
+use dsh_session::{
+    derive_message, derive_messages, install_jsonl, load_jsonl, write_jsonl_line, Session,
+    SessionEvent, SessionStore,
+};
+use proptest::prelude::*;
+
+fn plain(session: &Session) -> Vec<SessionEvent> {
+    session.events().iter().map(|e| (**e).clone()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn derivation_is_deterministic(log in common::any_log(40)) {
+        let events = common::as_events(log);
+        let a = derive_messages(&events);
+        let b = derive_messages(&events.clone());
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    }
+
+    #[test]
+    fn incremental_history_equals_pure_derivation_after_every_append(
+        log in common::any_log(40)
+    ) {
+        let store = SessionStore::new();
+        let (s, _reg) = store.create(None, vec![]).unwrap();
+        for (i, data) in log.into_iter().enumerate() {
+            let e = s.append(data);
+            prop_assert_eq!(e.seq, i as u64);
+            prop_assert_eq!(s.derive_messages().to_vec(), derive_messages(&plain(&s)));
+        }
+    }
+
+    #[test]
+    fn seq_is_strictly_increasing(log in common::any_log(40), seed_len in 0usize..10) {
+        let seed = common::as_events(log.iter().take(seed_len).cloned().collect());
+        let store = SessionStore::new();
+        let (s, _reg) = store.create(None, seed).unwrap();
+        for data in log.into_iter().skip(seed_len) {
+            s.append(data);
+        }
+        let seqs: Vec<u64> = s.events().iter().map(|e| e.seq).collect();
+        let expected: Vec<u64> = (0..seqs.len() as u64).collect();
+        prop_assert_eq!(seqs, expected);
+    }
+
+    #[test]
+    fn replay_from_seed_derives_the_identical_history(log in common::any_log(40)) {
+        let store = SessionStore::new();
+        let (original, _r1) = store.create(None, vec![]).unwrap();
+        for data in log {
+            original.append(data);
+        }
+        let (replay, _r2) = store.create(None, plain(&original)).unwrap();
+        prop_assert_eq!(replay.derive_messages(), original.derive_messages());
+        prop_assert_eq!(replay.last_turn(), original.last_turn());
+        prop_assert_eq!(plain(&replay), plain(&original));
+    }
+
+    #[test]
+    fn non_message_events_do_not_change_derivation(
+        messages in prop::collection::vec(common::message_event(), 0..15),
+        noise in prop::collection::vec((any::<prop::sample::Index>(), common::non_message_event()), 0..25),
+    ) {
+        let clean = derive_messages(&common::as_events(messages.clone()));
+        let mut noisy = messages;
+        for (at, data) in noise {
+            prop_assert!(derive_message(&data).is_none());
+            let i = at.index(noisy.len() + 1);
+            noisy.insert(i, data);
+        }
+        prop_assert_eq!(derive_messages(&common::as_events(noisy)), clean);
+    }
+
+    #[test]
+    fn every_event_serializes_and_parses_back(data in common::any_event_data(), seq in 0u64..1000, time in any::<u64>()) {
+        let event = SessionEvent { seq, time, data };
+        let mut line = Vec::new();
+        write_jsonl_line(&event, &mut line);
+        prop_assert_eq!(line.last(), Some(&b'\n'));
+        prop_assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line per event");
+        let back: SessionEvent = serde_json::from_slice(&line).unwrap();
+        prop_assert_eq!(&back, &event);
+        // And byte-stable through a second round trip.
+        let again = serde_json::to_vec(&back).unwrap();
+        prop_assert_eq!(&again[..], &line[..line.len() - 1]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn jsonl_round_trip_is_lossless(log in common::any_log(30)) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new();
+        let plugin = Scope::new();
+        plugin.add(install_jsonl(&store, dir.path()).unwrap());
+        let (s, _reg) = store.create(Some("p".into()), vec![]).unwrap();
+        for data in log {
+            s.append(data);
+        }
+        plugin.close();
+        let loaded = load_jsonl(&dir.path().join("p.jsonl")).unwrap();
+        prop_assert!(loaded.torn_tail.is_none());
+        prop_assert_eq!(&loaded.events, &plain(&s));
+        let (replay, _r) = SessionStore::new().create(None, loaded.events).unwrap();
+        prop_assert_eq!(replay.derive_messages(), s.derive_messages());
+    }
+}
