@@ -127,6 +127,7 @@ fn per_step(c: &mut Criterion) {
         .build()
         .unwrap();
     let st = stack();
+    idle_agents_memory(&rt, &st);
     let mut g = c.benchmark_group("agent_loop");
     g.sample_size(10);
     for steps in [100usize, 10_000] {
@@ -161,7 +162,6 @@ fn per_step(c: &mut Criterion) {
         );
     }
     g.finish();
-    idle_agents_memory(&rt, &st);
 }
 
 fn rss_kib() -> u64 {

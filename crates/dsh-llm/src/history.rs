@@ -27,6 +27,14 @@ impl History {
         Self::default()
     }
 
+    /// An empty history with room for `n` messages before it reallocates.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            shared: Arc::new(RwLock::new(Vec::with_capacity(n))),
+            len: 0,
+        }
+    }
+
     /// Number of messages in this snapshot.
     pub fn len(&self) -> usize {
         self.len

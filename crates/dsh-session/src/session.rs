@@ -61,9 +61,12 @@ impl Session {
     }
 
     fn build(id: String, seed: Vec<SessionEvent>, store: Weak<StoreShared>) -> Arc<Session> {
+        // Headroom past the seed: a resumed session keeps appending, and a
+        // log exactly at capacity would copy itself on its first append.
+        let capacity = seed.len() + seed.len() / 2 + 64;
         let mut state = LogState {
-            events: Vec::with_capacity(seed.len()),
-            history: History::new(),
+            events: Vec::with_capacity(capacity),
+            history: History::with_capacity(capacity),
             last_turn: 0,
             pending: VecDeque::new(),
             draining: false,
