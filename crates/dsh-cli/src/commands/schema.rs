@@ -1,13 +1,126 @@
-//! `dsh schema …`
+//! `dsh schema json-schema --spec FILE` and
+//! `dsh schema validate --spec FILE --args FILE|-`.
+//!
+//! A spec file is the schema DSL in JSON (`{"path": {"type": "string",
+//! "required": true}}`), or TOML when its name ends in `.toml`. Exit codes:
+//! 0 success / valid, 1 invalid arguments, 2 unusable input (a missing or
+//! unreadable file, a malformed spec — the message on stderr names the
+//! property path).
 
-use clap::Args;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use dsh_tools::{parse_arguments, to_json_schema, validate_args, SchemaSpec};
 
 /// Arguments of `dsh schema`.
 #[derive(Debug, Args)]
-pub struct SchemaArgs {}
+pub struct SchemaArgs {
+    #[command(subcommand)]
+    command: SchemaCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SchemaCommand {
+    /// Print the JSON Schema a spec converts to (what the model is shown).
+    JsonSchema {
+        /// The spec file (JSON, or TOML when it ends in `.toml`).
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+        /// One line instead of pretty-printed.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Validate tool arguments against a spec; prints
+    /// `{"valid": bool, "violations": [...]}` on one line. Exit 0 valid,
+    /// 1 invalid, 2 unusable input.
+    Validate {
+        /// The spec file (JSON, or TOML when it ends in `.toml`).
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+        /// The arguments as the model would send them (JSON; `-` reads
+        /// stdin; an empty file means `{}`).
+        #[arg(long, value_name = "FILE")]
+        args: PathBuf,
+    },
+}
 
 /// Runs `dsh schema`; returns the exit code.
-pub fn run(_args: SchemaArgs) -> u8 {
-    eprintln!("dsh schema: not implemented yet");
+pub fn run(args: SchemaArgs) -> u8 {
+    match args.command {
+        SchemaCommand::JsonSchema { spec, compact } => match load_spec(&spec) {
+            Ok(spec) => {
+                let schema = to_json_schema(&spec);
+                let text = if compact {
+                    schema.to_string()
+                } else {
+                    // Pretty-printing a Value cannot fail; fall back to compact anyway.
+                    serde_json::to_string_pretty(&schema).unwrap_or_else(|_| schema.to_string())
+                };
+                println!("{text}");
+                0
+            }
+            Err(message) => fail(&message),
+        },
+        SchemaCommand::Validate { spec, args } => {
+            let spec = match load_spec(&spec) {
+                Ok(spec) => spec,
+                Err(message) => return fail(&message),
+            };
+            let raw = match read_input(&args) {
+                Ok(raw) => raw,
+                Err(message) => return fail(&message),
+            };
+            // Same pipeline as a typed tool: unparsable text is an invalid
+            // call (INVALID_JSON), reported like a violation.
+            let violations = match parse_arguments(&raw, None) {
+                Ok(value) => validate_args(&spec, &value),
+                Err(e) => vec![e.message().to_string()],
+            };
+            let valid = violations.is_empty();
+            println!(
+                "{}",
+                serde_json::json!({"valid": valid, "violations": violations})
+            );
+            if valid {
+                0
+            } else {
+                1
+            }
+        }
+    }
+}
+
+fn fail(message: &str) -> u8 {
+    eprintln!("dsh schema: {message}");
     2
+}
+
+/// Reads and loads a spec file; the error is the message for stderr.
+fn load_spec(path: &Path) -> Result<SchemaSpec, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read spec {}: {e}", path.display()))?;
+    let is_toml = path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("toml"));
+    let loaded = if is_toml {
+        toml::from_str::<SchemaSpec>(&text).map_err(|e| e.to_string())
+    } else {
+        SchemaSpec::from_json_str(&text).map_err(|e| e.to_string())
+    };
+    loaded.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The arguments text from a file, or stdin for `-`.
+fn read_input(path: &Path) -> Result<String, String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read arguments from stdin: {e}"))?;
+        Ok(text)
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read arguments {}: {e}", path.display()))
+    }
 }

@@ -1,0 +1,265 @@
+//! Loading specs from their JSON form, and the structural rules a spec must
+//! keep. Every error names the property path (`a.b`, `a[]` for items).
+
+use std::cmp::Ordering;
+
+use serde_json::Value;
+
+use crate::error::SpecError;
+use crate::number::cmp_numbers;
+use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
+
+impl SchemaProp {
+    /// Checks the rules a loaded spec must keep (see [`SchemaSpec::check`]),
+    /// recursively; `path` names this property in the error.
+    pub(crate) fn check(&self, path: &str) -> Result<(), SpecError> {
+        self.check_shallow(path)?;
+        if let Some(props) = &self.properties {
+            props.check_at(path)?;
+        }
+        if let Some(items) = &self.items {
+            items.check(&format!("{path}[]"))?;
+        }
+        Ok(())
+    }
+
+    /// The rules of this level only.
+    fn check_shallow(&self, path: &str) -> Result<(), SpecError> {
+        if let Some(default) = &self.default {
+            // A default is documentation for the model; one of the wrong type
+            // would teach it a call that fails validation.
+            if !crate::validate::type_matches(self.ty, default) {
+                return Err(SpecError::new(
+                    path,
+                    format!("\"default\" {default} is not {}", self.ty.article_noun()),
+                ));
+            }
+        }
+        if let Some(values) = &self.enum_values {
+            if !self.ty.is_scalar() {
+                return Err(SpecError::new(
+                    path,
+                    format!("\"enum\" is not allowed on an {} property", self.ty),
+                ));
+            }
+            if values.is_empty() {
+                return Err(SpecError::new(
+                    path,
+                    "\"enum\" must list at least one value",
+                ));
+            }
+            for v in values {
+                if !crate::validate::type_matches(self.ty, v) {
+                    return Err(SpecError::new(
+                        path,
+                        format!(
+                            "\"enum\" value {v} is not {}, so it could never be accepted",
+                            self.ty.article_noun()
+                        ),
+                    ));
+                }
+            }
+        }
+        for (name, bound) in [("minimum", &self.minimum), ("maximum", &self.maximum)] {
+            if bound.is_some() && !matches!(self.ty, SchemaType::Number | SchemaType::Integer) {
+                return Err(SpecError::new(
+                    path,
+                    format!("\"{name}\" is only allowed on number and integer properties"),
+                ));
+            }
+        }
+        if let (Some(min), Some(max)) = (&self.minimum, &self.maximum) {
+            if cmp_numbers(min, max) == Ordering::Greater {
+                return Err(SpecError::new(
+                    path,
+                    format!("\"minimum\" {min} is greater than \"maximum\" {max}"),
+                ));
+            }
+        }
+        if self.properties.is_some() && self.ty != SchemaType::Object {
+            return Err(SpecError::new(
+                path,
+                format!(
+                    "\"properties\" is only allowed on object properties, not on {}",
+                    self.ty
+                ),
+            ));
+        }
+        if self.items.is_some() && self.ty != SchemaType::Array {
+            return Err(SpecError::new(
+                path,
+                format!(
+                    "\"items\" is only allowed on array properties, not on {}",
+                    self.ty
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Parses one property from its JSON form; `path` names it in errors.
+    pub(crate) fn from_value_at(value: &Value, path: &str) -> Result<SchemaProp, SpecError> {
+        let Value::Object(map) = value else {
+            return Err(SpecError::new(
+                path,
+                format!(
+                    "a property must be an object like {{\"type\": \"string\"}}, got {}",
+                    json_kind(value)
+                ),
+            ));
+        };
+        let ty = match map.get("type") {
+            None => {
+                return Err(SpecError::new(
+                    path,
+                    "missing \"type\" (one of string, number, integer, boolean, object, array)",
+                ))
+            }
+            Some(Value::String(name)) => SchemaType::from_name(name).ok_or_else(|| {
+                SpecError::new(
+                    path,
+                    format!(
+                        "unknown type \"{name}\" (expected one of string, number, integer, boolean, object, array)"
+                    ),
+                )
+            })?,
+            Some(other) => {
+                return Err(SpecError::new(
+                    path,
+                    format!("\"type\" must be a string, got {}", json_kind(other)),
+                ))
+            }
+        };
+        let mut prop = SchemaProp::new(ty);
+        for (key, v) in map {
+            match key.as_str() {
+                "type" => {}
+                "required" => {
+                    prop.required = v.as_bool().ok_or_else(|| {
+                        SpecError::new(
+                            path,
+                            format!("\"required\" must be true or false, got {}", json_kind(v)),
+                        )
+                    })?;
+                }
+                "description" => {
+                    let Value::String(s) = v else {
+                        return Err(SpecError::new(
+                            path,
+                            format!("\"description\" must be a string, got {}", json_kind(v)),
+                        ));
+                    };
+                    prop.description = Some(s.clone());
+                }
+                "enum" => {
+                    let Value::Array(values) = v else {
+                        return Err(SpecError::new(
+                            path,
+                            format!("\"enum\" must be a list of values, got {}", json_kind(v)),
+                        ));
+                    };
+                    if let Some(bad) = values
+                        .iter()
+                        .find(|x| !matches!(x, Value::String(_) | Value::Number(_) | Value::Bool(_)))
+                    {
+                        return Err(SpecError::new(
+                            path,
+                            format!(
+                                "\"enum\" values must be strings, numbers or booleans, got {}",
+                                json_kind(bad)
+                            ),
+                        ));
+                    }
+                    prop.enum_values = Some(values.clone());
+                }
+                "default" => prop.default = Some(v.clone()),
+                "minimum" | "maximum" => {
+                    let Value::Number(n) = v else {
+                        return Err(SpecError::new(
+                            path,
+                            format!("\"{key}\" must be a number, got {}", json_kind(v)),
+                        ));
+                    };
+                    if key == "minimum" {
+                        prop.minimum = Some(n.clone());
+                    } else {
+                        prop.maximum = Some(n.clone());
+                    }
+                }
+                "properties" => {
+                    prop.properties = Some(SchemaSpec::from_value_at(v, path)?);
+                }
+                "items" => {
+                    prop.items = Some(Box::new(SchemaProp::from_value_at(
+                        v,
+                        &format!("{path}[]"),
+                    )?));
+                }
+                other => {
+                    return Err(SpecError::new(
+                        path,
+                        format!(
+                            "unknown key \"{other}\" (allowed: type, required, description, enum, default, minimum, maximum, properties, items)"
+                        ),
+                    ))
+                }
+            }
+        }
+        // Nested levels were checked as they were parsed.
+        prop.check_shallow(path)?;
+        Ok(prop)
+    }
+}
+
+impl SchemaSpec {
+    pub(crate) fn check_at(&self, prefix: &str) -> Result<(), SpecError> {
+        for (name, prop) in self {
+            prop.check(&join_path(prefix, name))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn from_value_at(value: &Value, prefix: &str) -> Result<SchemaSpec, SpecError> {
+        let Value::Object(map) = value else {
+            let what = if prefix.is_empty() {
+                "a spec"
+            } else {
+                "\"properties\""
+            };
+            return Err(SpecError::new(
+                prefix,
+                format!(
+                    "{what} must be an object mapping property names to properties, got {}",
+                    json_kind(value)
+                ),
+            ));
+        };
+        let mut spec = SchemaSpec::new();
+        for (name, v) in map {
+            let path = join_path(prefix, name);
+            spec.insert(name.clone(), SchemaProp::from_value_at(v, &path)?);
+        }
+        Ok(spec)
+    }
+}
+
+/// `prefix.name`, or `name` at the top.
+pub(crate) fn join_path(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+/// `a string`, `an array`, … for error messages about a JSON value.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

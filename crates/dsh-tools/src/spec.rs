@@ -1,0 +1,395 @@
+//! The schema DSL: [`SchemaSpec`], [`SchemaProp`], [`SchemaType`] and their
+//! builders and serde forms (loading rules live in `load`, the conversion in
+//! `convert`).
+
+use std::fmt;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Number, Value};
+
+use crate::error::SpecError;
+
+/// The type of a property. Closed set; serialized lowercase (`"integer"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchemaType {
+    /// A JSON string.
+    String,
+    /// Any JSON number.
+    Number,
+    /// A JSON number with no fractional part (`1` and `1.0` both count).
+    Integer,
+    /// `true` or `false`.
+    Boolean,
+    /// A JSON object (never an array, never `null`).
+    Object,
+    /// A JSON array.
+    Array,
+}
+
+impl SchemaType {
+    /// Every type, in the order error messages list them.
+    pub const ALL: [SchemaType; 6] = [
+        SchemaType::String,
+        SchemaType::Number,
+        SchemaType::Integer,
+        SchemaType::Boolean,
+        SchemaType::Object,
+        SchemaType::Array,
+    ];
+
+    /// The JSON Schema name (`"string"`, `"integer"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaType::String => "string",
+            SchemaType::Number => "number",
+            SchemaType::Integer => "integer",
+            SchemaType::Boolean => "boolean",
+            SchemaType::Object => "object",
+            SchemaType::Array => "array",
+        }
+    }
+
+    /// The type named `name`, if it is one of the six.
+    pub fn from_name(name: &str) -> Option<SchemaType> {
+        SchemaType::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// The noun phrase of violation texts: `a string`, `an integer`, …
+    pub(crate) fn article_noun(self) -> &'static str {
+        match self {
+            SchemaType::String => "a string",
+            SchemaType::Number => "a number",
+            SchemaType::Integer => "an integer",
+            SchemaType::Boolean => "a boolean",
+            SchemaType::Object => "an object",
+            SchemaType::Array => "an array",
+        }
+    }
+
+    /// Whether `enum`, `minimum` and `maximum` make sense on this type.
+    pub(crate) fn is_scalar(self) -> bool {
+        !matches!(self, SchemaType::Object | SchemaType::Array)
+    }
+}
+
+impl fmt::Display for SchemaType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One property of a [`SchemaSpec`].
+///
+/// Plain data: build it with [`SchemaProp::new`] and the `with_*` helpers, or
+/// load it as part of a spec. `required` only has meaning for a property of a
+/// spec (an `items` prop ignores it). `minimum`/`maximum` are inclusive bounds
+/// for `number`/`integer` properties (the derive sets them for bounded
+/// integer types such as `u8`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SchemaProp {
+    /// The property's type.
+    #[serde(rename = "type")]
+    pub ty: SchemaType,
+    /// Whether the key must be present in its object.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub required: bool,
+    /// Shown to the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The allowed values (JSON scalars); membership is checked after the type.
+    #[serde(rename = "enum", skip_serializing_if = "Option::is_none")]
+    pub enum_values: Option<Vec<Value>>,
+    /// Documentation only: shown to the model, never applied by validation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// Inclusive lower bound (`number`/`integer` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<Number>,
+    /// Inclusive upper bound (`number`/`integer` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<Number>,
+    /// The properties of an `object` (absent: any object).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub properties: Option<SchemaSpec>,
+    /// The element schema of an `array` (absent: any array).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items: Option<Box<SchemaProp>>,
+}
+
+impl SchemaProp {
+    /// An optional property of type `ty` with nothing else set.
+    pub fn new(ty: SchemaType) -> Self {
+        SchemaProp {
+            ty,
+            required: false,
+            description: None,
+            enum_values: None,
+            default: None,
+            minimum: None,
+            maximum: None,
+            properties: None,
+            items: None,
+        }
+    }
+
+    /// `string`.
+    pub fn string() -> Self {
+        Self::new(SchemaType::String)
+    }
+
+    /// `number`.
+    pub fn number() -> Self {
+        Self::new(SchemaType::Number)
+    }
+
+    /// `integer`.
+    pub fn integer() -> Self {
+        Self::new(SchemaType::Integer)
+    }
+
+    /// `boolean`.
+    pub fn boolean() -> Self {
+        Self::new(SchemaType::Boolean)
+    }
+
+    /// `object` without `properties` (any object).
+    pub fn object() -> Self {
+        Self::new(SchemaType::Object)
+    }
+
+    /// `object` with the given properties.
+    pub fn object_with(properties: SchemaSpec) -> Self {
+        Self::object().with_properties(properties)
+    }
+
+    /// `array` without `items` (any array).
+    pub fn array() -> Self {
+        Self::new(SchemaType::Array)
+    }
+
+    /// `array` whose elements match `items`.
+    pub fn array_of(items: SchemaProp) -> Self {
+        Self::array().with_items(items)
+    }
+
+    /// A string restricted to `values`.
+    pub fn string_enum<I, S>(values: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::string().with_enum(values.into_iter().map(|s| Value::String(s.into())))
+    }
+
+    /// Sets `required`.
+    pub fn required(mut self, required: bool) -> Self {
+        self.required = required;
+        self
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the enum list.
+    pub fn with_enum(mut self, values: impl IntoIterator<Item = Value>) -> Self {
+        self.enum_values = Some(values.into_iter().collect());
+        self
+    }
+
+    /// Sets the (documentation-only) default.
+    pub fn with_default(mut self, default: Value) -> Self {
+        self.default = Some(default);
+        self
+    }
+
+    /// Sets the inclusive bounds.
+    pub fn with_range(mut self, minimum: Option<Number>, maximum: Option<Number>) -> Self {
+        self.minimum = minimum;
+        self.maximum = maximum;
+        self
+    }
+
+    /// Sets `properties`.
+    pub fn with_properties(mut self, properties: SchemaSpec) -> Self {
+        self.properties = Some(properties);
+        self
+    }
+
+    /// Sets `items`.
+    pub fn with_items(mut self, items: SchemaProp) -> Self {
+        self.items = Some(Box::new(items));
+        self
+    }
+}
+
+/// An ordered map from property name to [`SchemaProp`]: the arguments of a
+/// tool, or the properties of a nested object.
+///
+/// Order is kept everywhere (conversion, validation, serialization). Inserting
+/// an existing name replaces its property in place. Deserializes from the
+/// reference's JSON form (`{"path": {"type": "string", "required": true}}`)
+/// and from TOML through any serde format; a malformed spec is an error that
+/// names the property path.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SchemaSpec {
+    props: Vec<(String, SchemaProp)>,
+}
+
+impl SchemaSpec {
+    /// An empty spec (a tool without arguments).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces `name` (replacing keeps the original position).
+    pub fn insert(&mut self, name: impl Into<String>, prop: SchemaProp) {
+        let name = name.into();
+        if let Some(slot) = self.props.iter_mut().find(|(n, _)| *n == name) {
+            slot.1 = prop;
+        } else {
+            self.props.push((name, prop));
+        }
+    }
+
+    /// Builder form of [`SchemaSpec::insert`].
+    pub fn with(mut self, name: impl Into<String>, prop: SchemaProp) -> Self {
+        self.insert(name, prop);
+        self
+    }
+
+    /// Appends every property of `other` (used for `#[serde(flatten)]`).
+    pub fn extend(&mut self, other: SchemaSpec) {
+        for (name, prop) in other.props {
+            self.insert(name, prop);
+        }
+    }
+
+    /// The property `name`.
+    pub fn get(&self, name: &str) -> Option<&SchemaProp> {
+        self.props.iter().find(|(n, _)| n == name).map(|(_, p)| p)
+    }
+
+    /// Mutable access to the property `name`.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut SchemaProp> {
+        self.props
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p)
+    }
+
+    /// Removes and returns `name`, keeping the order of the rest.
+    pub fn remove(&mut self, name: &str) -> Option<SchemaProp> {
+        let i = self.props.iter().position(|(n, _)| n == name)?;
+        Some(self.props.remove(i).1)
+    }
+
+    /// Whether `name` is a property.
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// The properties in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &SchemaProp)> + '_ {
+        self.props.iter().map(|(n, p)| (n.as_str(), p))
+    }
+
+    /// The property names in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.props.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Number of properties.
+    pub fn len(&self) -> usize {
+        self.props.len()
+    }
+
+    /// Whether there are no properties.
+    pub fn is_empty(&self) -> bool {
+        self.props.is_empty()
+    }
+
+    /// Loads a spec from its JSON form (a [`Value`]).
+    ///
+    /// # Errors
+    /// [`SpecError`] naming the property path when the value is not an object
+    /// of properties, a property has an unknown or missing `type`, a
+    /// non-boolean `required`, an `enum` that is not a non-empty list of
+    /// scalars of the property's type or sits on an object/array, `properties`
+    /// or `items` on the wrong type, an unknown key, or bounds that are not
+    /// numbers.
+    pub fn from_value(value: &Value) -> Result<SchemaSpec, SpecError> {
+        Self::from_value_at(value, "")
+    }
+
+    /// Loads a spec from JSON text. Errors as [`SchemaSpec::from_value`], plus
+    /// unparsable text (path empty).
+    pub fn from_json_str(text: &str) -> Result<SchemaSpec, SpecError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| SpecError::new("", format!("the spec is not valid JSON: {e}")))?;
+        Self::from_value(&value)
+    }
+
+    /// Checks the structural rules of [`SchemaSpec::from_value`] on a spec
+    /// built in code (builders do not check). Loaded specs already pass.
+    ///
+    /// # Errors
+    /// The first rule broken, naming the property path.
+    pub fn check(&self) -> Result<(), SpecError> {
+        self.check_at("")
+    }
+}
+
+impl<'a> IntoIterator for &'a SchemaSpec {
+    type Item = (&'a str, &'a SchemaProp);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, SchemaProp)>,
+        fn(&'a (String, SchemaProp)) -> (&'a str, &'a SchemaProp),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        fn split(entry: &(String, SchemaProp)) -> (&str, &SchemaProp) {
+            (entry.0.as_str(), &entry.1)
+        }
+        self.props.iter().map(split)
+    }
+}
+
+impl FromIterator<(String, SchemaProp)> for SchemaSpec {
+    fn from_iter<I: IntoIterator<Item = (String, SchemaProp)>>(iter: I) -> Self {
+        let mut spec = SchemaSpec::new();
+        for (n, p) in iter {
+            spec.insert(n, p);
+        }
+        spec
+    }
+}
+
+impl Serialize for SchemaSpec {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.props.len()))?;
+        for (name, prop) in &self.props {
+            map.serialize_entry(name, prop)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for SchemaSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        SchemaSpec::from_value(&value).map_err(D::Error::custom)
+    }
+}
+
+impl<'de> Deserialize<'de> for SchemaProp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        SchemaProp::from_value_at(&value, "").map_err(D::Error::custom)
+    }
+}

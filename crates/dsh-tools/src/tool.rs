@@ -1,0 +1,435 @@
+//! The [`Tool`] trait and the three ways to define one: typed
+//! ([`define_tool`]), declared at runtime from a spec
+//! ([`define_tool_from_spec`]) and raw JSON Schema ([`raw_tool`]).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use dsh_kernel::{BoxFuture, Extensions};
+use dsh_llm::{ContentBlock, FinishReason, ToolSchema};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::ToolArgs;
+use crate::convert::to_json_schema;
+use crate::error::{codes, ToolArgsError, ToolError};
+use crate::spec::SchemaSpec;
+use crate::validate::{near_miss_notes, normalize_integers, validate_args};
+
+/// A tool the model can call. Object safe: the registry holds `Arc<dyn Tool>`.
+///
+/// Most tools are built with [`define_tool`]; implement the trait directly
+/// only for special cases. `call` must not block; it may panic or never
+/// finish — the registry contains panics and drops the future when the call
+/// is cancelled, so a tool must be cancel-safe (clean up on drop).
+pub trait Tool: Send + Sync + 'static {
+    /// What the model is shown: name, description, JSON Schema parameters.
+    fn schema(&self) -> &ToolSchema;
+
+    /// Runs one call. Errors become `is_error` results `Error: <message>`.
+    fn call(&self, invocation: ToolInvocation)
+        -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+}
+
+/// One call as a tool receives it.
+#[derive(Debug, Clone)]
+pub struct ToolInvocation {
+    /// The tool-call id.
+    pub call_id: String,
+    /// The raw argument text the model produced (`""` means `{}`).
+    pub arguments: String,
+    /// How the model step that produced the call ended (`MaxTokens`: the
+    /// arguments may be cut off).
+    pub finish: Option<FinishReason>,
+    /// Cancelled when the call is aborted.
+    pub cancel: CancellationToken,
+    /// Context from the caller (the agent loop puts its agent handle here).
+    pub extensions: Extensions,
+}
+
+/// What a tool returns: content blocks, plus notes the registry appends as
+/// extra text blocks (e.g. the near-miss notes of typed tools).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// The result content.
+    pub content: Vec<ContentBlock>,
+    /// Notes shown after the content, one text block each.
+    pub notes: Vec<String>,
+}
+
+impl ToolOutput {
+    /// Content without notes.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        ToolOutput {
+            content,
+            notes: Vec::new(),
+        }
+    }
+
+    /// One text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![ContentBlock::text(text)])
+    }
+}
+
+impl From<Vec<ContentBlock>> for ToolOutput {
+    fn from(content: Vec<ContentBlock>) -> Self {
+        ToolOutput::new(content)
+    }
+}
+
+/// What a tool body gets besides its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The tool-call id.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Cancelled when the call is aborted; long-running bodies select on it.
+    pub cancel: CancellationToken,
+    /// Context from the caller, looked up by type.
+    pub extensions: Extensions,
+}
+
+impl ToolContext {
+    /// The caller's `T` from the extensions (e.g. the agent handle).
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.extensions.get::<T>()
+    }
+
+    fn from_invocation(tool: &str, inv: &ToolInvocation) -> Self {
+        ToolContext {
+            call_id: inv.call_id.clone(),
+            tool: tool.to_string(),
+            cancel: inv.cancel.clone(),
+            extensions: inv.extensions.clone(),
+        }
+    }
+}
+
+type CallFn =
+    dyn Fn(ToolInvocation) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
+
+/// A tool whose arguments are validated against a [`SchemaSpec`] before its
+/// body runs; built by [`define_tool`] or [`define_tool_from_spec`].
+#[derive(Clone)]
+pub struct TypedTool {
+    schema: ToolSchema,
+    spec: Arc<SchemaSpec>,
+    call: Arc<CallFn>,
+}
+
+impl TypedTool {
+    /// The spec the arguments are validated against.
+    pub fn spec(&self) -> &SchemaSpec {
+        &self.spec
+    }
+
+    /// Sets the provider strict-mode flag of the schema.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.schema.strict = Some(strict);
+        self
+    }
+
+    /// Wraps the tool for [`ToolRegistry::register`](crate::ToolRegistry::register).
+    pub fn into_arc(self) -> Arc<dyn Tool> {
+        Arc::new(self)
+    }
+}
+
+impl std::fmt::Debug for TypedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedTool")
+            .field("name", &self.schema.name)
+            .finish()
+    }
+}
+
+impl Tool for TypedTool {
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn call(
+        &self,
+        invocation: ToolInvocation,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        (self.call)(invocation)
+    }
+}
+
+/// Defines a typed tool: the spec comes from `A`'s [`ToolArgs`] derive.
+///
+/// At call time: the raw argument text is parsed (`""` means `{}`;
+/// unparsable → `INVALID_JSON` saying where, and when the model hit its
+/// token limit that the arguments were cut off) → validated
+/// (`INVALID_ARGS`, `invalid arguments: v1; v2; …`; the body does not run) →
+/// deserialized into `A` (a failure here is `ARGS_DRIFT`, a bug) → `body`.
+/// Unknown keys that look like a declared one yield notes appended to the
+/// result (also to error results).
+pub fn define_tool<A, F, Fut>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    body: F,
+) -> TypedTool
+where
+    A: ToolArgs + DeserializeOwned + Send + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static,
+{
+    let name = name.into();
+    let spec = Arc::new(A::schema_spec());
+    let schema = ToolSchema {
+        name: name.clone(),
+        description: description.into(),
+        parameters: to_json_schema(&spec),
+        strict: None,
+    };
+    let call_spec = spec.clone();
+    let call = move |inv: ToolInvocation| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let ctx = ToolContext::from_invocation(&name, &inv);
+        match prepare_args(&call_spec, &name, &inv.arguments, inv.finish.as_ref()) {
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+            Ok((value, notes)) => match deserialize_validated::<A>(value) {
+                Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
+                Ok(args) => finish_body(body(args, ctx), notes),
+            },
+        }
+    };
+    TypedTool {
+        schema,
+        spec,
+        call: Arc::new(call),
+    }
+}
+
+/// Defines a tool declared at runtime (e.g. from configuration): the same
+/// pipeline as [`define_tool`], but the body receives the validated JSON
+/// object (integral floats at `integer` properties rewritten as integers).
+///
+/// The spec is used as given; call [`SchemaSpec::check`] first when it was
+/// built in code rather than loaded.
+pub fn define_tool_from_spec<F, Fut>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    spec: SchemaSpec,
+    body: F,
+) -> TypedTool
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static,
+{
+    let name = name.into();
+    let spec = Arc::new(spec);
+    let schema = ToolSchema {
+        name: name.clone(),
+        description: description.into(),
+        parameters: to_json_schema(&spec),
+        strict: None,
+    };
+    let call_spec = spec.clone();
+    let call = move |inv: ToolInvocation| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let ctx = ToolContext::from_invocation(&name, &inv);
+        match prepare_args(&call_spec, &name, &inv.arguments, inv.finish.as_ref()) {
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+            Ok((value, notes)) => finish_body(body(value, ctx), notes),
+        }
+    };
+    TypedTool {
+        schema,
+        spec,
+        call: Arc::new(call),
+    }
+}
+
+/// A tool given as raw JSON Schema (MCP): arguments are parsed (`""` means
+/// `{}`; unparsable → `INVALID_JSON`) but **not** validated; the body
+/// receives whatever JSON value the model sent and validates it itself.
+#[derive(Clone)]
+pub struct RawTool {
+    schema: ToolSchema,
+    call: Arc<CallFn>,
+}
+
+impl std::fmt::Debug for RawTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawTool")
+            .field("name", &self.schema.name)
+            .finish()
+    }
+}
+
+impl RawTool {
+    /// Wraps the tool for [`ToolRegistry::register`](crate::ToolRegistry::register).
+    pub fn into_arc(self) -> Arc<dyn Tool> {
+        Arc::new(self)
+    }
+}
+
+impl Tool for RawTool {
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    fn call(
+        &self,
+        invocation: ToolInvocation,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        (self.call)(invocation)
+    }
+}
+
+/// Defines a raw tool (see [`RawTool`]).
+pub fn raw_tool<F, Fut>(schema: ToolSchema, body: F) -> RawTool
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static,
+{
+    let name = schema.name.clone();
+    let call = move |inv: ToolInvocation| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let ctx = ToolContext::from_invocation(&name, &inv);
+        match parse_arguments(&inv.arguments, inv.finish.as_ref()) {
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+            Ok(value) => finish_body(body(value, ctx), Vec::new()),
+        }
+    };
+    RawTool {
+        schema,
+        call: Arc::new(call),
+    }
+}
+
+fn finish_body<Fut>(
+    fut: Fut,
+    notes: Vec<String>,
+) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+where
+    Fut: Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static,
+{
+    Box::pin(async move {
+        match fut.await {
+            Ok(content) => Ok(ToolOutput { content, notes }),
+            Err(e) => Err(e.with_notes(notes)),
+        }
+    })
+}
+
+/// Parses the raw argument text: `""` (or only whitespace) means `{}`.
+///
+/// # Errors
+/// `INVALID_JSON` with the parser's message, line, column and byte offset;
+/// when `finish` is `MaxTokens`, the message says the arguments were cut off
+/// at byte N because the model hit its output token limit.
+pub fn parse_arguments(raw: &str, finish: Option<&FinishReason>) -> Result<Value, ToolError> {
+    if raw.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(raw).map_err(|e| invalid_json(raw, &e, finish))
+}
+
+fn invalid_json(raw: &str, e: &serde_json::Error, finish: Option<&FinishReason>) -> ToolError {
+    let offset = byte_offset(raw, e);
+    let mut message = format!("arguments are not valid JSON: {e} (byte {offset})");
+    if matches!(finish, Some(FinishReason::MaxTokens)) {
+        message.push_str(&format!(
+            "; the arguments were cut off at byte {} because the model hit its output token limit: make a shorter call (split the work into several smaller calls)",
+            raw.len()
+        ));
+    } else {
+        message.push_str("; send the arguments as one JSON object");
+    }
+    ToolError::new(codes::INVALID_JSON, message)
+}
+
+/// The 0-based byte offset of a serde_json error (its column counts bytes
+/// from the line start, 1-based); the end of the text for end-of-input errors.
+fn byte_offset(raw: &str, e: &serde_json::Error) -> usize {
+    if e.classify() == serde_json::error::Category::Eof {
+        return raw.len();
+    }
+    let line_start: usize = raw
+        .split_inclusive('\n')
+        .take(e.line().saturating_sub(1))
+        .map(str::len)
+        .sum();
+    (line_start + e.column().saturating_sub(1)).min(raw.len())
+}
+
+/// Parses and validates raw arguments against `spec`; returns the value
+/// (integers normalised) and the near-miss notes for tool `tool`.
+///
+/// # Errors
+/// `INVALID_JSON` (see [`parse_arguments`]) or `INVALID_ARGS` listing every
+/// violation (with the notes attached).
+pub fn prepare_args(
+    spec: &SchemaSpec,
+    tool: &str,
+    raw: &str,
+    finish: Option<&FinishReason>,
+) -> Result<(Value, Vec<String>), ToolError> {
+    let mut value = parse_arguments(raw, finish)?;
+    let notes = near_miss_notes(spec, &value, tool);
+    let violations = validate_args(spec, &value);
+    if !violations.is_empty() {
+        return Err(ToolError::from(ToolArgsError::new(violations)).with_notes(notes));
+    }
+    normalize_integers(spec, &mut value);
+    Ok((value, notes))
+}
+
+/// Deserializes a value that passed validation (call
+/// [`normalize_integers`](crate::normalize_integers) first, as
+/// [`prepare_args`] does).
+///
+/// # Errors
+/// `ARGS_DRIFT`: validation and the type disagree — a bug in the type's
+/// `ToolArgs` implementation or in dsh, never the model's fault.
+pub fn deserialize_validated<A: DeserializeOwned>(value: Value) -> Result<A, ToolError> {
+    serde_json::from_value(value).map_err(|e| {
+        tracing::error!(
+            target: "dsh_tools",
+            error = %e,
+            "arguments passed validation but did not deserialize (ARGS_DRIFT)"
+        );
+        ToolError::new(
+            codes::ARGS_DRIFT,
+            format!(
+                "internal error: the arguments passed validation but could not be read ({e}); this is a bug in the tool's argument type, not in your call"
+            ),
+        )
+    })
+}
+
+/// The whole typed-argument pipeline on raw text, as [`define_tool`] runs it:
+/// parse → validate → normalise → deserialize. Returns the arguments and the
+/// near-miss notes.
+///
+/// # Errors
+/// `INVALID_JSON`, `INVALID_ARGS` or `ARGS_DRIFT`.
+pub fn read_args<A: ToolArgs + DeserializeOwned>(
+    tool: &str,
+    raw: &str,
+    finish: Option<&FinishReason>,
+) -> Result<(A, Vec<String>), ToolError> {
+    let spec = A::schema_spec();
+    let (value, notes) = prepare_args(&spec, tool, raw, finish)?;
+    let args = deserialize_validated(value).map_err(|e| e.with_notes(notes.clone()))?;
+    Ok((args, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets() {
+        let e = serde_json::from_str::<Value>("{\"a\" 1}").unwrap_err();
+        assert_eq!(byte_offset("{\"a\" 1}", &e), 5);
+        let raw = "{\n  \"a\": x}";
+        let e = serde_json::from_str::<Value>(raw).unwrap_err();
+        assert_eq!(&raw[byte_offset(raw, &e)..byte_offset(raw, &e) + 1], "x");
+        let e = serde_json::from_str::<Value>("{\"a\":").unwrap_err();
+        assert_eq!(byte_offset("{\"a\":", &e), 5);
+    }
+}

@@ -1,0 +1,266 @@
+//! The drift guard for derived types: every value validation accepts
+//! deserializes (no ARGS_DRIFT), and every value of the type, serialized,
+//! validates clean.
+
+#[path = "../src/testing.rs"]
+#[allow(dead_code)]
+mod testing;
+
+use std::collections::{BTreeSet, HashSet};
+
+use dsh_tools::{NoArgs, ToolArgs};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+const CASES: u32 = 256;
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs)]
+struct BashArgs {
+    /// The bash command to run.
+    command: String,
+    description: String,
+    #[serde(rename = "timeoutMs")]
+    timeout_ms: Option<f64>,
+    workdir: Option<String>,
+    #[serde(default)]
+    run_in_background: bool,
+}
+
+#[derive(
+    Debug, Clone, Copy, Serialize, Deserialize, ToolArgs, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
+#[serde(rename_all = "snake_case")]
+enum Level {
+    Low,
+    MidHigh,
+    #[serde(rename = "max")]
+    Maximum,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs)]
+#[serde(rename_all = "camelCase")]
+struct Inner {
+    max_depth: u8,
+    follow_links: Option<bool>,
+    levels: Vec<Level>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToolArgs)]
+struct Shared {
+    verbose: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs)]
+struct Everything {
+    level: Level,
+    inner: Inner,
+    maybe_inner: Option<Inner>,
+    matrix: Vec<Vec<i16>>,
+    set: BTreeSet<Level>,
+    hashed: HashSet<u32>,
+    meta: Map<String, Value>,
+    ratio: f32,
+    precise: f64,
+    tiny: i8,
+    unsigned: u64,
+    signed: i64,
+    wide: i128,
+    uwide: u128,
+    size: usize,
+    boxed: Box<u32>,
+    #[serde(skip)]
+    #[allow(dead_code)]
+    skipped: String,
+    #[serde(default = "seven")]
+    defaulted: u16,
+    #[serde(flatten)]
+    shared: Shared,
+    r#type: Option<String>,
+}
+
+fn seven() -> u16 {
+    7
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToolArgs)]
+#[serde(default, rename_all = "SCREAMING-KEBAB-CASE")]
+struct AllDefault {
+    some_text: String,
+    some_number: u32,
+    nested: Option<Shared>,
+}
+
+#[test]
+fn bash_args_do_not_drift() {
+    testing::assert_no_drift::<BashArgs>(CASES);
+}
+
+#[test]
+fn inner_does_not_drift() {
+    testing::assert_no_drift::<Inner>(CASES);
+}
+
+#[test]
+fn everything_does_not_drift() {
+    testing::assert_no_drift::<Everything>(CASES);
+}
+
+#[test]
+fn all_default_does_not_drift() {
+    testing::assert_no_drift::<AllDefault>(CASES);
+}
+
+#[test]
+fn no_args_does_not_drift() {
+    testing::assert_no_drift::<NoArgs>(CASES);
+}
+
+fn level() -> impl Strategy<Value = Level> {
+    prop_oneof![Just(Level::Low), Just(Level::MidHigh), Just(Level::Maximum)]
+}
+
+fn finite_f64() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        proptest::num::f64::NORMAL | proptest::num::f64::ZERO | proptest::num::f64::SUBNORMAL,
+        any::<i32>().prop_map(f64::from),
+    ]
+}
+
+fn finite_f32() -> impl Strategy<Value = f32> {
+    proptest::num::f32::NORMAL | proptest::num::f32::ZERO | proptest::num::f32::SUBNORMAL
+}
+
+prop_compose! {
+    fn bash_args()(
+        command in any::<String>(),
+        description in any::<String>(),
+        timeout_ms in proptest::option::of(finite_f64()),
+        workdir in proptest::option::of(any::<String>()),
+        run_in_background in any::<bool>(),
+    ) -> BashArgs {
+        BashArgs { command, description, timeout_ms, workdir, run_in_background }
+    }
+}
+
+prop_compose! {
+    fn inner()(
+        max_depth in any::<u8>(),
+        follow_links in proptest::option::of(any::<bool>()),
+        levels in proptest::collection::vec(level(), 0..4),
+    ) -> Inner {
+        Inner { max_depth, follow_links, levels }
+    }
+}
+
+prop_compose! {
+    fn everything()(
+        (level, inner, maybe_inner, matrix, set, hashed) in (
+            level(),
+            inner(),
+            proptest::option::of(inner()),
+            proptest::collection::vec(proptest::collection::vec(any::<i16>(), 0..3), 0..3),
+            proptest::collection::btree_set(level(), 0..3),
+            proptest::collection::hash_set(any::<u32>(), 0..3),
+        ),
+        (ratio, precise, tiny, unsigned, signed, wide, uwide, size) in (
+            finite_f32(),
+            finite_f64(),
+            any::<i8>(),
+            any::<u64>(),
+            any::<i64>(),
+            (i64::MIN as i128)..=(u64::MAX as i128),
+            0..=(u64::MAX as u128),
+            any::<usize>(),
+        ),
+        (boxed, skipped, defaulted, verbose, r#type) in (
+            any::<u32>(),
+            any::<String>(),
+            any::<u16>(),
+            any::<bool>(),
+            proptest::option::of(any::<String>()),
+        ),
+    ) -> Everything {
+        Everything {
+            level, inner, maybe_inner, matrix, set, hashed, meta: Map::new(), ratio, precise, tiny,
+            unsigned, signed, wide, uwide, size, boxed: Box::new(boxed), skipped, defaulted,
+            shared: Shared { verbose }, r#type,
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_bash_args_serialized_validate_clean(args in bash_args()) {
+        prop_assert_eq!(testing::check_serialized(&args), Ok(()));
+    }
+
+    #[test]
+    fn any_everything_serialized_validates_clean(args in everything()) {
+        prop_assert_eq!(testing::check_serialized(&args), Ok(()));
+    }
+
+    /// The serialized form also survives the text round trip the model
+    /// boundary really sees (f32 printed in its shortest form).
+    #[test]
+    fn any_everything_via_text_reads_back(args in everything()) {
+        let mut value = serde_json::to_value(&args).unwrap();
+        testing::strip_optional_nulls(&Everything::schema_spec(), &mut value);
+        let text = value.to_string();
+        let (back, notes) = dsh_tools::read_args::<Everything>("t", &text, None)
+            .map_err(|e| TestCaseError::fail(format!("{}: {}", e.code(), e.message())))?;
+        prop_assert!(notes.is_empty());
+        prop_assert_eq!(back.tiny, args.tiny);
+        prop_assert_eq!(back.wide, args.wide);
+        prop_assert_eq!(back.ratio, args.ratio);
+    }
+
+    /// Arbitrary JSON (not only generated-valid JSON): whenever it validates,
+    /// it deserializes.
+    #[test]
+    fn arbitrary_json_that_validates_deserializes(value in arbitrary_json()) {
+        prop_assert_eq!(testing::check_deserializes::<BashArgs>(&value), Ok(()));
+        prop_assert_eq!(testing::check_deserializes::<Inner>(&value), Ok(()));
+        prop_assert_eq!(testing::check_deserializes::<AllDefault>(&value), Ok(()));
+    }
+}
+
+/// Objects over the key names the test types use, with values of every kind.
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        finite_f64().prop_map(Value::from),
+        prop_oneof![Just(0.0), Just(1.0), Just(255.0), Just(256.0), Just(-1.0)]
+            .prop_map(Value::from),
+        "[a-z]{0,4}".prop_map(Value::String),
+        prop_oneof![Just("low"), Just("mid_high"), Just("max"), Just("Low")]
+            .prop_map(|s| Value::String(s.into())),
+    ];
+    let keys = prop_oneof![
+        Just("command"),
+        Just("description"),
+        Just("timeoutMs"),
+        Just("workdir"),
+        Just("run_in_background"),
+        Just("maxDepth"),
+        Just("followLinks"),
+        Just("levels"),
+        Just("SOME-TEXT"),
+        Just("SOME-NUMBER"),
+        Just("NESTED"),
+        Just("verbose"),
+    ];
+    leaf.prop_recursive(3, 24, 4, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::vec((keys.clone(), inner), 0..6).prop_map(|kv| {
+                Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+            }),
+        ]
+    })
+}
