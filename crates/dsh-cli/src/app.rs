@@ -40,6 +40,10 @@ pub struct StackArgs {
     /// Configuration file (default: ./dsh.toml, then $XDG_CONFIG_HOME/dsh/dsh.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// An MCP server whose tools the agent gets, as NAME=COMMAND ARGS…
+    /// (split like a shell; repeatable; overrides a configured server of the same name).
+    #[arg(long = "mcp", value_name = "NAME=COMMAND ARGS…")]
+    pub mcp: Vec<String>,
 }
 
 /// A usage or configuration error: exit code 2.
@@ -52,8 +56,6 @@ pub struct UsageError(pub String);
 pub struct Resolved {
     /// The model to run.
     pub model: String,
-    /// Every model name that will be served.
-    pub models: Vec<String>,
     /// DeepSeek settings, when a key is configured.
     pub deepseek: Option<dsh_llm_deepseek::DeepSeekConfig>,
     /// Retries of transient model failures.
@@ -68,10 +70,8 @@ pub struct Resolved {
     pub bash: LocalBashConfig,
     /// Step cap per turn.
     pub max_steps: u32,
-    /// The config file read, for messages.
-    pub config_path: Option<PathBuf>,
-    /// The parsed file (MCP servers etc.).
-    pub file: config::FileConfig,
+    /// MCP servers from the file and `--mcp` flags, in order.
+    pub mcp: Vec<dsh_mcp::McpServerConfig>,
 }
 
 /// Resolves config file, environment (`DEEPSEEK_API_KEY`, `DEEPSEEK_BASE_URL`,
@@ -155,6 +155,19 @@ pub fn resolve(args: &StackArgs) -> anyhow::Result<Resolved> {
         })?),
         None => None,
     };
+    let mut mcp: Vec<dsh_mcp::McpServerConfig> = Vec::new();
+    for (name, spec) in &file.mcp.servers {
+        let cfg = spec
+            .clone()
+            .into_config(name)
+            .map_err(|e| UsageError(format!("{}: {e}", path_or_default(&path))))?;
+        mcp.push(cfg);
+    }
+    for flag in &args.mcp {
+        let cfg = dsh_mcp::parse_mcp_flag(flag).map_err(|e| UsageError(e.to_string()))?;
+        mcp.retain(|c| c.name != cfg.name);
+        mcp.push(cfg);
+    }
     let mut bash = LocalBashConfig {
         cwd: Some(cwd.clone()),
         ..Default::default()
@@ -173,7 +186,6 @@ pub fn resolve(args: &StackArgs) -> anyhow::Result<Resolved> {
     }
     Ok(Resolved {
         model,
-        models,
         deepseek,
         max_retries: file.deepseek.max_retries.unwrap_or(3),
         session_dir,
@@ -181,9 +193,14 @@ pub fn resolve(args: &StackArgs) -> anyhow::Result<Resolved> {
         cwd,
         bash,
         max_steps: file.max_steps.unwrap_or(100),
-        config_path: path,
-        file,
+        mcp,
     })
+}
+
+fn path_or_default(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "dsh.toml".into())
 }
 
 /// The running plugin stack.
@@ -202,6 +219,8 @@ pub struct App {
     pub executor: Arc<LocalBashExecutor>,
     /// What the stack was built from.
     pub resolved: Resolved,
+    /// MCP servers that started (see [`App::start_mcp`]).
+    pub mcp: Vec<dsh_mcp::McpServer>,
 }
 
 /// Arguments of the built-in `echo` tool.
@@ -265,7 +284,27 @@ impl App {
             agents,
             executor,
             resolved,
+            mcp: Vec::new(),
         })
+    }
+
+    /// Starts the configured MCP servers concurrently and registers their
+    /// tools. A server that fails to start is reported on stderr (naming the
+    /// server and its command) and left out; the others and the agent work.
+    /// Returns the failures as `(name, message)`.
+    pub async fn start_mcp(&mut self) -> Vec<(String, String)> {
+        let configs = self.resolved.mcp.clone();
+        let mut failures = Vec::new();
+        for (name, result) in dsh_mcp::start_all(configs, &self.tools).await {
+            match result {
+                Ok(server) => self.mcp.push(server),
+                Err(e) => {
+                    eprintln!("dsh: {e}");
+                    failures.push((name, e.to_string()));
+                }
+            }
+        }
+        failures
     }
 
     /// Creates the agent, resuming session `resume` from the session directory
@@ -316,6 +355,9 @@ impl App {
     /// Kills every bash task still running and closes the scope (session
     /// files are flushed and synced).
     pub async fn shutdown(self) {
+        for server in &self.mcp {
+            server.shutdown().await;
+        }
         self.executor.dispose().await;
         self.scope.close_and_wait().await;
     }

@@ -89,29 +89,10 @@ pub struct BashSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpSection {
-    /// `[mcp.servers.NAME]` tables.
+    /// `[mcp.servers.NAME]` tables: `command`, `args`, `env`, `cwd`,
+    /// `timeout_ms`, `enabled`.
     #[serde(default)]
-    pub servers: BTreeMap<String, McpServerConfig>,
-}
-
-/// `[mcp.servers.NAME]`
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpServerConfig {
-    /// The program to start.
-    pub command: String,
-    /// Its arguments.
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Its environment (nothing else from dsh's environment is passed on).
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Its working directory.
-    pub cwd: Option<PathBuf>,
-    /// Per-call timeout in milliseconds (default 60 000).
-    pub timeout_ms: Option<u64>,
-    /// Whether to start it (default true).
-    pub enabled: Option<bool>,
+    pub servers: BTreeMap<String, dsh_mcp::McpServerSpec>,
 }
 
 /// A configuration error, naming the file and the key when it can.

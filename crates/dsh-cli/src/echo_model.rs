@@ -3,6 +3,8 @@
 //!
 //! - `echo <text>` → a call to the built-in `echo` tool with `{"text": …}`;
 //! - `run <command>` → a `bash` tool call;
+//! - `call <tool> <json-arguments>` → a call to any tool, arguments passed raw
+//!   (so MCP tools and the boundary's error results can be tried offline);
 //! - after a tool result → a one-paragraph summary of it;
 //! - anything else → how to configure a real model.
 
@@ -13,7 +15,7 @@ use dsh_llm::{ContentBlock, GenerateOptions, Message, Role};
 pub const ECHO_MODEL: &str = "echo";
 
 /// The reply for any input the echo model does not script.
-pub const HELP_REPLY: &str = "I am dsh's offline echo model. Try `echo hello` (calls the echo tool) or `run ls -la` (runs a bash command). To talk to DeepSeek, set DEEPSEEK_API_KEY (or `[deepseek] api_key` in dsh.toml) and pick a model with `--model deepseek-v4-flash`.";
+pub const HELP_REPLY: &str = "I am dsh's offline echo model. Try `echo hello` (calls the echo tool), `run ls -la` (runs a bash command) or `call <tool> <json-arguments>` (calls any tool). To talk to DeepSeek, set DEEPSEEK_API_KEY (or `[deepseek] api_key` in dsh.toml) and pick a model with `--model deepseek-v4-flash`.";
 
 /// The adapter serving [`ECHO_MODEL`].
 pub fn adapter() -> ScriptedAdapter {
@@ -102,6 +104,17 @@ fn respond(options: &GenerateOptions) -> ScriptedReply {
             .tool_call(&call_id, "bash", &[&args])
             .usage(0, 0)
             .reply();
+    }
+    if let Some(rest) = input.strip_prefix("call ") {
+        let rest = rest.trim();
+        let (tool, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        if !tool.is_empty() {
+            return ReplyBuilder::new()
+                .text(&["Calling ", tool, "."])
+                .tool_call(&call_id, tool, &[args.trim()])
+                .usage(0, 0)
+                .reply();
+        }
     }
     text_reply(HELP_REPLY)
 }
@@ -199,6 +212,17 @@ mod tests {
             summary,
             vec![ContentBlock::text("The bash tool returned:\na.txt")]
         );
+    }
+
+    #[test]
+    fn call_passes_the_raw_arguments_to_any_tool() {
+        let blocks = assembled(&reply_for(vec![Message::user_text(
+            "call fx__add {\"a\": 1, \"b\": 2}",
+        )]));
+        assert!(matches!(&blocks[1], ContentBlock::ToolCall(c)
+            if c.name == "fx__add" && c.arguments == "{\"a\": 1, \"b\": 2}"));
+        let blocks = assembled(&reply_for(vec![Message::user_text("call echo {bad")]));
+        assert!(matches!(&blocks[1], ContentBlock::ToolCall(c) if c.arguments == "{bad"));
     }
 
     #[test]

@@ -39,6 +39,8 @@ enum Command {
     Schema(commands::schema::SchemaArgs),
     /// List, show and replay session logs.
     Session(commands::session::SessionArgs),
+    /// MCP servers: list their state and tools.
+    Mcp(commands::mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Some(Command::Tools(args)) => commands::tools::run(args),
         Some(Command::Schema(args)) => commands::schema::run(args),
         Some(Command::Session(args)) => commands::session::run(args),
+        Some(Command::Mcp(args)) => commands::mcp::run(args),
         None => commands::chat::run(cli.chat),
     };
     ExitCode::from(code)

@@ -451,3 +451,81 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
         json!(["command", "description"])
     );
 }
+
+#[tokio::test]
+async fn the_model_boundary_through_the_binary() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", r#"call echo {"txt": "hi"}"#]);
+    let out = output(c).await;
+    assert_eq!(
+        out.code, 0,
+        "a tool error is a result, not a failed turn: {}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.starts_with("The echo tool reported an error:\nError: invalid arguments: missing required property \"text\""),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(r#"note: argument "txt" is not a parameter of echo and was ignored; did you mean "text"?"#),
+        "{}",
+        out.stdout
+    );
+    let events = read_events(&sb.session_files()[0]);
+    let result = events.iter().find(|e| e["type"] == "tool/result").unwrap();
+    assert_eq!(result["data"]["isError"], true);
+    assert_eq!(result["data"]["errorCode"], "INVALID_ARGS");
+}
+
+/// The MCP test fixture server, built by `dsh-mcp`'s tests into the same
+/// target directory; `None` when only this crate was built.
+fn mcp_fixture() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_BIN_EXE_dsh")).parent()?;
+    let p = dir.join("dsh-mcp-fixture");
+    p.is_file().then_some(p)
+}
+
+#[tokio::test]
+async fn mcp_servers_from_the_flag_and_the_config() {
+    let Some(fixture) = mcp_fixture() else {
+        eprintln!("skipped: dsh-mcp-fixture is not built (run the workspace tests)");
+        return;
+    };
+    let sb = Sandbox::new();
+    let flag = format!("fx={}", fixture.display());
+    let mut c = sb.dsh();
+    c.args(["run", "--mcp", &flag, r#"call fx__add {"a": 2, "b": 3}"#]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "The fx__add tool returned:\n5\n");
+
+    std::fs::write(
+        sb.path().join("dsh.toml"),
+        format!(
+            "[mcp.servers.cfg]\ncommand = \"{}\"\n\n[mcp.servers.broken]\ncommand = \"/nonexistent/mcp-server\"\n",
+            fixture.display()
+        ),
+    )
+    .unwrap();
+    let mut c = sb.dsh();
+    c.args(["mcp", "list"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 1, "a server failed to start: {}", out.stdout);
+    assert!(out.stdout.contains("cfg\trunning\t"), "{}", out.stdout);
+    assert!(out.stdout.contains("cfg__add"), "{}", out.stdout);
+    assert!(out.stdout.contains("broken\tfailed"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("/nonexistent/mcp-server"),
+        "{}",
+        out.stderr
+    );
+
+    // A broken server does not stop the agent.
+    let mut c = sb.dsh();
+    c.args(["run", r#"call cfg__add {"a": 1, "b": 1}"#]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "The cfg__add tool returned:\n2\n");
+}

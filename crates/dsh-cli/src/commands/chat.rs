@@ -53,10 +53,11 @@ async fn chat(args: ChatArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return crate::commands::report(&e),
     };
-    let app = match App::build(resolved) {
+    let mut app = match App::build(resolved) {
         Ok(a) => a,
         Err(e) => return crate::commands::report(&e),
     };
+    app.start_mcp().await;
     let handle = match app.create_agent(args.resume.as_deref()) {
         Ok(h) => h,
         Err(e) => {

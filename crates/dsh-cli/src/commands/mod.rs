@@ -2,6 +2,7 @@
 //! `run(args) -> u8` returning the process exit code; shared helpers below.
 
 pub mod chat;
+pub mod mcp;
 pub mod run;
 pub mod schema;
 pub mod session;

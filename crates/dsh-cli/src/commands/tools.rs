@@ -38,10 +38,11 @@ pub fn run(args: ToolsArgs) -> u8 {
             Ok(r) => r,
             Err(e) => return crate::commands::report(&e),
         };
-        let app = match App::build(resolved) {
+        let mut app = match App::build(resolved) {
             Ok(a) => a,
             Err(e) => return crate::commands::report(&e),
         };
+        app.start_mcp().await;
         let schemas = app.tools.schemas();
         let text = serde_json::to_string_pretty(&schemas).unwrap_or_else(|_| "[]".into());
         let mut out = std::io::stdout().lock();

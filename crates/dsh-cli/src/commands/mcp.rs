@@ -1,0 +1,83 @@
+//! `dsh mcp list`: every configured MCP server, its state and its tools.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand};
+
+use crate::app::{resolve, App, StackArgs};
+use crate::commands::runtime;
+
+/// Arguments of `dsh mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    command: McpCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum McpCommand {
+    /// Start every configured server (dsh.toml and --mcp), list its state
+    /// and tools, then stop them. Exit 1 when a server failed to start.
+    List {
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+}
+
+/// Runs `dsh mcp`; returns the exit code.
+pub fn run(args: McpArgs) -> u8 {
+    let McpCommand::List { stack } = args.command;
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    rt.block_on(async {
+        let resolved = match resolve(&stack) {
+            Ok(r) => r,
+            Err(e) => return crate::commands::report(&e),
+        };
+        let configured: Vec<(String, bool)> = resolved
+            .mcp
+            .iter()
+            .map(|c| (c.name.clone(), c.enabled))
+            .collect();
+        let mut app = match App::build(resolved) {
+            Ok(a) => a,
+            Err(e) => return crate::commands::report(&e),
+        };
+        let failures = app.start_mcp().await;
+        let mut out = std::io::stdout().lock();
+        if configured.is_empty() {
+            let _ = writeln!(out, "no MCP servers configured (add [mcp.servers.NAME] to dsh.toml or pass --mcp NAME=COMMAND)");
+        }
+        for (name, enabled) in &configured {
+            let line = if !enabled {
+                format!("{name}\tdisabled")
+            } else if let Some((_, msg)) = failures.iter().find(|(n, _)| n == name) {
+                format!("{name}\tfailed\t{msg}")
+            } else if let Some(server) = app.mcp.iter().find(|s| s.name() == name) {
+                let tools = server.tools();
+                format!(
+                    "{name}\t{}\t{} tools: {}",
+                    server.state(),
+                    tools.len(),
+                    tools.join(", ")
+                )
+            } else {
+                format!("{name}\tnot started")
+            };
+            // A closed stdout is not worth a panic.
+            let _ = writeln!(out, "{line}");
+        }
+        drop(out);
+        app.shutdown().await;
+        if failures.is_empty() {
+            0
+        } else {
+            1
+        }
+    })
+}

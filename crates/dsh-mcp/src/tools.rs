@@ -1,0 +1,264 @@
+//! The MCP client handler, and the server's tools in the registry: listing
+//! → registration (and re-sync on `tools/list_changed`), calls → results.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_llm::{ContentBlock, ToolSchema};
+use dsh_tools::{raw_tool, ToolError};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
+};
+use rmcp::service::NotificationContext;
+use rmcp::{ClientHandler, RoleClient, ServiceError};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::content;
+use crate::error::codes;
+use crate::naming::tool_name;
+use crate::server::{lock, Mounted, Shared, SkippedTool};
+
+/// The MCP client side: answers the server's requests with the defaults and
+/// turns `tools/list_changed` into a re-sync.
+pub(crate) struct Handler {
+    pub(crate) server: String,
+    pub(crate) resync: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        tracing::debug!(target: "dsh_mcp", server = %self.server, "tools/list_changed");
+        // Listing here would block the connection's message loop; the
+        // re-sync task does it.
+        self.resync.notify_one();
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Re-lists the tools on every `tools/list_changed` until the server exits.
+pub(crate) async fn resync_loop(shared: Arc<Shared>, resync: Arc<Notify>) {
+    loop {
+        tokio::select! {
+            () = shared.exited.cancelled() => return,
+            () = resync.notified() => {}
+        }
+        let Some(peer) = shared.peer.get().cloned() else {
+            return;
+        };
+        let listed = tokio::select! {
+            () = shared.exited.cancelled() => return,
+            r = tokio::time::timeout(shared.config.timeout, peer.list_all_tools()) => r,
+        };
+        match listed {
+            Ok(Ok(tools)) => sync_tools(&shared, tools),
+            Ok(Err(e)) => {
+                tracing::warn!(target: "dsh_mcp", server = %shared.config.name, "re-listing tools after tools/list_changed failed: {e}")
+            }
+            Err(_) => {
+                tracing::warn!(target: "dsh_mcp", server = %shared.config.name, "re-listing tools after tools/list_changed timed out")
+            }
+        }
+    }
+}
+
+/// Makes the registered tools match `tools`: unregisters those that are
+/// gone or changed, registers those that are new or changed.
+pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
+    let Some(registry) = shared.registry.upgrade() else {
+        return;
+    };
+    if shared.exited.is_cancelled() {
+        return;
+    }
+    let wanted: Vec<(String, ToolSchema)> = tools
+        .iter()
+        .map(|t| (t.name.to_string(), schema_of(&shared.config.name, t)))
+        .collect();
+    let stale: Vec<Mounted> = {
+        let mut mounted = lock(&shared.mounted);
+        let (keep, stale) = std::mem::take(&mut *mounted).into_iter().partition(|m| {
+            wanted
+                .iter()
+                .any(|(remote, schema)| *remote == m.remote && *schema == m.schema)
+        });
+        *mounted = keep;
+        stale
+    };
+    for m in stale {
+        tracing::info!(target: "dsh_mcp", server = %shared.config.name, tool = %m.name, "MCP tool removed");
+        m.registration.undo();
+    }
+    let mut skipped = Vec::new();
+    for (remote, schema) in wanted {
+        let name = schema.name.clone();
+        let already = lock(&shared.mounted).iter().any(|m| m.remote == remote);
+        if already {
+            continue;
+        }
+        if let Some(other) = lock(&shared.mounted).iter().find(|m| m.name == name) {
+            skipped.push(SkippedTool {
+                reason: format!(
+                    "its name collides with server tool \"{}\" after sanitising",
+                    other.remote
+                ),
+                tool: remote,
+                name,
+            });
+            continue;
+        }
+        let tool = make_tool(shared, remote.clone(), schema.clone());
+        match registry.register(tool) {
+            Ok(registration) => lock(&shared.mounted).push(Mounted {
+                remote,
+                name,
+                schema,
+                registration,
+            }),
+            Err(e) => skipped.push(SkippedTool {
+                tool: remote,
+                name,
+                reason: e.message().to_string(),
+            }),
+        }
+    }
+    for s in &skipped {
+        tracing::warn!(target: "dsh_mcp", server = %shared.config.name, tool = %s.tool, name = %s.name, "MCP tool skipped: {}", s.reason);
+    }
+    *lock(&shared.skipped) = skipped;
+    // A crash between the check above and here leaves tools the supervisor
+    // did not see; unregister them now.
+    if shared.exited.is_cancelled() {
+        let mounted = std::mem::take(&mut *lock(&shared.mounted));
+        for m in mounted.into_iter().rev() {
+            m.registration.undo();
+        }
+    }
+}
+
+/// What the model is shown: the server's JSON Schema as given.
+fn schema_of(server: &str, tool: &McpTool) -> ToolSchema {
+    let description = tool
+        .description
+        .as_deref()
+        .map(str::to_string)
+        .or_else(|| tool.title.clone())
+        .unwrap_or_default();
+    ToolSchema {
+        name: tool_name(server, &tool.name),
+        description,
+        parameters: Value::Object((*tool.input_schema).clone()),
+        strict: None,
+    }
+}
+
+fn make_tool(shared: &Arc<Shared>, remote: String, schema: ToolSchema) -> Arc<dyn dsh_tools::Tool> {
+    let shared = Arc::downgrade(shared);
+    raw_tool(schema, move |args, ctx| {
+        let shared = shared.upgrade();
+        let remote = remote.clone();
+        async move {
+            let Some(shared) = shared else {
+                return Err(ToolError::new(
+                    codes::MCP_SERVER_EXITED,
+                    "the MCP server of this tool is gone",
+                ));
+            };
+            call(&shared, remote, &ctx.tool, args, ctx.cancel).await
+        }
+    })
+    .into_arc()
+}
+
+/// Forwards one call and maps its outcome.
+async fn call(
+    shared: &Shared,
+    remote: String,
+    name: &str,
+    args: Value,
+    cancel: CancellationToken,
+) -> Result<Vec<ContentBlock>, ToolError> {
+    let Value::Object(args) = args else {
+        return Err(ToolError::new(
+            dsh_tools::codes::INVALID_ARGS,
+            format!(
+                "the arguments of \"{name}\" must be a JSON object, not {}",
+                json_kind(&args)
+            ),
+        ));
+    };
+    if shared.exited.is_cancelled() {
+        return Err(shared.exited_error());
+    }
+    let Some(peer) = shared.peer.get().cloned() else {
+        return Err(shared.exited_error());
+    };
+    let timeout = shared.config.timeout;
+    // Dropping this future before the response (cancel, timeout, exit)
+    // makes rmcp send `notifications/cancelled` for the request.
+    let request = peer.call_tool(CallToolRequestParams::new(remote).with_arguments(args));
+    let outcome = tokio::select! {
+        biased;
+        () = cancel.cancelled() => {
+            return Err(ToolError::aborted(format!("tool \"{name}\" was aborted; the MCP server was told to cancel the call")));
+        }
+        outcome = request => outcome,
+        () = shared.exited.cancelled() => return Err(shared.exited_error()),
+        () = tokio::time::sleep(timeout) => {
+            return Err(ToolError::new(
+                codes::TIMEOUT,
+                format!(
+                    "tool \"{name}\" did not answer within {} ms (MCP server \"{}\"); the call was cancelled",
+                    timeout.as_millis(),
+                    shared.config.name
+                ),
+            ));
+        }
+    };
+    match outcome {
+        Ok(result) if result.is_error == Some(true) => Err(ToolError::new(
+            codes::MCP_TOOL_ERROR,
+            content::error_text(&result),
+        )),
+        Ok(result) => Ok(content::blocks(&result)),
+        Err(ServiceError::TransportClosed) => {
+            // The supervisor is about to notice; wait briefly so the message
+            // can say how the server ended.
+            let _ = tokio::time::timeout(Duration::from_secs(1), shared.exited.cancelled()).await;
+            Err(shared.exited_error())
+        }
+        Err(ServiceError::McpError(e)) => Err(ToolError::new(
+            codes::MCP_CALL_FAILED,
+            format!(
+                "MCP server \"{}\" rejected the call: {} (JSON-RPC error {})",
+                shared.config.name, e.message, e.code.0
+            ),
+        )),
+        Err(e) => Err(ToolError::new(
+            codes::MCP_CALL_FAILED,
+            format!("calling MCP server \"{}\" failed: {e}", shared.config.name),
+        )),
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

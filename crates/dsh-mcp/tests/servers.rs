@@ -1,0 +1,517 @@
+//! MCP servers driven through the tool registry: the fixture server
+//! (`src/bin/dsh-mcp-fixture.rs`) over real child-process stdio.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_llm::ContentBlock;
+use dsh_mcp::{codes, McpServer, McpServerConfig, McpServerState};
+use dsh_tools::{ToolExecution, ToolExecutionResult, ToolRegistry};
+use tokio::sync::mpsc;
+
+/// No test waits longer than this for anything.
+const HANG: Duration = Duration::from_secs(20);
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_dsh-mcp-fixture");
+
+/// Every tool of the fixture, in listing order (it lists two per page).
+/// `twin_tool` is missing: it collides with `twin.tool` after sanitising.
+const FIXTURE_TOOLS: [&str; 11] = [
+    "fx__add",
+    "fx__echo",
+    "fx__fail",
+    "fx__sleep",
+    "fx__crash",
+    "fx__grow",
+    "fx__image",
+    "fx__env",
+    "fx__stubborn",
+    "fx__twin_tool",
+    "fx__doomed",
+];
+
+async fn guard<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(HANG, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+fn fixture(name: &str) -> McpServerConfig {
+    McpServerConfig::new(name, FIXTURE)
+}
+
+async fn start(config: McpServerConfig) -> (Arc<ToolRegistry>, McpServer) {
+    let registry = Arc::new(ToolRegistry::new());
+    let server = guard("start", McpServer::start(config, &registry))
+        .await
+        .expect("fixture starts");
+    (registry, server)
+}
+
+async fn exec(registry: &ToolRegistry, name: &str, args: &str) -> ToolExecutionResult {
+    guard(name, registry.execute(ToolExecution::new("c1", name, args))).await
+}
+
+/// Counts `tools/change` emissions on a channel.
+fn changes(registry: &ToolRegistry) -> (mpsc::UnboundedReceiver<()>, dsh_kernel::Registration) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let reg = registry.on_change().on(move |_| {
+        // The receiver lives as long as the test.
+        let _ = tx.send(());
+    });
+    (rx, reg)
+}
+
+/// Polls `cond` (a file the fixture writes) until it holds.
+async fn eventually(what: &str, cond: impl Fn() -> bool) {
+    guard(what, async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+fn marker(test: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("dsh-mcp-{test}-{}", std::process::id()))
+}
+
+fn process_alive(pid: u32) -> bool {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid fits"));
+    nix::sys::signal::kill(pid, None).is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registers_every_tool_across_pages_with_schemas_forwarded_raw() {
+    let (registry, server) = start(fixture("fx")).await;
+    assert_eq!(server.state(), McpServerState::Running);
+    assert_eq!(server.tools(), FIXTURE_TOOLS);
+    assert_eq!(registry.names(), FIXTURE_TOOLS);
+    let skipped = server.skipped();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(
+        (skipped[0].tool.as_str(), skipped[0].name.as_str()),
+        ("twin_tool", "fx__twin_tool")
+    );
+    assert!(
+        skipped[0].reason.contains("\"twin.tool\""),
+        "{}",
+        skipped[0].reason
+    );
+    assert_eq!(
+        exec(&registry, "fx__twin_tool", "{}").await.text(),
+        "twin.tool"
+    );
+    let add = registry
+        .get("fx__add")
+        .expect("registered")
+        .schema()
+        .clone();
+    assert_eq!(add.description, "Adds two numbers");
+    assert_eq!(
+        add.parameters,
+        serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]})
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_map_results_and_errors() {
+    let (registry, server) = start(fixture("fx")).await;
+
+    let ok = exec(&registry, "fx__add", r#"{"a": 2, "b": 3.5}"#).await;
+    assert!(!ok.is_error, "{ok:?}");
+    assert_eq!(ok.text(), "5.5");
+    assert_eq!(ok.call_id, "c1");
+
+    // Arguments are not validated by the harness: the server sees them as sent.
+    let echo = exec(
+        &registry,
+        "fx__echo",
+        r#"{"x": [1, {"y": null}], "z": "s"}"#,
+    )
+    .await;
+    assert_eq!(echo.text(), r#"{"x":[1,{"y":null}],"z":"s"}"#);
+    let empty = exec(&registry, "fx__echo", "").await;
+    assert_eq!(empty.text(), "{}");
+
+    let fail = exec(&registry, "fx__fail", r#"{"message": "disk full"}"#).await;
+    assert!(fail.is_error);
+    assert_eq!(fail.code(), Some(codes::MCP_TOOL_ERROR));
+    assert_eq!(fail.text(), "Error: disk full");
+
+    // The server rejects bad arguments itself (JSON-RPC invalid params).
+    let bad = exec(&registry, "fx__add", r#"{"a": "two"}"#).await;
+    assert_eq!(bad.code(), Some(codes::MCP_CALL_FAILED));
+    assert!(
+        bad.text().contains("add needs numbers a and b"),
+        "{}",
+        bad.text()
+    );
+
+    let invalid = exec(&registry, "fx__add", r#"{"a": 1,"#).await;
+    assert_eq!(invalid.code(), Some("INVALID_JSON"));
+    let array = exec(&registry, "fx__add", "[1, 2]").await;
+    assert_eq!(array.code(), Some("INVALID_ARGS"));
+    assert!(array.text().contains("must be a JSON object, not an array"));
+
+    let image = exec(&registry, "fx__image", "{}").await;
+    assert!(!image.is_error);
+    match &image.content[0] {
+        ContentBlock::Image(img) => {
+            assert!(
+                img.url.starts_with("data:image/png;base64,iVBOR"),
+                "{}",
+                img.url
+            );
+            assert_eq!(img.mime_type.as_deref(), Some("image/png"));
+        }
+        other => panic!("expected an image block, got {other:?}"),
+    }
+    assert_eq!(
+        image.content[1].as_text(),
+        Some("[resource file:///note.txt]\na note")
+    );
+
+    // Still healthy after all that.
+    assert_eq!(
+        exec(&registry, "fx__add", r#"{"a": 1, "b": 1}"#)
+            .await
+            .text(),
+        "2"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_the_timeout_is_a_timeout_result_and_the_server_keeps_working() {
+    let (registry, server) = start(fixture("fx").timeout(Duration::from_millis(300))).await;
+    let file = marker("timeout");
+    let args = format!(
+        r#"{{"ms": 30000, "marker": {:?}}}"#,
+        file.display().to_string()
+    );
+    let began = Instant::now();
+    let result = exec(&registry, "fx__sleep", &args).await;
+    let took = began.elapsed();
+    assert_eq!(result.code(), Some(codes::TIMEOUT), "{result:?}");
+    assert!(result.text().contains("300 ms"), "{}", result.text());
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    // The server was told to cancel the call.
+    eventually("the server to see the cancellation", || {
+        std::fs::read_to_string(&file).is_ok_and(|s| s == "cancelled")
+    })
+    .await;
+    assert_eq!(
+        exec(&registry, "fx__add", r#"{"a": 1, "b": 2}"#)
+            .await
+            .text(),
+        "3"
+    );
+    let _ = std::fs::remove_file(&file);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_aborts_it_and_tells_the_server() {
+    let (registry, server) = start(fixture("fx")).await;
+    let file = marker("cancel");
+    let args = format!(
+        r#"{{"ms": 30000, "marker": {:?}}}"#,
+        file.display().to_string()
+    );
+    let exec_ = ToolExecution::new("c9", "fx__sleep", args);
+    let cancel = exec_.cancel.clone();
+    let running = tokio::spawn(registry.execute(exec_));
+    eventually("the sleep to start", || {
+        std::fs::read_to_string(&file).is_ok_and(|s| s == "started")
+    })
+    .await;
+    cancel.cancel();
+    let result = guard("the aborted call", running).await.expect("no panic");
+    assert_eq!(result.code(), Some("ABORTED"), "{result:?}");
+    assert_eq!(result.call_id, "c9");
+    eventually("the server to see the cancellation", || {
+        std::fs::read_to_string(&file).is_ok_and(|s| s == "cancelled")
+    })
+    .await;
+    assert_eq!(server.state(), McpServerState::Running);
+    assert_eq!(
+        exec(&registry, "fx__add", r#"{"a": 4, "b": 4}"#)
+            .await
+            .text(),
+        "8"
+    );
+    let _ = std::fs::remove_file(&file);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_ends_in_flight_calls_and_unregisters_the_tools() {
+    let (registry, server) = start(fixture("fx")).await;
+    let pid = server.pid().expect("a pid");
+    let (mut changed, _reg) = changes(&registry);
+    let stale = registry.get("fx__add").expect("registered");
+    let file = marker("crash");
+    let args = format!(
+        r#"{{"ms": 30000, "marker": {:?}}}"#,
+        file.display().to_string()
+    );
+    let in_flight = tokio::spawn(registry.execute(ToolExecution::new("c2", "fx__sleep", args)));
+    eventually("the sleep to start", || {
+        std::fs::read_to_string(&file).is_ok_and(|s| s == "started")
+    })
+    .await;
+
+    let crash = exec(&registry, "fx__crash", r#"{"code": 7}"#).await;
+    assert_eq!(crash.code(), Some(codes::MCP_SERVER_EXITED), "{crash:?}");
+    assert!(
+        crash.text().contains("\"fx\" exited with code 7"),
+        "{}",
+        crash.text()
+    );
+    let slept = guard("the in-flight call", in_flight)
+        .await
+        .expect("no panic");
+    assert_eq!(slept.code(), Some(codes::MCP_SERVER_EXITED), "{slept:?}");
+
+    guard("exit", server.exited()).await;
+    assert_eq!(server.state(), McpServerState::Exited(Some(7)));
+    assert!(server.tools().is_empty());
+    assert!(registry.is_empty(), "{:?}", registry.names());
+    guard("tools/change", changed.recv())
+        .await
+        .expect("change fired");
+    assert!(!process_alive(pid));
+
+    // A tool handle kept from before answers too, without hanging.
+    let call = dsh_tools::ToolInvocation {
+        call_id: "c3".into(),
+        arguments: "{}".into(),
+        finish: None,
+        cancel: Default::default(),
+        extensions: Default::default(),
+    };
+    let err = guard("stale call", stale.call(call))
+        .await
+        .expect_err("server gone");
+    assert_eq!(err.code(), codes::MCP_SERVER_EXITED);
+    // And the name is unknown now.
+    assert_eq!(
+        exec(&registry, "fx__add", "{}").await.code(),
+        Some("UNKNOWN_TOOL")
+    );
+    let _ = std::fs::remove_file(&file);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_resyncs_the_registered_tools() {
+    let (registry, server) = start(fixture("fx")).await;
+    let (mut changed, _reg) = changes(&registry);
+    assert_eq!(exec(&registry, "fx__grow", "{}").await.text(), "grown");
+    guard("the re-sync", async {
+        loop {
+            changed.recv().await.expect("registry alive");
+            let names = registry.names();
+            if names.iter().any(|n| n == "fx__extra") && !names.iter().any(|n| n == "fx__doomed") {
+                break;
+            }
+        }
+    })
+    .await;
+    assert_eq!(exec(&registry, "fx__extra", "{}").await.text(), "extra");
+    assert!(server.tools().contains(&"fx__extra".to_string()));
+    assert!(!server.tools().contains(&"fx__doomed".to_string()));
+    assert_eq!(server.tools().len(), FIXTURE_TOOLS.len());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_command_is_a_start_error_naming_server_and_command() {
+    let registry = Arc::new(ToolRegistry::new());
+    let err = McpServer::start(
+        McpServerConfig::new("ghost", "/nonexistent/mcp-server").args(["--flag", "a b"]),
+        &registry,
+    )
+    .await
+    .expect_err("cannot start");
+    assert_eq!(err.code(), codes::MCP_START_FAILED);
+    let msg = err.to_string();
+    assert!(msg.contains("\"ghost\""), "{msg}");
+    assert!(
+        msg.contains("/nonexistent/mcp-server --flag 'a b'"),
+        "{msg}"
+    );
+    assert!(msg.contains("no such program"), "{msg}");
+
+    // A program that runs but is no MCP server: its exit and stderr are reported.
+    let err = McpServer::start(
+        McpServerConfig::new("liar", "sh").args(["-c", "echo 'not an MCP server' >&2; exit 9"]),
+        &registry,
+    )
+    .await
+    .expect_err("cannot initialize");
+    let msg = err.to_string();
+    assert!(msg.contains("\"liar\"") && msg.contains("sh -c"), "{msg}");
+    assert!(msg.contains("exited with code 9"), "{msg}");
+    assert!(msg.contains("not an MCP server"), "{msg}");
+
+    // One that never answers hits the start-up timeout.
+    let began = Instant::now();
+    let err = McpServer::start(
+        McpServerConfig::new("mute", "sleep")
+            .args(["30"])
+            .timeout(Duration::from_millis(300)),
+        &registry,
+    )
+    .await
+    .expect_err("times out");
+    assert!(err.to_string().contains("timeout"), "{err}");
+    assert!(
+        began.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(registry.is_empty());
+
+    // Other servers are unaffected.
+    let results = dsh_mcp::start_all(
+        [
+            McpServerConfig::new("ghost", "/nonexistent/x"),
+            fixture("fx"),
+            McpServerConfig {
+                enabled: false,
+                ..fixture("off")
+            },
+        ],
+        &registry,
+    )
+    .await;
+    assert_eq!(results.len(), 2);
+    assert!(results[0].1.is_err());
+    let fx = results[1].1.as_ref().expect("fx starts");
+    assert_eq!(
+        exec(&registry, "fx__add", r#"{"a": 1, "b": 1}"#)
+            .await
+            .text(),
+        "2"
+    );
+    fx.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_sees_only_its_configured_environment() {
+    // SAFETY-free in edition 2021; set before the server is spawned and
+    // never read concurrently by this test's other threads.
+    std::env::set_var("DSH_MCP_TEST_SECRET", "hunter2");
+    let (registry, server) = start(fixture("fx").env("VISIBLE", "yes")).await;
+    let env = |name: &str| {
+        let registry = &registry;
+        let args = format!(r#"{{"name": "{name}"}}"#);
+        async move { exec(registry, "fx__env", &args).await.text() }
+    };
+    assert_eq!(env("DSH_MCP_TEST_SECRET").await, "<unset>");
+    assert_eq!(env("VISIBLE").await, "yes");
+    assert_eq!(
+        env("PATH").await,
+        std::env::var("PATH").unwrap_or_else(|_| "<unset>".into())
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_unregisters_and_reaps_the_process() {
+    let (registry, server) = start(fixture("fx")).await;
+    let pid = server.pid().expect("a pid");
+    assert!(process_alive(pid));
+    let (mut changed, _reg) = changes(&registry);
+    guard("shutdown", server.shutdown()).await;
+    assert!(!process_alive(pid), "pid {pid} still there after shutdown");
+    assert!(registry.is_empty());
+    assert!(matches!(server.state(), McpServerState::Exited(_)));
+    guard("tools/change", changed.recv())
+        .await
+        .expect("change fired");
+    // Idempotent.
+    guard("second shutdown", server.shutdown()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_kills_a_server_that_ignores_eof_and_sigterm() {
+    let (registry, server) = start(fixture("fx")).await;
+    let pid = server.pid().expect("a pid");
+    assert_eq!(
+        exec(&registry, "fx__stubborn", "{}").await.text(),
+        "stubborn"
+    );
+    let began = Instant::now();
+    guard("shutdown", server.shutdown()).await;
+    let took = began.elapsed();
+    assert!(!process_alive(pid), "pid {pid} survived shutdown");
+    // Two grace periods (after EOF, after SIGTERM), then SIGKILL.
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(8),
+        "took {took:?}"
+    );
+    assert!(registry.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collisions_are_skipped_and_reported() {
+    let registry = Arc::new(ToolRegistry::new());
+    let a = guard("a", McpServer::start(fixture("fx"), &registry))
+        .await
+        .expect("starts");
+    // Same name again: every tool collides with the first server's.
+    let b = guard("b", McpServer::start(fixture("fx"), &registry))
+        .await
+        .expect("starts");
+    assert!(b.tools().is_empty());
+    assert_eq!(b.skipped().len(), FIXTURE_TOOLS.len() + 1);
+    assert!(
+        b.skipped()[0].reason.contains("already registered"),
+        "{:?}",
+        b.skipped()
+    );
+    assert_eq!(registry.names(), FIXTURE_TOOLS);
+    b.shutdown().await;
+    // b's shutdown does not touch a's tools.
+    assert_eq!(registry.names(), FIXTURE_TOOLS);
+    a.shutdown().await;
+    assert!(registry.is_empty());
+}
+
+/// Against the reference server of the MCP project, when `npx` is there:
+/// `cargo test -p dsh-mcp -- --ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs npx and network access"]
+async fn public_everything_server() {
+    if std::process::Command::new("npx")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("npx not found; skipping");
+        return;
+    }
+    let registry = Arc::new(ToolRegistry::new());
+    let config =
+        dsh_mcp::parse_mcp_flag("everything=npx -y @modelcontextprotocol/server-everything")
+            .expect("valid flag")
+            .timeout(Duration::from_secs(120));
+    let server = McpServer::start(config, &registry)
+        .await
+        .expect("server-everything starts");
+    assert!(
+        server.tools().iter().any(|t| t == "everything__echo"),
+        "{:?}",
+        server.tools()
+    );
+    let echo = exec(&registry, "everything__echo", r#"{"message": "hi"}"#).await;
+    assert!(!echo.is_error, "{echo:?}");
+    assert!(echo.text().contains("hi"));
+    server.shutdown().await;
+}

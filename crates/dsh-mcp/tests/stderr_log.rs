@@ -1,0 +1,73 @@
+//! The server's stderr reaches the `tracing` log, line by line, tagged with
+//! the server's name.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dsh_mcp::{McpServer, McpServerConfig};
+use dsh_tools::ToolRegistry;
+
+/// Collects everything the subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[test]
+fn server_stderr_is_logged_with_the_server_name() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    // Thread-local: the current-thread runtime below runs every task here.
+    let _default = tracing::subscriber::set_default(subscriber);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let registry = Arc::new(ToolRegistry::new());
+        let server = McpServer::start(
+            McpServerConfig::new("loud", env!("CARGO_BIN_EXE_dsh-mcp-fixture")),
+            &registry,
+        )
+        .await
+        .expect("fixture starts");
+        // The fixture writes `fixture: starting` before it initializes.
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while !captured.text().contains("fixture: starting") {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the stderr line is logged");
+        server.shutdown().await;
+    });
+    let log = captured.text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("fixture: starting"))
+        .expect("logged");
+    assert!(line.contains("dsh_mcp::stderr"), "{line}");
+    assert!(line.contains("server=loud"), "{line}");
+    assert!(log.contains("MCP server started"), "{log}");
+}
