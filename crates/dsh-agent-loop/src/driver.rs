@@ -45,14 +45,17 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
             // turn-end listener). Failures inside the backstop are swallowed.
             append_error(&agent, turn, 0, &err);
         }
-        let idle = {
+        // Re-queue leftover steering and go idle under one lock: a `steer`
+        // made between the two would still see `running`, land in the
+        // steering FIFO and be stranded there while the loop idles.
+        let went_idle = {
             let mut st = agent.lock();
             let leftover: Vec<Pending> = st.steering.drain(..).collect();
             st.queued.extend(leftover);
-            st.queued.is_empty()
+            st.queued.is_empty() && st.change_status(AgentStatus::Idle)
         };
-        if idle {
-            agent.set_status(AgentStatus::Idle);
+        if went_idle {
+            agent.announce_status();
         }
     }
 }

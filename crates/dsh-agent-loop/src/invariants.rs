@@ -6,7 +6,8 @@
 //! before the next opens or the turn ends; turn numbers strictly increase);
 //! every `tool/call` answered by a `tool/result` with the same call id before
 //! its step ends; legal status transitions (idle ⇄ running, anything →
-//! disposed, nothing out of disposed).
+//! disposed, nothing out of disposed). A backstop `error` (step 0) closes
+//! the turn it interrupted, as the loop's contract allows.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -53,6 +54,14 @@ impl Invariants {
 pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, Registration) {
     let inv = Invariants::default();
     let tracks: Arc<Mutex<HashMap<String, SessionTrack>>> = Default::default();
+    // A session created under an id used before (an agent re-created after
+    // disposal) is a new log: its checks start over.
+    let t2 = tracks.clone();
+    let created = store.on_created().on(move |session| {
+        t2.lock()
+            .expect("invariants lock poisoned")
+            .remove(session.id());
+    });
     let i2 = inv.clone();
     let events = store.on_event().on(move |(session, event)| {
         let mut tracks = tracks.lock().expect("invariants lock poisoned");
@@ -126,6 +135,15 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
                 }
                 t.open_turn = None;
             }
+            EventData::Error { turn, step: 0, .. } if t.open_turn == Some(*turn) => {
+                // The loop's backstop: an exception escaped the turn body (a
+                // turn-start or step listener) and the turn ends without its
+                // `turn/end` (reference §3.3). The turn is closed here, so the
+                // next turn is not reported as nested in it.
+                t.open_turn = None;
+                t.open_step = None;
+                t.pending_calls.clear();
+            }
             EventData::ToolCall { call_id, .. } => {
                 if t.open_step.is_none() {
                     i2.report(format!("{id}: tool/call {call_id} outside a step"));
@@ -148,6 +166,13 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
     });
 
     let statuses: Arc<Mutex<HashMap<String, AgentStatus>>> = Default::default();
+    // Likewise an agent registered under a disposed agent's id starts idle.
+    let s2 = statuses.clone();
+    let agent_created = registry.hooks().created.on(move |agent| {
+        s2.lock()
+            .expect("invariants lock poisoned")
+            .remove(agent.id());
+    });
     let i3 = inv.clone();
     let status = registry.hooks().status.on(move |change| {
         let mut statuses = statuses.lock().expect("invariants lock poisoned");
@@ -169,5 +194,8 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
         }
         statuses.insert(id, change.status);
     });
-    (inv, Registration::merge(vec![events, status]))
+    (
+        inv,
+        Registration::merge(vec![created, events, agent_created, status]),
+    )
 }

@@ -106,6 +106,8 @@ impl AgentLoop {
                 queued: VecDeque::new(),
                 steering: VecDeque::new(),
                 step: None,
+                status_pending: VecDeque::new(),
+                status_draining: false,
             }),
             wake: Notify::new(),
             services: Services {
@@ -215,6 +217,24 @@ struct State {
     queued: VecDeque<Pending>,
     steering: VecDeque<Pending>,
     step: Option<StepControl>,
+    /// Status changes not yet announced on `agent/status`, in change order.
+    status_pending: VecDeque<AgentStatus>,
+    /// Whether some thread is announcing `status_pending` right now.
+    status_draining: bool,
+}
+
+impl State {
+    /// Changes the status (no-op when unchanged or disposed) and queues its
+    /// announcement; returns whether it changed. Call
+    /// [`LoopAgent::announce_status`] after releasing the lock.
+    fn change_status(&mut self, status: AgentStatus) -> bool {
+        if self.status == status || self.status == AgentStatus::Disposed {
+            return false;
+        }
+        self.status = status;
+        self.status_pending.push_back(status);
+        true
+    }
 }
 
 /// The agent driven by the loop.
@@ -246,18 +266,44 @@ impl LoopAgent {
     /// Sets the status; emits `agent/status` only on a change. No transition
     /// out of `disposed`.
     fn set_status(&self, status: AgentStatus) {
+        if self.lock().change_status(status) {
+            self.announce_status();
+        }
+    }
+
+    /// Emits the queued status changes in the order they happened.
+    ///
+    /// The driver (idle/running) and `dispose` (disposed) change the status
+    /// from different threads; announcing under the state lock is impossible
+    /// (listeners call back into the agent), and announcing after releasing it
+    /// let a late `idle` overtake `disposed`. So changes are queued under the
+    /// lock and one thread at a time drains the queue, as `Session::append`
+    /// does; a change made from inside a listener is announced right after.
+    fn announce_status(&self) {
         {
             let mut st = self.lock();
-            if st.status == status || st.status == AgentStatus::Disposed {
+            if st.status_draining {
                 return;
             }
-            st.status = status;
+            st.status_draining = true;
         }
-        // Listener failures are contained and logged by the hook.
-        let _ = self.services.registry.hooks().status.emit(&StatusChange {
-            agent: self.handle(),
-            status,
-        });
+        loop {
+            let status = {
+                let mut st = self.lock();
+                match st.status_pending.pop_front() {
+                    Some(s) => s,
+                    None => {
+                        st.status_draining = false;
+                        return;
+                    }
+                }
+            };
+            // Listener failures are contained and logged by the hook.
+            let _ = self.services.registry.hooks().status.emit(&StatusChange {
+                agent: self.handle(),
+                status,
+            });
+        }
     }
 
     /// Marks the agent disposed, wakes the idle wait and aborts the current
@@ -270,17 +316,12 @@ impl LoopAgent {
                 step.reason.get_or_insert_with(|| "disposed".to_string());
                 step.cancel.cancel();
             }
-            let changed = st.status != AgentStatus::Disposed;
-            st.status = AgentStatus::Disposed;
-            changed
+            st.change_status(AgentStatus::Disposed)
         };
         self.wake.notify_one();
         if changed {
             // Listener failures are contained and logged; dispose never fails.
-            let _ = self.services.registry.hooks().status.emit(&StatusChange {
-                agent: self.handle(),
-                status: AgentStatus::Disposed,
-            });
+            self.announce_status();
         }
     }
 
