@@ -6,7 +6,9 @@
 //!
 //! `cargo bench -p dsh-benches --bench bash`
 //!
-//! Prints the ratio of the mean per-call times (tool / direct) at the end.
+//! Prints the ratios (tool / direct) at the end: of the mean per-call times
+//! over every timed criterion iteration, and of the medians of interleaved
+//! single calls (robust to load that changes between the criterion runs).
 
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -116,6 +118,41 @@ fn bash_true(c: &mut Criterion) {
             ratio(tool),
         );
     }
+    // Criterion runs the three one after another, so load that changes
+    // between them skews the ratio; interleaving single calls and comparing
+    // medians is robust to that.
+    const ROUNDS: usize = 300;
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        let out = Command::new("bash")
+            .args(["-c", "true"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("spawn bash");
+        samples[0].push(start.elapsed());
+        assert!(out.status.success());
+        let start = Instant::now();
+        let result = rt
+            .block_on(exec.run(exec.resolve(BashRequest::new("true"))))
+            .expect("run");
+        samples[1].push(start.elapsed());
+        assert_eq!(result.exit_code, Some(0));
+        let start = Instant::now();
+        let result = rt.block_on(registry.execute(call()));
+        samples[2].push(start.elapsed());
+        assert!(!result.is_error);
+    }
+    let [direct, run, tool] = samples.map(|mut v| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    });
+    println!(
+        "bash -c true, medians of {ROUNDS} interleaved calls: direct {direct:.2?}, \
+         executor {run:.2?} ({:.2}x), tool {tool:.2?} ({:.2}x direct)",
+        run.as_secs_f64() / direct.as_secs_f64(),
+        tool.as_secs_f64() / direct.as_secs_f64(),
+    );
     rt.block_on(exec.dispose());
     installed.undo();
 }

@@ -92,9 +92,13 @@ impl AgentLoop {
             return Err(AgentError::Duplicate(id.to_string()));
         }
         let session_id = setup.session_id.unwrap_or_else(|| format!("{id}-session"));
-        let (session, session_reg) = store
-            .create(Some(session_id), setup.seed)
-            .map_err(|e| AgentError::MissingService(e.to_string()))?;
+        let (session, session_reg) =
+            store
+                .create(Some(session_id), setup.seed)
+                .map_err(|e| AgentError::Session {
+                    code: e.code(),
+                    message: e.to_string(),
+                })?;
         let agent = Arc::new_cyclic(|me: &Weak<LoopAgent>| LoopAgent {
             id: id.to_string(),
             options,

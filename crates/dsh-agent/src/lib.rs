@@ -78,15 +78,26 @@ pub enum AgentError {
     /// A service the agent needs is missing from the kernel.
     #[error("{0}")]
     MissingService(String),
+    /// The agent's session could not be created (e.g. a duplicate session
+    /// id); `code` is the session layer's code.
+    #[error("{message}")]
+    Session {
+        /// The session error's stable code (e.g. `DUPLICATE_SESSION`).
+        code: &'static str,
+        /// Its message.
+        message: String,
+    },
 }
 
 impl AgentError {
-    /// Stable code: `AGENT_DISPOSED`, `DUPLICATE_AGENT`, `MISSING_SERVICE`.
+    /// Stable code: `AGENT_DISPOSED`, `DUPLICATE_AGENT`, `MISSING_SERVICE`,
+    /// or the session layer's code.
     pub fn code(&self) -> &'static str {
         match self {
             AgentError::Disposed(_) => "AGENT_DISPOSED",
             AgentError::Duplicate(_) => "DUPLICATE_AGENT",
             AgentError::MissingService(_) => "MISSING_SERVICE",
+            AgentError::Session { code, .. } => code,
         }
     }
 }

@@ -62,9 +62,82 @@ pub struct TaskIdArgs {
 }
 
 /// Remembers which agent started which background task.
+///
+/// The owner is known only once `start` has returned the task id, but a fast
+/// command can complete (and its listener run) before that. So while a start
+/// with an owner is in flight, the listener parks completions it has no owner
+/// for in `early`, and the starting call claims its own from there; the park
+/// is emptied whenever no such start is in flight, so it stays bounded.
 #[derive(Default)]
 struct Owners {
-    map: Mutex<HashMap<String, Weak<dyn Agent>>>,
+    state: Mutex<OwnersState>,
+}
+
+#[derive(Default)]
+struct OwnersState {
+    /// Running tasks by id → the agent that started them.
+    by_task: HashMap<String, Weak<dyn Agent>>,
+    /// Starts with an owner that have not recorded it yet.
+    starting: usize,
+    /// Completions seen while `starting > 0` with no recorded owner.
+    early: HashMap<String, TaskInfo>,
+}
+
+impl Owners {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OwnersState> {
+        self.state.lock().expect("owner map lock poisoned")
+    }
+
+    /// Called before starting a task owned by an agent.
+    fn begin_start(&self) {
+        self.lock().starting += 1;
+    }
+
+    /// Called after that start: records the owner of `started` (if it
+    /// succeeded) or, if the task already completed, returns its final
+    /// snapshot so the caller delivers the notice itself.
+    fn finish_start(&self, started: Option<(&str, &Arc<dyn Agent>)>) -> Option<TaskInfo> {
+        let mut state = self.lock();
+        state.starting -= 1;
+        let early = match started {
+            Some((id, agent)) => match state.early.remove(id) {
+                Some(done) => Some(done),
+                None => {
+                    state.by_task.insert(id.to_string(), Arc::downgrade(agent));
+                    None
+                }
+            },
+            None => None,
+        };
+        if state.starting == 0 {
+            // Parked completions of tasks nobody is about to claim.
+            state.early.clear();
+        }
+        early
+    }
+
+    /// Called on completion: the owner to notify, if one is recorded.
+    fn complete(&self, task: &TaskInfo) -> Option<Weak<dyn Agent>> {
+        let mut state = self.lock();
+        let owner = state.by_task.remove(&task.id);
+        if owner.is_none() && state.starting > 0 {
+            state.early.insert(task.id.clone(), task.clone());
+        }
+        owner
+    }
+}
+
+/// Injects the completion notice of `task` into `agent`; a disposed agent is
+/// skipped (`AgentError::Disposed` is the one failure expected here: the
+/// agent went away while its task ran, and nobody is left to tell).
+fn notify(agent: &dyn Agent, task: &TaskInfo) -> Result<(), AgentError> {
+    match agent.inject(
+        vec![ContentBlock::text(completion_notice(task))],
+        MessageSource::plugin(PLUGIN_NAME),
+    ) {
+        Ok(()) | Err(AgentError::Disposed(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Registers `bash`, `bash_output`, `bash_kill` and the completion-notice
@@ -92,23 +165,11 @@ pub fn install(
             }
         }
     }
-    let listener_owners = owners;
     regs.push(executor.on_task_done().try_on(move |task: &TaskInfo| {
-        let owner = listener_owners
-            .map
-            .lock()
-            .expect("owner map lock poisoned")
-            .remove(&task.id);
-        let Some(agent) = owner.and_then(|w| w.upgrade()) else {
+        let Some(agent) = owners.complete(task).and_then(|w| w.upgrade()) else {
             return Ok(());
         };
-        match agent.inject(
-            vec![ContentBlock::text(completion_notice(task))],
-            MessageSource::plugin(PLUGIN_NAME),
-        ) {
-            Ok(()) | Err(AgentError::Disposed(_)) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        notify(agent.as_ref(), task).map_err(Into::into)
     }));
     Ok(Registration::merge(regs))
 }
@@ -136,6 +197,22 @@ fn nonempty(field: &str, value: &str) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// `value` as JSON renders it in the reference (`JSON.stringify`): integral
+/// values without a fractional part (`-1`, not serde's `-1.0`), `-0` as `0`,
+/// NaN and infinities as `null`.
+fn json_number(value: f64) -> String {
+    if !value.is_finite() {
+        return "null".into();
+    }
+    // Below 2^53 every integral f64 is exactly an i64.
+    if value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0 {
+        return (value as i64).to_string();
+    }
+    serde_json::Number::from_f64(value)
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| "null".into())
+}
+
 fn check_task_id(id: &str) -> Result<(), ToolError> {
     if id.is_empty() {
         return Err(ToolError::new(
@@ -159,12 +236,12 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 let mut req = BashRequest::new(args.command).with_cancel(ctx.cancel.clone());
                 if let Some(t) = args.timeout_ms {
                     if !t.is_finite() || t <= 0.0 {
-                        let shown = serde_json::Number::from_f64(t)
-                            .map(|n| n.to_string())
-                            .unwrap_or_else(|| "null".into());
                         return Err(ToolError::new(
                             "INVALID_ARGS",
-                            format!("invalid timeoutMs: expected a positive number, got {shown}"),
+                            format!(
+                                "invalid timeoutMs: expected a positive number, got {}",
+                                json_number(t)
+                            ),
                         ));
                     }
                     // Fractional milliseconds round up so a tiny positive value
@@ -176,13 +253,24 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 }
                 let spec = executor.resolve(req);
                 if args.run_in_background == Some(true) {
-                    let task = executor.start(spec).map_err(bash_error)?;
-                    if let Some(agent) = ctx.get::<Arc<dyn Agent>>() {
-                        owners
-                            .map
-                            .lock()
-                            .expect("owner map lock poisoned")
-                            .insert(task.id.clone(), Arc::downgrade(agent));
+                    let Some(agent) = ctx.get::<Arc<dyn Agent>>() else {
+                        let task = executor.start(spec).map_err(bash_error)?;
+                        return Ok(vec![ContentBlock::text(format!(
+                            "started background task {}",
+                            task.id
+                        ))]);
+                    };
+                    owners.begin_start();
+                    let started = executor.start(spec);
+                    let early = owners
+                        .finish_start(started.as_ref().ok().map(|task| (task.id.as_str(), agent)));
+                    let task = started.map_err(bash_error)?;
+                    if let Some(done) = early {
+                        // The task completed before its owner was recorded;
+                        // deliver the notice the listener could not.
+                        if let Err(e) = notify(agent.as_ref(), &done) {
+                            tracing::warn!(task = %done.id, "bash completion notice failed: {e}");
+                        }
                     }
                     return Ok(vec![ContentBlock::text(format!(
                         "started background task {}",
@@ -235,4 +323,20 @@ fn bash_kill_tool(executor: Arc<dyn BashExecutor>) -> Arc<dyn dsh_tools::Tool> {
         },
     )
     .into_arc()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_number;
+
+    #[test]
+    fn numbers_render_like_json_stringify() {
+        assert_eq!(json_number(-1.0), "-1");
+        assert_eq!(json_number(0.0), "0");
+        assert_eq!(json_number(-0.0), "0");
+        assert_eq!(json_number(-0.5), "-0.5");
+        assert_eq!(json_number(-1e300), "-1e+300");
+        assert_eq!(json_number(f64::NAN), "null");
+        assert_eq!(json_number(f64::NEG_INFINITY), "null");
+    }
 }
