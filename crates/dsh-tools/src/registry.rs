@@ -359,8 +359,9 @@ impl ToolRegistry {
     /// panics the caller: the core at the bottom of the waterfall yields
     /// - unknown tool → `Error: unknown tool "<name>"` with the closest name
     ///   and the list of tools (`UNKNOWN_TOOL`);
-    /// - cancelled before or during the call → `ABORTED` (the tool's future is
-    ///   dropped);
+    /// - cancelled before the call → `ABORTED`; cancelled during it → the
+    ///   tool's own result if it returns within 250 ms (bash says `command
+    ///   aborted`), else `ABORTED` and the tool's future is dropped;
     /// - the tool's error → `Error: <message>` with its code (typed tools:
     ///   `INVALID_JSON`, `INVALID_ARGS`, `ARGS_DRIFT`, or the body's);
     /// - a panic → `Error: tool "<name>" panicked: <msg>` (`TOOL_PANICKED`);
@@ -447,8 +448,14 @@ async fn execute_core(inner: Arc<Inner>, exec: ToolExecution) -> ToolExecutionRe
     let cancelled = cancel.cancelled_owned();
     let outcome = match select(Box::pin(run), Box::pin(cancelled)).await {
         Either::Left((outcome, _)) => outcome,
-        Either::Right(((), _)) => {
-            return ToolExecutionResult::failure(call_id, &name, &aborted(&name));
+        Either::Right(((), run)) => {
+            // A tool that handles cancellation (bash kills its process group)
+            // gets a moment to report in its own words; one that ignores the
+            // token is dropped after the grace.
+            match tokio::time::timeout(ABORT_GRACE, run).await {
+                Ok(outcome) => outcome,
+                Err(_) => return ToolExecutionResult::failure(call_id, &name, &aborted(&name)),
+            }
         }
     };
     match outcome {
@@ -465,6 +472,9 @@ async fn execute_core(inner: Arc<Inner>, exec: ToolExecution) -> ToolExecutionRe
         }
     }
 }
+
+/// How long a cancelled tool may take to return its own result.
+const ABORT_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
 
 fn aborted(name: &str) -> ToolError {
     ToolError::aborted(format!("tool \"{name}\" was aborted"))

@@ -319,6 +319,37 @@ async fn cancellation_aborts_before_and_during_the_call() {
 }
 
 #[tokio::test]
+async fn a_cancelled_tool_that_answers_promptly_keeps_its_own_text() {
+    use dsh_tools::{define_tool, NoArgs, ToolContext, ToolError};
+    let registry = ToolRegistry::new();
+    let reg = registry
+        .register(
+            define_tool(
+                "polite",
+                "stops on cancel",
+                |_: NoArgs, ctx: ToolContext| async move {
+                    ctx.cancel.cancelled().await;
+                    Err::<Vec<dsh_llm::ContentBlock>, _>(ToolError::new(
+                        "ABORTED",
+                        "stopped cleanly",
+                    ))
+                },
+            )
+            .into_arc(),
+        )
+        .unwrap();
+    let exec = ToolExecution::new("c", "polite", "");
+    let token = exec.cancel.clone();
+    let pending = tokio::spawn(registry.execute(exec));
+    tokio::task::yield_now().await;
+    token.cancel();
+    let r = pending.await.unwrap();
+    assert_eq!(r.code(), Some("ABORTED"));
+    assert_eq!(r.text(), "Error: stopped cleanly");
+    reg.undo();
+}
+
+#[tokio::test]
 async fn a_tool_that_handles_cancellation_itself_keeps_its_text() {
     let tool = define_tool(
         "polite",
