@@ -15,7 +15,7 @@
 mod assembler;
 mod error;
 mod history;
-mod open;
+pub mod open;
 pub mod scripted;
 mod service;
 pub mod types;

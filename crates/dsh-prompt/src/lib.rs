@@ -165,26 +165,7 @@ impl PromptService {
 
     /// Adds a section; undoing the registration removes it.
     pub fn add_section(&self, section: Section) -> Registration {
-        let id = {
-            let mut st = self.inner.state.lock().expect("prompt lock poisoned");
-            st.next_id += 1;
-            let id = st.next_id;
-            st.sections.push(Entry { id, value: section });
-            id
-        };
-        self.notify_change();
-        let inner = Arc::downgrade(&self.inner);
-        Registration::new(move || {
-            if let Some(inner) = inner.upgrade() {
-                inner
-                    .state
-                    .lock()
-                    .expect("prompt lock poisoned")
-                    .sections
-                    .retain(|e| e.id != id);
-                let _ = inner.on_change.emit(&());
-            }
-        })
+        self.add_entry(|st| &mut st.sections, section)
     }
 
     /// Adds a tool-schema provider, asked at every assembly; undoing the
@@ -193,26 +174,30 @@ impl PromptService {
         &self,
         provider: impl Fn() -> Vec<ToolSchema> + Send + Sync + 'static,
     ) -> Registration {
+        self.add_entry(|st| &mut st.providers, Arc::new(provider) as ToolProvider)
+    }
+
+    /// Appends `value` to the list `list` selects, emits
+    /// `system-prompt/change`, and returns the registration that removes it
+    /// (and emits again).
+    fn add_entry<T: Send + 'static>(
+        &self,
+        list: fn(&mut State) -> &mut Vec<Entry<T>>,
+        value: T,
+    ) -> Registration {
         let id = {
             let mut st = self.inner.state.lock().expect("prompt lock poisoned");
             st.next_id += 1;
             let id = st.next_id;
-            st.providers.push(Entry {
-                id,
-                value: Arc::new(provider),
-            });
+            list(&mut st).push(Entry { id, value });
             id
         };
         self.notify_change();
         let inner = Arc::downgrade(&self.inner);
         Registration::new(move || {
             if let Some(inner) = inner.upgrade() {
-                inner
-                    .state
-                    .lock()
-                    .expect("prompt lock poisoned")
-                    .providers
-                    .retain(|e| e.id != id);
+                list(&mut inner.state.lock().expect("prompt lock poisoned")).retain(|e| e.id != id);
+                // Listener failures are contained and logged by the hook.
                 let _ = inner.on_change.emit(&());
             }
         })

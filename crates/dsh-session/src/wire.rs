@@ -5,51 +5,17 @@
 //! envelope and, once `type` is known, deserializes `data` straight into the
 //! typed variant.
 
+use dsh_llm::open::{other_to_value, split_tagged};
 use dsh_llm::{ContentBlock, MessageSource, StreamChunk, TokenUsage};
-use serde::de::{DeserializeOwned, DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::event::{EventData, SessionEvent, TurnEndReason, TurnTrigger};
 
 // ---------------------------------------------------------------------------
-// Serde: open-set helpers
-
-/// A known variant, or the `(kind, whole object)` of an unknown one.
-type Tagged<T> = Result<T, (String, Map<String, Value>)>;
-
-/// Splits a tagged object into a known variant or `(kind, object)`.
-fn split_tagged<T: DeserializeOwned, E: serde::de::Error>(
-    value: Value,
-    tag: &str,
-    known: &[&str],
-) -> Result<Tagged<T>, E> {
-    let Value::Object(map) = value else {
-        return Err(E::custom(format!(
-            "expected an object with a \"{tag}\" field"
-        )));
-    };
-    let kind = match map.get(tag) {
-        Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err(E::custom(format!("\"{tag}\" must be a string"))),
-        None => return Err(E::custom(format!("missing field \"{tag}\""))),
-    };
-    if known.contains(&kind.as_str()) {
-        serde_json::from_value::<T>(Value::Object(map))
-            .map(Ok)
-            .map_err(|e| E::custom(format!("{tag} \"{kind}\": {e}")))
-    } else {
-        Ok(Err((kind, map)))
-    }
-}
-
-/// An unknown-kind object with its tag forced to `kind`.
-fn other_object(tag: &str, kind: &str, data: &Map<String, Value>) -> Value {
-    let mut map = data.clone();
-    map.insert(tag.to_string(), Value::String(kind.to_string()));
-    Value::Object(map)
-}
+// Serde: open sets (helpers shared with dsh-llm's vocabulary)
 
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -70,7 +36,7 @@ impl Serialize for TurnTrigger {
         match self {
             TurnTrigger::Message { source } => TriggerRef::Message { source }.serialize(s),
             TurnTrigger::Continuation => TriggerRef::Continuation.serialize(s),
-            TurnTrigger::Other { kind, data } => other_object("kind", kind, data).serialize(s),
+            TurnTrigger::Other { kind, data } => other_to_value("kind", kind, data).serialize(s),
         }
     }
 }
@@ -126,7 +92,7 @@ impl Serialize for TurnEndReason {
             .serialize(s),
             TurnEndReason::Disposed => EndRepr::Disposed.serialize(s),
             TurnEndReason::MaxSteps => EndRepr::MaxSteps.serialize(s),
-            TurnEndReason::Other { kind, data } => other_object("kind", kind, data).serialize(s),
+            TurnEndReason::Other { kind, data } => other_to_value("kind", kind, data).serialize(s),
         }
     }
 }

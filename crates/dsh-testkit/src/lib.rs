@@ -14,6 +14,8 @@
 
 #![warn(missing_docs)]
 
+pub mod procs;
+
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -18,8 +18,8 @@ use dsh_llm::{ContentBlock, MessageSource};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::app::{resolve, App, StackArgs};
-use crate::commands::{runtime, wait_turn_end, TurnEnds};
+use crate::app::StackArgs;
+use crate::commands::{block_on, start_agent, wait_turn_end, TurnEnds};
 use crate::render::{self, Printer, Style};
 
 /// Arguments of `dsh chat`.
@@ -34,36 +34,13 @@ pub struct ChatArgs {
 
 /// Runs `dsh chat`; returns the exit code.
 pub fn run(args: ChatArgs) -> u8 {
-    match runtime() {
-        Ok(rt) => {
-            let code = rt.block_on(chat(args));
-            // The line-editor thread may still sit in a blocking read.
-            rt.shutdown_timeout(Duration::from_millis(100));
-            code
-        }
-        Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
-            1
-        }
-    }
+    block_on(chat(args))
 }
 
 async fn chat(args: ChatArgs) -> u8 {
-    let resolved = match resolve(&args.stack) {
-        Ok(r) => r,
-        Err(e) => return crate::commands::report(&e),
-    };
-    let mut app = match App::build(resolved) {
-        Ok(a) => a,
-        Err(e) => return crate::commands::report(&e),
-    };
-    app.start_mcp().await;
-    let handle = match app.create_agent(args.resume.as_deref()) {
-        Ok(h) => h,
-        Err(e) => {
-            app.shutdown().await;
-            return crate::commands::report(&e);
-        }
+    let (app, handle) = match start_agent(&args.stack, args.resume.as_deref()).await {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     let agent = handle.agent();
     let session_id = agent.session().id().to_string();

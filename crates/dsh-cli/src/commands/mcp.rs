@@ -5,7 +5,7 @@ use std::io::Write;
 use clap::{Args, Subcommand};
 
 use crate::app::{resolve, App, StackArgs};
-use crate::commands::runtime;
+use crate::commands::block_on;
 
 /// Arguments of `dsh mcp`.
 #[derive(Debug, Args)]
@@ -27,14 +27,7 @@ enum McpCommand {
 /// Runs `dsh mcp`; returns the exit code.
 pub fn run(args: McpArgs) -> u8 {
     let McpCommand::List { stack } = args.command;
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    rt.block_on(async {
+    block_on(async {
         let resolved = match resolve(&stack) {
             Ok(r) => r,
             Err(e) => return crate::commands::report(&e),

@@ -13,14 +13,53 @@ use std::sync::{Arc, Mutex};
 use dsh_session::TurnEndReason;
 use tokio::sync::mpsc;
 
-use crate::app::{App, UsageError};
+use dsh_agent_loop::AgentHandle;
 
-/// A multi-threaded tokio runtime for the commands that run agents.
-pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+use crate::app::{resolve, App, StackArgs, UsageError};
+
+/// Runs a command's future on a multi-threaded tokio runtime and returns its
+/// exit code (1 when the runtime cannot start). Threads still blocked when
+/// the future is done (a line editor waiting on stdin) are not waited for.
+pub fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
+    match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
+    {
+        Ok(rt) => {
+            let code = rt.block_on(command);
+            rt.shutdown_timeout(std::time::Duration::from_millis(100));
+            code
+        }
+        Err(e) => {
+            eprintln!("dsh: cannot start the async runtime: {e}");
+            1
+        }
+    }
+}
+
+/// Resolves the configuration, builds the plugin stack and starts the MCP
+/// servers; on failure the error is reported and its exit code returned.
+pub async fn start_app(stack: &StackArgs) -> Result<App, u8> {
+    let resolved = resolve(stack).map_err(|e| report(&e))?;
+    let mut app = App::build(resolved).map_err(|e| report(&e))?;
+    app.start_mcp().await;
+    Ok(app)
+}
+
+/// [`start_app`], then the agent (resuming session `resume` when given).
+pub async fn start_agent(
+    stack: &StackArgs,
+    resume: Option<&str>,
+) -> Result<(App, AgentHandle), u8> {
+    let app = start_app(stack).await?;
+    match app.create_agent(resume) {
+        Ok(handle) => Ok((app, handle)),
+        Err(e) => {
+            app.shutdown().await;
+            Err(report(&e))
+        }
+    }
 }
 
 /// Prints an error on stderr and returns its exit code: 2 for usage and

@@ -11,8 +11,8 @@ use clap::Args;
 use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventData, TurnEndReason};
 
-use crate::app::{resolve, App, StackArgs};
-use crate::commands::{exit_code_for, runtime, wait_turn_end};
+use crate::app::StackArgs;
+use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end};
 
 /// Arguments of `dsh run`.
 #[derive(Debug, Args)]
@@ -32,31 +32,13 @@ pub struct RunArgs {
 
 /// Runs `dsh run`; returns the exit code.
 pub fn run(args: RunArgs) -> u8 {
-    match runtime() {
-        Ok(rt) => rt.block_on(run_async(args)),
-        Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
-            1
-        }
-    }
+    block_on(run_async(args))
 }
 
 async fn run_async(args: RunArgs) -> u8 {
-    let resolved = match resolve(&args.stack) {
-        Ok(r) => r,
-        Err(e) => return crate::commands::report(&e),
-    };
-    let mut app = match App::build(resolved) {
-        Ok(a) => a,
-        Err(e) => return crate::commands::report(&e),
-    };
-    app.start_mcp().await;
-    let handle = match app.create_agent(args.resume.as_deref()) {
-        Ok(h) => h,
-        Err(e) => {
-            app.shutdown().await;
-            return crate::commands::report(&e);
-        }
+    let (app, handle) = match start_agent(&args.stack, args.resume.as_deref()).await {
+        Ok(started) => started,
+        Err(code) => return code,
     };
     let agent = handle.agent();
     let session = agent.session();

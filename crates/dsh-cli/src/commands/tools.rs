@@ -4,8 +4,8 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 
-use crate::app::{resolve, App, StackArgs};
-use crate::commands::runtime;
+use crate::app::StackArgs;
+use crate::commands::{block_on, start_app};
 
 /// Arguments of `dsh tools`.
 #[derive(Debug, Args)]
@@ -26,23 +26,11 @@ enum ToolsCommand {
 /// Runs `dsh tools`; returns the exit code.
 pub fn run(args: ToolsArgs) -> u8 {
     let ToolsCommand::List { stack } = args.command;
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    rt.block_on(async {
-        let resolved = match resolve(&stack) {
-            Ok(r) => r,
-            Err(e) => return crate::commands::report(&e),
+    block_on(async {
+        let app = match start_app(&stack).await {
+            Ok(app) => app,
+            Err(code) => return code,
         };
-        let mut app = match App::build(resolved) {
-            Ok(a) => a,
-            Err(e) => return crate::commands::report(&e),
-        };
-        app.start_mcp().await;
         let schemas = app.tools.schemas();
         let text = serde_json::to_string_pretty(&schemas).unwrap_or_else(|_| "[]".into());
         let mut out = std::io::stdout().lock();

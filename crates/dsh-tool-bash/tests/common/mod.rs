@@ -207,51 +207,9 @@ pub async fn write_fifo(path: &Path, text: &str) {
         .expect("fifo writable");
 }
 
-/// Parses whitespace-separated pids.
-pub fn pids(text: &str) -> Vec<i32> {
-    text.split_whitespace()
-        .map(|p| p.parse().expect("pid"))
-        .collect()
-}
-
-/// `(state, pgrp)` of a live (possibly zombie) process, from /proc.
-fn proc_stat(pid: i32) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is parenthesised and may contain spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    Some((state, pgrp))
-}
-
-/// Whether `pid` is still a running (non-zombie) process.
-pub fn is_alive(pid: i32) -> bool {
-    matches!(proc_stat(pid), Some((state, _)) if state != 'Z' && state != 'X')
-}
-
-/// Live (non-zombie) members of process group `pgid`.
-pub fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| matches!(proc_stat(*pid), Some((s, g)) if g == pgid && s != 'Z' && s != 'X'))
-        .collect()
-}
-
-/// Asserts, right now, that every pid in `pids` and every member of group
-/// `pgid` is gone (or a zombie waiting to be reaped).
-pub fn assert_gone(pgid: i32, pids: &[i32]) {
-    let alive: Vec<i32> = pids.iter().copied().filter(|p| is_alive(*p)).collect();
-    let members = group_members(pgid);
-    assert!(
-        alive.is_empty() && members.is_empty(),
-        "processes survived: pids {alive:?}, group {pgid} members {members:?}"
-    );
-}
+// Each test binary uses a different subset of the shared helpers.
+#[allow(unused_imports)]
+pub use dsh_testkit::procs::{assert_gone, group_members, is_alive, pids};
 
 /// One recorded `inject` call.
 #[derive(Debug, Clone, PartialEq)]
