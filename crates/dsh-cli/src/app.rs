@@ -20,7 +20,7 @@ use dsh_llm::{ContentBlock, LlmService};
 use dsh_prompt::{PromptService, Section};
 use dsh_session::SessionStore;
 use dsh_tools::{define_tool, ToolArgs, ToolContext, ToolError, ToolRegistry};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{self, EffortSetting, LoadedConfig, ThinkingSetting};
 use crate::echo_model::{self, ECHO_MODEL};
@@ -224,7 +224,7 @@ pub struct App {
 }
 
 /// Arguments of the built-in `echo` tool.
-#[derive(Debug, Deserialize, ToolArgs)]
+#[derive(Debug, Serialize, Deserialize, ToolArgs)]
 struct EchoArgs {
     /// The text to echo back.
     text: String,
@@ -434,6 +434,11 @@ fn today() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn echo_args_do_not_drift() {
+        dsh_tools::testing::assert_no_drift::<EchoArgs>(256);
+    }
 
     #[test]
     fn today_is_a_plausible_date() {

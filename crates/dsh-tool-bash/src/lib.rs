@@ -19,7 +19,7 @@ use dsh_bash::{BashError, BashExecutor, BashRequest, TaskInfo};
 use dsh_kernel::Registration;
 use dsh_llm::{ContentBlock, MessageSource};
 use dsh_tools::{define_tool, ToolArgs, ToolContext, ToolError, ToolRegistry};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub use render::{render_run_result, render_task_read};
 
@@ -37,7 +37,7 @@ pub const BASH_KILL_DESCRIPTION: &str =
     "Kill a running background task by its id (SIGTERM, then SIGKILL after a grace period).";
 
 /// Arguments of `bash`.
-#[derive(Debug, Deserialize, ToolArgs)]
+#[derive(Debug, Serialize, Deserialize, ToolArgs)]
 pub struct BashArgs {
     /// The bash command to run.
     pub command: String,
@@ -55,7 +55,7 @@ pub struct BashArgs {
 }
 
 /// Arguments of `bash_output` and `bash_kill`.
-#[derive(Debug, Deserialize, ToolArgs)]
+#[derive(Debug, Serialize, Deserialize, ToolArgs)]
 pub struct TaskIdArgs {
     /// The task id returned by the bash tool.
     pub task_id: String,
