@@ -11,13 +11,33 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use dsh_agent::{AgentOptions, AgentRegistry};
 use dsh_agent_loop::{AgentLoop, LoopSetup};
 use dsh_kernel::Kernel;
-use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter, ScriptedReply};
-use dsh_llm::{ContentBlock, GenerateOptions, LlmService, MessageSource, Role};
+use dsh_llm::scripted::{ReplyBuilder, ScriptedReply};
+use dsh_llm::{
+    ChunkStream, ContentBlock, GenerateOptions, LlmAdapter, LlmService, MessageSource, Role,
+};
 use dsh_session::{SessionEvent, SessionStore};
 use dsh_tools::{define_tool, NoArgs, ToolContext, ToolError, ToolRegistry};
 
 /// Steps per measured turn.
 const STEPS: usize = 50;
+
+/// An in-process model that answers with [`respond`] and, unlike the
+/// test-support `ScriptedAdapter`, records nothing: recorded requests would
+/// pin every old history snapshot and turn the bench into a memory test.
+struct BenchModel;
+
+impl LlmAdapter for BenchModel {
+    fn name(&self) -> &str {
+        "bench"
+    }
+
+    fn stream(&self, options: GenerateOptions) -> ChunkStream {
+        let ScriptedReply::Chunks(chunks) = respond(&options) else {
+            unreachable!("respond only builds complete replies")
+        };
+        Box::pin(futures_util::stream::iter(chunks.into_iter().map(Ok)))
+    }
+}
 
 /// Calls `noop` until the turn has STEPS-1 tool results, then answers.
 fn respond(o: &GenerateOptions) -> ScriptedReply {
@@ -54,10 +74,7 @@ fn stack() -> Stack {
     let scope = dsh_kernel::Scope::new();
     let llm = Arc::new(LlmService::new());
     scope.add(kernel.provide(llm.clone()).unwrap());
-    scope.add(
-        llm.register_adapter(&["m"], Arc::new(ScriptedAdapter::with_responder(respond)))
-            .unwrap(),
-    );
+    scope.add(llm.register_adapter(&["m"], Arc::new(BenchModel)).unwrap());
     scope.add(kernel.provide(Arc::new(SessionStore::new())).unwrap());
     let tools = Arc::new(ToolRegistry::new());
     scope.add(kernel.provide(tools.clone()).unwrap());
@@ -150,6 +167,9 @@ fn per_step(c: &mut Criterion) {
                             )
                             .unwrap();
                             let agent = h.agent();
+                            // Untimed warm-up turn: a freshly built seed log is cold in the
+                            // caches; a long session in use is not.
+                            one_turn(&st, &agent).await;
                             let start = Instant::now();
                             one_turn(&st, &agent).await;
                             total += start.elapsed();
