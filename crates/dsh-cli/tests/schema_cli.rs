@@ -125,7 +125,7 @@ fn validate_valid_and_invalid() {
         None,
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(stdout(&out), "{\"valid\":true,\"violations\":[]}\n");
+    assert_eq!(stdout(&out), "{\"valid\": true, \"violations\": []}\n");
 
     let bad = write(
         dir.path(),
@@ -173,7 +173,7 @@ fn validate_reads_stdin() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stdout(&out),
-        "{\"valid\":false,\"violations\":[\"\\\"arguments\\\" must be an object\"]}\n"
+        "{\"valid\": false, \"violations\": [\"\\\"arguments\\\" must be an object\"]}\n"
     );
     // Empty input means {} (as at the model boundary).
     let out = dsh(

@@ -78,10 +78,7 @@ pub fn run(args: SchemaArgs) -> u8 {
                 Err(e) => vec![e.message().to_string()],
             };
             let valid = violations.is_empty();
-            println!(
-                "{}",
-                serde_json::json!({"valid": valid, "violations": violations})
-            );
+            println!("{}", verdict_line(valid, &violations));
             if valid {
                 0
             } else {
@@ -89,6 +86,19 @@ pub fn run(args: SchemaArgs) -> u8 {
             }
         }
     }
+}
+
+/// `{"valid": <bool>, "violations": [<string>, …]}` on one line, spaced as
+/// the contract writes it (any JSON parser reads it the same).
+fn verdict_line(valid: bool, violations: &[String]) -> String {
+    let items: Vec<String> = violations
+        .iter()
+        .map(|v| serde_json::Value::String(v.clone()).to_string())
+        .collect();
+    format!(
+        "{{\"valid\": {valid}, \"violations\": [{}]}}",
+        items.join(", ")
+    )
 }
 
 fn fail(message: &str) -> u8 {
@@ -122,5 +132,22 @@ fn read_input(path: &Path) -> Result<String, String> {
     } else {
         std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read arguments {}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verdict_line;
+
+    #[test]
+    fn verdict_line_is_json_spaced_like_the_contract() {
+        assert_eq!(
+            verdict_line(true, &[]),
+            r#"{"valid": true, "violations": []}"#
+        );
+        let line = verdict_line(false, &["a \"b\"".into(), "c".into()]);
+        assert_eq!(line, r#"{"valid": false, "violations": ["a \"b\"", "c"]}"#);
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["violations"][0], "a \"b\"");
     }
 }
