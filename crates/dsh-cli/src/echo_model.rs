@@ -130,7 +130,13 @@ fn summarize(messages: &[Message], results: &[&dsh_llm::ToolResultBlock]) -> Str
                 _ => None,
             })
             .unwrap_or_else(|| "tool".into());
-        let body = text_of(&r.content);
+        // One line per text block (notes follow the result on their own line).
+        let body = r
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect::<Vec<_>>()
+            .join("\n");
         let body = body.trim_end();
         if !out.is_empty() {
             out.push_str("\n\n");

@@ -6,7 +6,6 @@
 //! output carries no escape codes.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dsh_kernel::Registration;
@@ -60,17 +59,33 @@ impl Style {
     }
 }
 
+/// The prompt the line editor shows; redrawn after each turn on a terminal.
+pub const PROMPT: &str = "› ";
+
+/// Spinner frames, drawn on stderr while waiting for the first output.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
 struct PrinterState {
     at_line_start: bool,
     in_reasoning: bool,
+    /// No output yet in the current turn (the line still holds the prompt).
+    fresh_turn: bool,
+    /// The spinner is drawn on the current line.
+    spinner_on: bool,
+    /// The line editor draws the next prompt itself (after Ctrl-C).
+    skip_prompt: bool,
 }
 
 /// Prints one session's activity; registered as hook listeners.
+///
+/// All terminal writes (text, spinner frames, line clears) happen under one
+/// lock, so a spinner frame can never land inside, or erase, answer text.
 pub struct Printer {
     style: Style,
+    /// On a terminal: clear the pending prompt before a turn's first output
+    /// and redraw it after the turn.
+    interactive: bool,
     state: Mutex<PrinterState>,
-    /// Set once the first chunk of a turn arrived (stops the spinner).
-    pub first_token: AtomicBool,
 }
 
 impl Printer {
@@ -79,11 +94,71 @@ impl Printer {
             return;
         }
         let mut st = self.state.lock().expect("printer lock poisoned");
+        self.begin_output(&mut st);
         let mut out = std::io::stdout().lock();
         // A closed stdout must not kill the agent.
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
         st.at_line_start = text.ends_with('\n');
+    }
+
+    /// Before the first output of a turn: stop the spinner and, on a
+    /// terminal, erase the line that holds the prompt and the spinner.
+    fn begin_output(&self, st: &mut PrinterState) {
+        if st.spinner_on || (self.interactive && st.fresh_turn) {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(b"\r\x1b[2K");
+            let _ = err.flush();
+        }
+        st.spinner_on = false;
+        st.fresh_turn = false;
+    }
+
+    /// Shows the prompt again after a turn (the line editor still waits for
+    /// input; its next redraw lands on the same line).
+    fn redraw_prompt(&self) {
+        let mut st = self.state.lock().expect("printer lock poisoned");
+        if std::mem::take(&mut st.skip_prompt) {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(PROMPT.as_bytes());
+        let _ = out.flush();
+        // The next turn's first output erases this line before writing.
+        st.at_line_start = true;
+    }
+
+    /// The line editor will prompt after the current turn (it waited out an
+    /// abort): do not draw the prompt at that turn's end.
+    pub fn skip_next_prompt(&self) {
+        self.state
+            .lock()
+            .expect("printer lock poisoned")
+            .skip_prompt = true;
+    }
+
+    /// Shows a spinner on stderr (terminals only) until the turn's first
+    /// output. Must run inside a tokio runtime.
+    pub fn start_spinner(self: &Arc<Self>) {
+        if !self.interactive || !std::io::stderr().is_terminal() {
+            return;
+        }
+        self.state.lock().expect("printer lock poisoned").spinner_on = true;
+        let printer = self.clone();
+        tokio::spawn(async move {
+            for frame in SPINNER.iter().cycle().take(3000) {
+                {
+                    let st = printer.state.lock().expect("printer lock poisoned");
+                    if !st.spinner_on {
+                        return;
+                    }
+                    let mut err = std::io::stderr().lock();
+                    let _ = write!(err, "\r{frame} thinking…");
+                    let _ = err.flush();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+            }
+        });
     }
 
     fn line(&self, text: &str) {
@@ -99,7 +174,6 @@ impl Printer {
     }
 
     fn on_chunk(&self, chunk: &StreamChunk) {
-        self.first_token.store(true, Ordering::SeqCst);
         match chunk {
             StreamChunk::TextDelta { text, .. } => {
                 let was_reasoning = {
@@ -124,6 +198,10 @@ impl Printer {
 
     fn on_event(&self, data: &EventData) {
         match data {
+            EventData::TurnStart { .. } => {
+                let mut st = self.state.lock().expect("printer lock poisoned");
+                st.fresh_turn = true;
+            }
             EventData::ToolCall {
                 name, arguments, ..
             } => {
@@ -148,21 +226,26 @@ impl Printer {
                     self.line(&self.style.dim(&line));
                 }
             }
-            EventData::TurnEnd { reason, .. } => match reason {
-                TurnEndReason::Completed => self.line(""),
-                TurnEndReason::Aborted { reason } => self.line(&self.style.red(&format!(
-                    "[aborted: {}]",
-                    reason.as_deref().unwrap_or("aborted")
-                ))),
-                TurnEndReason::Error { message, code } => self.line(&self.style.red(&format!(
-                    "[error{}: {message}]",
-                    code.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
-                ))),
-                TurnEndReason::MaxSteps => {
-                    self.line(&self.style.red("[stopped: the turn hit the step limit]"))
+            EventData::TurnEnd { reason, .. } => {
+                match reason {
+                    TurnEndReason::Completed => self.line(""),
+                    TurnEndReason::Aborted { reason } => self.line(&self.style.red(&format!(
+                        "[aborted: {}]",
+                        reason.as_deref().unwrap_or("aborted")
+                    ))),
+                    TurnEndReason::Error { message, code } => self.line(&self.style.red(&format!(
+                        "[error{}: {message}]",
+                        code.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
+                    ))),
+                    TurnEndReason::MaxSteps => {
+                        self.line(&self.style.red("[stopped: the turn hit the step limit]"))
+                    }
+                    other => self.line(&format!("[turn ended: {}]", other.kind())),
                 }
-                other => self.line(&format!("[turn ended: {}]", other.kind())),
-            },
+                if self.interactive {
+                    self.redraw_prompt();
+                }
+            }
             _ => {}
         }
     }
@@ -200,14 +283,23 @@ fn excerpt(text: &str) -> String {
 }
 
 /// Registers the printer on the app's hooks for session `session_id`.
-pub fn install(app: &App, session_id: &str, style: Style) -> (Arc<Printer>, Registration) {
+/// `interactive`: stdin and stdout are a terminal (prompt handling on).
+pub fn install(
+    app: &App,
+    session_id: &str,
+    style: Style,
+    interactive: bool,
+) -> (Arc<Printer>, Registration) {
     let printer = Arc::new(Printer {
         style,
+        interactive,
         state: Mutex::new(PrinterState {
             at_line_start: true,
             in_reasoning: false,
+            fresh_turn: false,
+            spinner_on: false,
+            skip_prompt: false,
         }),
-        first_token: AtomicBool::new(false),
     });
     let p1 = printer.clone();
     let chunks = app

@@ -6,11 +6,9 @@
 //! sent in turn (each waits for the previous turn) and the process exits when
 //! the work is done.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Args;
 use dsh_agent::{Agent, AgentStatus};
@@ -44,9 +42,10 @@ async fn chat(args: ChatArgs) -> u8 {
     };
     let agent = handle.agent();
     let session_id = agent.session().id().to_string();
-    let (printer, printer_reg) = render::install(&app, &session_id, Style::detect());
-    let turn_ends = wait_turn_end(&app);
     let interactive = std::io::stdin().is_terminal();
+    let on_terminal = interactive && std::io::stdout().is_terminal();
+    let (printer, printer_reg) = render::install(&app, &session_id, Style::detect(), on_terminal);
+    let turn_ends = wait_turn_end(&app);
     if interactive {
         eprintln!(
             "dsh — model {} — session {session_id}\nType a message; Ctrl-C aborts a running turn, Ctrl-D exits.",
@@ -60,7 +59,7 @@ async fn chat(args: ChatArgs) -> u8 {
         interactive_loop(&agent, &printer, status_rx).await;
         status_reg.undo();
     } else {
-        piped_loop(&agent, &printer, &turn_ends).await;
+        piped_loop(&agent, &turn_ends).await;
     }
     printer_reg.undo();
     handle.dispose().await;
@@ -72,7 +71,7 @@ async fn chat(args: ChatArgs) -> u8 {
 }
 
 /// Sends each non-empty stdin line as a message and waits for its turn.
-async fn piped_loop(agent: &Arc<dyn Agent>, printer: &Arc<Printer>, turn_ends: &TurnEnds) {
+async fn piped_loop(agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) {
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
         let line = tokio::select! {
@@ -90,7 +89,6 @@ async fn piped_loop(agent: &Arc<dyn Agent>, printer: &Arc<Printer>, turn_ends: &
         if line.trim().is_empty() {
             continue;
         }
-        printer.first_token.store(false, Ordering::SeqCst);
         if let Err(e) = agent.send(vec![ContentBlock::text(line)], MessageSource::User) {
             eprintln!("dsh: {e}");
             return;
@@ -129,8 +127,28 @@ async fn interactive_loop(
     mut status: watch::Receiver<AgentStatus>,
 ) {
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
-    std::thread::spawn(move || read_lines(tx));
-    while let Some(input) = rx.recv().await {
+    // After Ctrl-C the reader waits for the aborted turn to end before it
+    // prompts again, so the turn's last output lands above the new prompt.
+    let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || read_lines(tx, resume_rx));
+    // Set while the reader waits out an aborted turn (the terminal is then
+    // in cooked mode, so a further Ctrl-C arrives as SIGINT, handled below).
+    let mut resume_pending = false;
+    loop {
+        let input = tokio::select! {
+            input = rx.recv() => input,
+            _ = tokio::signal::ctrl_c() => {
+                agent.abort(Some("user interrupt".into()));
+                continue;
+            }
+            _ = status.wait_for(|s| *s != AgentStatus::Running), if resume_pending => {
+                resume_pending = false;
+                // The reader is gone only when dsh is exiting.
+                let _ = resume_tx.send(());
+                continue;
+            }
+        };
+        let Some(input) = input else { return };
         let running = agent.status() == AgentStatus::Running;
         match input {
             Input::Eof => {
@@ -142,19 +160,19 @@ async fn interactive_loop(
                 return;
             }
             Input::Interrupt => {
-                if running {
-                    agent.abort(Some("user interrupt".into()));
-                } else {
+                if !running {
                     return;
                 }
+                printer.skip_next_prompt();
+                agent.abort(Some("user interrupt".into()));
+                resume_pending = true;
             }
             Input::Line(line) => {
                 if line.trim().is_empty() {
                     continue;
                 }
                 if !running {
-                    printer.first_token.store(false, Ordering::SeqCst);
-                    spawn_spinner(printer.clone());
+                    printer.start_spinner();
                 }
                 // `steer` is `send` when no turn runs.
                 if let Err(e) = agent.steer(vec![ContentBlock::text(line)], MessageSource::User) {
@@ -166,7 +184,7 @@ async fn interactive_loop(
     }
 }
 
-fn read_lines(tx: mpsc::UnboundedSender<Input>) {
+fn read_lines(tx: mpsc::UnboundedSender<Input>, resume: std::sync::mpsc::Receiver<()>) {
     use rustyline::error::ReadlineError;
     let mut editor = match rustyline::DefaultEditor::new() {
         Ok(e) => e,
@@ -182,7 +200,7 @@ fn read_lines(tx: mpsc::UnboundedSender<Input>) {
         let _ = editor.load_history(h);
     }
     loop {
-        let input = match editor.readline("› ") {
+        let input = match editor.readline(render::PROMPT) {
             Ok(line) => {
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());
@@ -197,7 +215,11 @@ fn read_lines(tx: mpsc::UnboundedSender<Input>) {
             }
         };
         let stop = matches!(input, Input::Eof);
+        let interrupted = matches!(input, Input::Interrupt);
         if tx.send(input).is_err() || stop {
+            break;
+        }
+        if interrupted && resume.recv().is_err() {
             break;
         }
     }
@@ -208,31 +230,4 @@ fn read_lines(tx: mpsc::UnboundedSender<Input>) {
         // History is a convenience; failing to save it is not an error.
         let _ = editor.save_history(h);
     }
-}
-
-/// Shows a spinner on stderr (terminals only) until the first token arrives.
-fn spawn_spinner(printer: Arc<Printer>) {
-    if !std::io::stderr().is_terminal() {
-        return;
-    }
-    tokio::spawn(async move {
-        const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-        let mut i = 0;
-        let mut shown = false;
-        while !printer.first_token.load(Ordering::SeqCst) && i < 3000 {
-            {
-                let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r{} thinking…", FRAMES[i % FRAMES.len()]);
-                let _ = err.flush();
-            }
-            shown = true;
-            i += 1;
-            tokio::time::sleep(Duration::from_millis(80)).await;
-        }
-        if shown {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
-        }
-    });
 }
