@@ -384,3 +384,85 @@ async fn reasoning_round_trips_into_the_next_request() {
         .text()
         .contains(r#""reasoning_content":"List the directory.""#));
 }
+
+fn roles_and_ids(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| {
+            let role = m["role"].as_str().unwrap_or("?");
+            match m["tool_call_id"].as_str() {
+                Some(id) => format!("{role}:{id}"),
+                None => match m["content"].as_str() {
+                    Some(c) if role == "user" => format!("user:{c}"),
+                    _ => role.to_string(),
+                },
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn tool_answers_move_ahead_of_context_logged_while_the_call_ran() {
+    let assistant = Message::assistant(vec![
+        ContentBlock::tool_call("a", "bash", "{}"),
+        ContentBlock::tool_call("b", "bash", "{}"),
+    ]);
+    let result = |id: &str| {
+        user_blocks(vec![ContentBlock::tool_result(
+            id,
+            vec![ContentBlock::text("ok")],
+            false,
+        )])
+    };
+    let opts = GenerateOptions {
+        model: "m".into(),
+        messages: vec![
+            Message::user_text("go"),
+            assistant.clone(),
+            result("a"),
+            Message::user_text("notice"),
+            result("b"),
+            Message::user_text("next"),
+        ]
+        .into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        roles_and_ids(&dsh_llm_deepseek::wire_messages(&opts)),
+        [
+            "user:go",
+            "assistant",
+            "tool:a",
+            "tool:b",
+            "user:notice",
+            "user:next"
+        ]
+    );
+
+    // Already valid histories, and calls never answered, are left as they are.
+    let valid = GenerateOptions {
+        model: "m".into(),
+        messages: vec![
+            Message::user_text("go"),
+            assistant.clone(),
+            result("a"),
+            result("b"),
+            Message::user_text("x"),
+        ]
+        .into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        roles_and_ids(&dsh_llm_deepseek::wire_messages(&valid)),
+        ["user:go", "assistant", "tool:a", "tool:b", "user:x"]
+    );
+    let hole = GenerateOptions {
+        model: "m".into(),
+        messages: vec![assistant, Message::user_text("notice")].into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        roles_and_ids(&dsh_llm_deepseek::wire_messages(&hole)),
+        ["assistant", "user:notice"]
+    );
+}
