@@ -322,6 +322,12 @@ impl App {
                         self.resolved.session_dir.display()
                     )));
                 }
+                if dsh_session::is_locked(&path) {
+                    bail!(UsageError(format!(
+                        "session \"{id}\" is in use by another dsh process ({})",
+                        path.display()
+                    )));
+                }
                 let log = dsh_session::load_jsonl(&path).map_err(|e| UsageError(e.to_string()))?;
                 if let Some(torn) = &log.torn_tail {
                     eprintln!(

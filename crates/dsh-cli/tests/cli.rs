@@ -529,3 +529,35 @@ async fn mcp_servers_from_the_flag_and_the_config() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "The cfg__add tool returned:\n2\n");
 }
+
+#[tokio::test]
+async fn resuming_a_session_in_use_is_refused() {
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "echo first"]);
+    assert_eq!(output(c).await.code, 0);
+    let file = sb.session_files()[0].clone();
+    let id = file.file_stem().unwrap().to_str().unwrap().to_string();
+    // Another writer holds the log.
+    let held = std::fs::File::open(&file).unwrap();
+    held.try_lock().unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let mut c = sb.dsh();
+    c.args(["run", "--resume", &id, "echo second"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("in use by another dsh process"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the log is untouched"
+    );
+    drop(held);
+    let mut c = sb.dsh();
+    c.args(["run", "--resume", &id, "echo second"]);
+    assert_eq!(output(c).await.code, 0);
+}

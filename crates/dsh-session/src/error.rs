@@ -77,6 +77,12 @@ pub enum SessionError {
         /// Events in the live session.
         in_memory: u64,
     },
+    /// Another process (or another store in this one) is writing the log.
+    #[error("session log {} is in use by another dsh process; wait for it to finish or use another session", path.display())]
+    Locked {
+        /// The log file.
+        path: std::path::PathBuf,
+    },
     /// The background writer task failed (panicked or was cancelled).
     #[error("session writer task failed: {0}")]
     Task(String),
@@ -85,8 +91,8 @@ pub enum SessionError {
 impl SessionError {
     /// The stable code: `DUPLICATE_SESSION`, `INVALID_SESSION_ID`,
     /// `SESSION_DIR_UNWRITABLE`, `CORRUPT_LOG`, `SESSION_NOT_FOUND`,
-    /// `SESSION_READ_FAILED`, `SESSION_WRITE_FAILED`, `SESSION_LOG_CONFLICT`
-    /// or `SESSION_TASK_FAILED`.
+    /// `SESSION_READ_FAILED`, `SESSION_WRITE_FAILED`, `SESSION_LOG_CONFLICT`,
+    /// `SESSION_LOCKED` or `SESSION_TASK_FAILED`.
     pub fn code(&self) -> &'static str {
         match self {
             SessionError::DuplicateSession(_) => "DUPLICATE_SESSION",
@@ -97,6 +103,7 @@ impl SessionError {
             SessionError::Read { .. } => "SESSION_READ_FAILED",
             SessionError::Write { .. } => "SESSION_WRITE_FAILED",
             SessionError::LogConflict { .. } => "SESSION_LOG_CONFLICT",
+            SessionError::Locked { .. } => "SESSION_LOCKED",
             SessionError::Task(_) => "SESSION_TASK_FAILED",
         }
     }

@@ -208,9 +208,10 @@ impl SessionPersistence for JsonlStore {
             path: path.clone(),
             source,
         };
-        let (next_seq, file) = match std::fs::read(&path) {
+        let (next_seq, file) = match std::fs::metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let file = open_append(&path).map_err(write_err)?;
+                lock_exclusive(&file, &path)?;
                 // Make the new directory entry durable too (power loss).
                 if let Err(e) = File::open(&self.dir).and_then(|d| d.sync_all()) {
                     tracing::debug!(dir = %self.dir.display(), "directory fsync failed: {e}");
@@ -218,9 +219,13 @@ impl SessionPersistence for JsonlStore {
                 (0, file)
             }
             Err(source) => return Err(SessionError::Read { path, source }),
-            Ok(bytes) => {
-                let scan = scan(&bytes, &path)?;
+            Ok(_) => {
+                // Lock before reading, so the scan sees what no one else is
+                // still appending to.
                 let mut file = open_append(&path).map_err(write_err)?;
+                lock_exclusive(&file, &path)?;
+                let bytes = read_file(&path)?;
+                let scan = scan(&bytes, &path)?;
                 let mut len = bytes.len();
                 if let Some(torn) = &scan.torn {
                     tracing::warn!(
@@ -336,6 +341,31 @@ fn read_file(path: &Path) -> Result<Vec<u8>, SessionError> {
             }
         }
     })
+}
+
+/// Takes the exclusive advisory lock of a log file, held while the file is
+/// open: two writers would interleave their lines.
+fn lock_exclusive(file: &File, path: &Path) -> Result<(), SessionError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked {
+            path: path.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(SessionError::Write {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Whether another writer holds the log at `path` right now (a missing file
+/// is free). For a friendly early error; [`JsonlStore`] itself enforces the
+/// lock when it opens the file.
+pub fn is_locked(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+        Err(_) => false,
+    }
 }
 
 fn open_append(path: &Path) -> std::io::Result<File> {

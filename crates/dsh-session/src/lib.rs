@@ -31,7 +31,8 @@ pub use derive::{derive_message, derive_messages, envelope};
 pub use error::SessionError;
 pub use event::{EventData, SessionEvent, TurnEndReason, TurnTrigger, EVENT_KINDS};
 pub use jsonl::{
-    install_jsonl, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line, JsonlStore,
+    install_jsonl, is_locked, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line,
+    JsonlStore,
 };
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};

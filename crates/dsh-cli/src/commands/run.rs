@@ -54,6 +54,17 @@ async fn run_async(args: RunArgs) -> u8 {
             }
         })
     });
+    // A turn can complete while its log failed to reach disk (the flush
+    // runs after turn/end); that must not look like success.
+    let persistence_errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let errors = persistence_errors.clone();
+    let error_listener = app.agents.hooks().error.on(move |e| {
+        if e.error.code().starts_with("SESSION_") {
+            if let Ok(mut v) = errors.lock() {
+                v.push(format!("[{}]: {}", e.error.code(), e.error.message()));
+            }
+        }
+    });
     let start = session.len();
     let turn_end = wait_turn_end(&app);
     let prompt = args.prompt.join(" ");
@@ -83,8 +94,21 @@ async fn run_async(args: RunArgs) -> u8 {
     }
     drop(json_listener);
     handle.dispose().await;
+    error_listener.undo();
     app.shutdown().await;
-    exit_code_for(reason.as_ref())
+    let code = exit_code_for(reason.as_ref());
+    let failures = persistence_errors
+        .lock()
+        .map(|v| v.clone())
+        .unwrap_or_default();
+    for f in &failures {
+        eprintln!("dsh: session log not saved: error {f}");
+    }
+    if code == 0 && !failures.is_empty() {
+        1
+    } else {
+        code
+    }
 }
 
 /// The text of the last assistant message among `events`.
