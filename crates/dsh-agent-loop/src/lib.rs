@@ -20,6 +20,8 @@
 //!
 //! Plugins should program against `dsh-agent`, not this crate.
 
+#![warn(missing_docs)]
+
 mod driver;
 pub mod invariants;
 pub mod retry_guard;

@@ -11,6 +11,8 @@
 //! before `step/start` is appended), and `agent/step-result` runs before the
 //! assistant message is logged.
 
+#![warn(missing_docs)]
+
 use std::sync::{Arc, Mutex};
 
 use dsh_kernel::{DshError, EmitHook, Registration, WaterfallHook};

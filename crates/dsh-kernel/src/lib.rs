@@ -14,6 +14,8 @@
 //! The crate also holds the harness-wide error shape, [`DshError`]: a stable
 //! `code`, a message and an optional cause.
 
+#![warn(missing_docs)]
+
 mod error;
 mod extensions;
 mod hooks;

@@ -12,6 +12,8 @@
 //! [`LlmService::stream`]. This crate does no I/O of its own and knows no
 //! provider: adapters live in their own crates (`dsh-llm-deepseek`).
 
+#![warn(missing_docs)]
+
 mod assembler;
 mod error;
 mod history;

@@ -36,6 +36,8 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod config;
 mod content;
 mod error;

@@ -8,6 +8,8 @@
 //! lets plugins rewrite the assembly. This crate holds no prompt text of its
 //! own.
 
+#![warn(missing_docs)]
+
 use std::sync::{Arc, Mutex};
 
 use dsh_kernel::{EmitHook, Registration, WaterfallHook};

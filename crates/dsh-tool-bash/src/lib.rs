@@ -9,6 +9,8 @@
 //!
 //! The tools know nothing about processes: that is the executor's job.
 
+#![warn(missing_docs)]
+
 mod render;
 
 use std::collections::HashMap;
