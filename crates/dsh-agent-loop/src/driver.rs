@@ -67,7 +67,7 @@ fn append_error(agent: &LoopAgent, turn: u64, step: u64, err: &DshError) {
         turn,
         step,
         message: err.message().to_string(),
-        code: Some(err.code().to_string()).filter(|c| !c.is_empty()),
+        code: code_of(err),
     });
     let _ = agent.services.registry.hooks().error.emit(&AgentFailure {
         agent: agent.handle(),
@@ -75,6 +75,19 @@ fn append_error(agent: &LoopAgent, turn: u64, step: u64, err: &DshError) {
         step,
         error: err.clone(),
     });
+}
+
+/// The code to log for `err` (absent when it has none).
+fn code_of(err: &DshError) -> Option<String> {
+    Some(err.code().to_string()).filter(|c| !c.is_empty())
+}
+
+/// The turn-end reason of a turn that failed with `err`.
+fn error_reason(err: &DshError) -> TurnEndReason {
+    TurnEndReason::Error {
+        message: err.message().to_string(),
+        code: code_of(err),
+    }
 }
 
 /// Takes every steering message, logs it and emits `agent/steering`.
@@ -170,10 +183,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
                     }
                 } else {
                     append_error(agent, turn, step, &err);
-                    TurnEndReason::Error {
-                        message: err.message().to_string(),
-                        code: Some(err.code().to_string()).filter(|c| !c.is_empty()),
-                    }
+                    error_reason(&err)
                 };
                 break;
             }
@@ -194,10 +204,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
                     Ok(c) => c,
                     Err(err) => {
                         append_error(agent, turn, step, &err);
-                        reason = TurnEndReason::Error {
-                            message: err.message().to_string(),
-                            code: Some(err.code().to_string()).filter(|c| !c.is_empty()),
-                        };
+                        reason = error_reason(&err);
                         break;
                     }
                 };

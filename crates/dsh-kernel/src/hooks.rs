@@ -83,14 +83,17 @@ impl<F: ?Sized + Send + Sync + 'static> Listeners<F> {
     }
 }
 
+/// The message of a caught panic payload (`panic!("…")` with a literal or a
+/// formatted string), or `None` for any other payload type.
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "listener panicked".to_string()
-    }
+    panic_text(payload).unwrap_or_else(|| "listener panicked".to_string())
 }
 
 /// Converts a listener's error into a [`DshError`], keeping the code of an

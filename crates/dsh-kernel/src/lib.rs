@@ -24,6 +24,6 @@ mod services;
 
 pub use error::{BoxError, DshError, ErrorCode};
 pub use extensions::Extensions;
-pub use hooks::{BoxFuture, EmitHook, Next, ParallelHook, WaterfallHook};
+pub use hooks::{panic_text, BoxFuture, EmitHook, Next, ParallelHook, WaterfallHook};
 pub use registration::{Registration, Scope};
 pub use services::{Kernel, KernelError};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_llm::{ContentBlock, ToolSchema};
-use dsh_tools::{raw_tool, ToolError};
+use dsh_tools::{json_kind, raw_tool, ToolError};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
 };
@@ -249,16 +249,5 @@ async fn call(
             codes::MCP_CALL_FAILED,
             format!("calling MCP server \"{}\" failed: {e}", shared.config.name),
         )),
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

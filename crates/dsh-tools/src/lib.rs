@@ -67,6 +67,7 @@ pub use args::{NoArgs, ToolArgs, ToolArgsField};
 pub use convert::to_json_schema;
 pub use dsh_tools_derive::ToolArgs;
 pub use error::{codes, SpecError, ToolArgsError, ToolError};
+pub use load::json_kind;
 pub use registry::{ToolExecution, ToolExecutionResult, ToolFailure, ToolRegistry};
 pub use spec::{SchemaProp, SchemaSpec, SchemaType};
 pub use tool::{

@@ -253,7 +253,7 @@ pub(crate) fn join_path(prefix: &str, name: &str) -> String {
 }
 
 /// `a string`, `an array`, … for error messages about a JSON value.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -499,11 +499,5 @@ fn unknown_tool(exec: &ToolExecution, names: &[String]) -> ToolExecutionResult {
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_string()
-    }
+    dsh_kernel::panic_text(payload).unwrap_or_else(|| "non-string panic payload".to_string())
 }

@@ -178,30 +178,15 @@ where
     F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static,
 {
-    let name = name.into();
-    let spec = Arc::new(A::schema_spec());
-    let schema = ToolSchema {
-        name: name.clone(),
-        description: description.into(),
-        parameters: to_json_schema(&spec),
-        strict: None,
-    };
-    let call_spec = spec.clone();
-    let call = move |inv: ToolInvocation| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let ctx = ToolContext::from_invocation(&name, &inv);
-        match prepare_args(&call_spec, &name, &inv.arguments, inv.finish.as_ref()) {
-            Err(e) => Box::pin(std::future::ready(Err(e))),
-            Ok((value, notes)) => match deserialize_validated::<A>(value) {
-                Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
-                Ok(args) => finish_body(body(args, ctx), notes),
-            },
-        }
-    };
-    TypedTool {
-        schema,
-        spec,
-        call: Arc::new(call),
-    }
+    typed_tool(
+        name.into(),
+        description.into(),
+        A::schema_spec(),
+        move |value, ctx, notes| match deserialize_validated::<A>(value) {
+            Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
+            Ok(args) => finish_body(body(args, ctx), notes),
+        },
+    )
 }
 
 /// Defines a tool declared at runtime (e.g. from configuration): the same
@@ -220,11 +205,28 @@ where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static,
 {
-    let name = name.into();
+    typed_tool(
+        name.into(),
+        description.into(),
+        spec,
+        move |value, ctx, notes| finish_body(body(value, ctx), notes),
+    )
+}
+
+/// The pipeline both typed builders share: parse the raw text and validate it
+/// against `spec` (errors never reach `run`), then hand the validated value,
+/// the call's context and the near-miss notes to `run`.
+fn typed_tool<R>(name: String, description: String, spec: SchemaSpec, run: R) -> TypedTool
+where
+    R: Fn(Value, ToolContext, Vec<String>) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+        + Send
+        + Sync
+        + 'static,
+{
     let spec = Arc::new(spec);
     let schema = ToolSchema {
         name: name.clone(),
-        description: description.into(),
+        description,
         parameters: to_json_schema(&spec),
         strict: None,
     };
@@ -233,7 +235,7 @@ where
         let ctx = ToolContext::from_invocation(&name, &inv);
         match prepare_args(&call_spec, &name, &inv.arguments, inv.finish.as_ref()) {
             Err(e) => Box::pin(std::future::ready(Err(e))),
-            Ok((value, notes)) => finish_body(body(value, ctx), notes),
+            Ok((value, notes)) => run(value, ctx, notes),
         }
     };
     TypedTool {
