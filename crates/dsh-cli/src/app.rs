@@ -234,8 +234,7 @@ impl App {
     /// Builds the stack. Must run inside a tokio runtime.
     ///
     /// # Errors
-    /// [`UsageError`] for an unusable session directory; any registration
-    /// failure.
+    /// Any registration failure.
     pub fn build(resolved: Resolved) -> anyhow::Result<App> {
         let kernel = Kernel::new();
         let scope = Scope::new();
@@ -255,10 +254,6 @@ impl App {
 
         let store = Arc::new(SessionStore::new());
         scope.add(kernel.provide(store.clone())?);
-        scope.add(
-            dsh_session::install_jsonl(&store, &resolved.session_dir)
-                .map_err(|e| UsageError(e.to_string()))?,
-        );
 
         let prompt = Arc::new(PromptService::new());
         scope.add(kernel.provide(prompt.clone())?);
@@ -311,7 +306,8 @@ impl App {
     /// when given (the log is seeded and new events append to the same file).
     ///
     /// # Errors
-    /// A resume id whose log is missing or corrupt.
+    /// An unusable session directory ([`UsageError`]); a resume id whose log
+    /// is missing, corrupt or in use.
     pub fn create_agent(&self, resume: Option<&str>) -> anyhow::Result<AgentHandle> {
         let (session_id, seed) = match resume {
             Some(id) => {
@@ -340,6 +336,12 @@ impl App {
             }
             None => (dsh_session::new_session_id(), Vec::new()),
         };
+        // Persistence starts with the first agent: commands that make none
+        // (`tools list`, `mcp list`) never touch the session directory.
+        self.scope.add(
+            dsh_session::install_jsonl(&self.store, &self.resolved.session_dir)
+                .map_err(|e| UsageError(e.to_string()))?,
+        );
         let options = AgentOptions {
             model: Some(self.resolved.model.clone()),
             system_prompt: self.resolved.system_prompt.clone(),

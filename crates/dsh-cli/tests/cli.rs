@@ -450,6 +450,24 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
         tools[1]["parameters"]["required"],
         json!(["command", "description"])
     );
+    assert!(
+        !sb.sessions().exists(),
+        "listing tools writes no session directory"
+    );
+}
+
+#[tokio::test]
+async fn an_unusable_session_dir_is_a_usage_error() {
+    let sb = Sandbox::new();
+    let file = sb.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let dir = file.join("sessions");
+    let mut c = sb.dsh();
+    c.args(["run", "--session-dir", dir.to_str().unwrap(), "echo hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("not-a-dir"), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "no turn ran: {}", out.stdout);
 }
 
 #[tokio::test]
