@@ -2,21 +2,25 @@
 //! tool, at session lengths of about 100 and 10,000 steps; and the memory of
 //! 1,000 idle agents in one process (printed once).
 //!
+//! The stack comes from the `dsh` library (no prompt sections, no built-in
+//! tools, sessions in memory).
+//!
 //! `cargo bench -p dsh-benches --bench agent_loop`
+
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use dsh_agent::{AgentOptions, AgentRegistry};
-use dsh_agent_loop::{AgentLoop, LoopSetup};
-use dsh_kernel::Kernel;
+use dsh::{Stack, StackOptions};
+use dsh_agent::AgentOptions;
+use dsh_agent_loop::LoopSetup;
 use dsh_llm::scripted::{ReplyBuilder, ScriptedReply};
-use dsh_llm::{
-    ChunkStream, ContentBlock, GenerateOptions, LlmAdapter, LlmService, MessageSource, Role,
-};
-use dsh_session::{SessionEvent, SessionStore};
-use dsh_tools::{define_tool, NoArgs, ToolContext, ToolError, ToolRegistry};
+use dsh_llm::{ChunkStream, ContentBlock, LlmAdapter, MessageSource, ModelRequest, Role};
+use dsh_session::{EventPayload, SessionEvent};
+use dsh_tools::{define_tool, NoArgs, ToolContext, ToolError};
 
 /// Steps per measured turn.
 const STEPS: usize = 50;
@@ -31,7 +35,7 @@ impl LlmAdapter for BenchModel {
         "bench"
     }
 
-    fn stream(&self, options: GenerateOptions) -> ChunkStream {
+    fn stream(&self, options: ModelRequest) -> ChunkStream {
         let ScriptedReply::Chunks(chunks) = respond(&options) else {
             unreachable!("respond only builds complete replies")
         };
@@ -40,7 +44,7 @@ impl LlmAdapter for BenchModel {
 }
 
 /// Calls `noop` until the turn has STEPS-1 tool results, then answers.
-fn respond(o: &GenerateOptions) -> ScriptedReply {
+fn respond(o: &ModelRequest) -> ScriptedReply {
     let (results, n) = o.messages.with(|msgs| {
         let since_user = msgs
             .iter()
@@ -63,23 +67,20 @@ fn respond(o: &GenerateOptions) -> ScriptedReply {
     }
 }
 
-struct Stack {
-    kernel: Kernel,
-    agents: Arc<AgentRegistry>,
-    _scope: dsh_kernel::Scope,
-}
-
+/// The library's stack with only what the loop needs: no coding prompt, no
+/// built-in tools, sessions in memory; the bench model and one `noop` tool.
 fn stack() -> Stack {
-    let kernel = Kernel::new();
-    let scope = dsh_kernel::Scope::new();
-    let llm = Arc::new(LlmService::new());
-    scope.add(kernel.provide(llm.clone()).unwrap());
-    scope.add(llm.register_adapter(&["m"], Arc::new(BenchModel)).unwrap());
-    scope.add(kernel.provide(Arc::new(SessionStore::new())).unwrap());
-    let tools = Arc::new(ToolRegistry::new());
-    scope.add(kernel.provide(tools.clone()).unwrap());
-    scope.add(
-        tools
+    let resolved = dsh::resolve(&dsh::Settings::default()).unwrap();
+    let options = StackOptions {
+        coding_prompt: false,
+        builtin_tools: false,
+        persist_sessions: false,
+    };
+    let stack = Stack::build_with(resolved, options).unwrap();
+    stack.add_adapter(&["m"], Arc::new(BenchModel)).unwrap();
+    stack.scope.add(
+        stack
+            .tools
             .register(
                 define_tool("noop", "Does nothing.", |_: NoArgs, _: ToolContext| async {
                     Ok::<_, ToolError>(vec![ContentBlock::text("ok")])
@@ -88,18 +89,14 @@ fn stack() -> Stack {
             )
             .unwrap(),
     );
-    let agents = Arc::new(AgentRegistry::new());
-    scope.add(kernel.provide(agents.clone()).unwrap());
-    Stack {
-        kernel,
-        agents,
-        _scope: scope,
-    }
+    stack
 }
 
 /// Runs `turns` turns of STEPS steps and returns the session log.
 async fn grow(st: &Stack, turns: usize) -> Vec<SessionEvent> {
-    let h = AgentLoop::create(&st.kernel, "grow", opts()).unwrap();
+    let h = st
+        .spawn_agent("grow", opts(), LoopSetup::default())
+        .unwrap();
     let agent = h.agent();
     for _ in 0..turns {
         one_turn(st, &agent).await;
@@ -125,9 +122,11 @@ fn opts() -> AgentOptions {
 async fn one_turn(st: &Stack, agent: &Arc<dyn dsh_agent::Agent>) {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let tx = std::sync::Mutex::new(Some(tx));
-    let reg = st.agents.hooks().turn_end.on(move |_| {
-        if let Some(tx) = tx.lock().unwrap().take() {
-            let _ = tx.send(());
+    let reg = st.agents.hooks().event.on(move |e| {
+        if matches!(e.event.data, EventPayload::TurnEnd(_)) {
+            if let Some(tx) = tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
         }
     });
     agent
@@ -156,16 +155,16 @@ fn per_step(c: &mut Criterion) {
                     rt.block_on(async {
                         let mut total = Duration::ZERO;
                         for i in 0..iters {
-                            let h = AgentLoop::create_with(
-                                &st.kernel,
-                                &format!("b{steps}-{i}"),
-                                opts(),
-                                LoopSetup {
-                                    session_id: None,
-                                    seed: seed.clone(),
-                                },
-                            )
-                            .unwrap();
+                            let h = st
+                                .spawn_agent(
+                                    &format!("b{steps}-{i}"),
+                                    opts(),
+                                    LoopSetup {
+                                        session_id: None,
+                                        seed: seed.clone(),
+                                    },
+                                )
+                                .unwrap();
                             let agent = h.agent();
                             // Untimed warm-up turn: a freshly built seed log is cold in the
                             // caches; a long session in use is not.
@@ -200,7 +199,10 @@ fn idle_agents_memory(rt: &tokio::runtime::Runtime, st: &Stack) {
     let before = rss_kib();
     let handles: Vec<_> = rt.block_on(async {
         (0..1000)
-            .map(|i| AgentLoop::create(&st.kernel, &format!("idle-{i}"), opts()).unwrap())
+            .map(|i| {
+                st.spawn_agent(&format!("idle-{i}"), opts(), LoopSetup::default())
+                    .unwrap()
+            })
             .collect()
     });
     let after = rss_kib();

@@ -2,6 +2,9 @@
 //!
 //! `cargo bench -p dsh-benches --bench assembler`
 
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use dsh_benches::{realistic_response, text_deltas};
 use dsh_llm::BlockAssembler;

@@ -10,6 +10,9 @@
 //! over every timed criterion iteration, and of the medians of interleaved
 //! single calls (robust to load that changes between the criterion runs).
 
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +20,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use dsh_bash::{BashExecutor, BashRequest};
 use dsh_bash_local::{LocalBashConfig, LocalBashExecutor};
-use dsh_tools::{ToolExecution, ToolRegistry};
+use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
 
 /// Total measured time and iterations per benchmark, for the final ratio.
 static TOTALS: Mutex<Vec<(&'static str, Duration, u64)>> = Mutex::new(Vec::new());
@@ -54,8 +57,8 @@ fn bash_true(c: &mut Criterion) {
     let registry = ToolRegistry::new();
     let installed = dsh_tool_bash::install(&registry, exec.clone()).expect("install bash tools");
     let args = r#"{"command":"true","description":"Do nothing"}"#;
-    let call = || ToolExecution::new("call-1", "bash", args);
-    let check = rt.block_on(registry.execute(call()));
+    let call = ToolCall::new("call-1", "bash", args);
+    let check = rt.block_on(registry.execute(&call, CallEnv::default()));
     assert_eq!(check.text(), "(no output)", "the tool runs `true`");
 
     let mut g = c.benchmark_group("bash_true");
@@ -95,7 +98,7 @@ fn bash_true(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let start = Instant::now();
             for _ in 0..iters {
-                let result = rt.block_on(registry.execute(call()));
+                let result = rt.block_on(registry.execute(&call, CallEnv::default()));
                 assert!(!result.is_error);
             }
             let elapsed = start.elapsed();
@@ -139,7 +142,7 @@ fn bash_true(c: &mut Criterion) {
         samples[1].push(start.elapsed());
         assert_eq!(result.exit_code, Some(0));
         let start = Instant::now();
-        let result = rt.block_on(registry.execute(call()));
+        let result = rt.block_on(registry.execute(&call, CallEnv::default()));
         samples[2].push(start.elapsed());
         assert!(!result.is_error);
     }

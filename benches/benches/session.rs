@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p dsh-benches --bench session`
 
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,22 +15,26 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use dsh_llm::{ContentBlock, MessageSource, StreamChunk};
-use dsh_session::{EventData, Session, SessionEvent, SessionPersistence};
+use dsh_session::{
+    AssistantMessageEvent, ChunkEvent, EventPayload, MessageEvent, Session, SessionEvent,
+    SessionPersistence, StepEvent, ToolCallEvent, ToolResultEvent,
+};
+use dsh_tools::{ToolCall, ToolResult};
 
 /// The events one tool step appends.
-fn step_events(turn: u64, step: u64) -> Vec<EventData> {
+fn step_events(turn: u64, step: u64) -> Vec<EventPayload> {
     let id = format!("call_{turn}_{step}");
     vec![
-        EventData::StepStart { turn, step },
-        EventData::AssistantChunk {
+        EventPayload::StepStart(StepEvent { turn, step }),
+        EventPayload::AssistantChunk(ChunkEvent {
             turn,
             step,
             chunk: StreamChunk::TextDelta {
                 index: 0,
                 text: "Checking the files.".into(),
             },
-        },
-        EventData::AssistantMessage {
+        }),
+        EventPayload::AssistantMessage(AssistantMessageEvent {
             turn,
             step,
             content: vec![
@@ -38,33 +45,32 @@ fn step_events(turn: u64, step: u64) -> Vec<EventData> {
                     r#"{"command":"ls","description":"List files"}"#,
                 ),
             ],
-        },
-        EventData::ToolCall {
+        }),
+        EventPayload::ToolCall(ToolCallEvent {
             turn,
             step,
-            call_id: id.clone(),
-            name: "bash".into(),
-            arguments: r#"{"command":"ls","description":"List files"}"#.into(),
-        },
-        EventData::ToolResult {
+            call: ToolCall::new(
+                id.clone(),
+                "bash",
+                r#"{"command":"ls","description":"List files"}"#,
+            ),
+        }),
+        EventPayload::ToolResult(ToolResultEvent {
             turn,
             step,
-            call_id: id,
-            content: vec![ContentBlock::text("Cargo.toml\nsrc\n")],
-            is_error: false,
-            error_code: None,
-        },
-        EventData::StepEnd { turn, step },
+            result: ToolResult::success(id, vec![ContentBlock::text("Cargo.toml\nsrc\n")]),
+        }),
+        EventPayload::StepEnd(StepEvent { turn, step }),
     ]
 }
 
 /// A log of about `n` events (user message, then tool steps).
 fn log_of(n: usize) -> Vec<SessionEvent> {
     let s = Session::detached("seed", Vec::new());
-    s.append(EventData::UserMessage {
+    s.append(EventPayload::UserMessage(MessageEvent {
         content: vec![ContentBlock::text("List the files, repeatedly.")],
         source: MessageSource::User,
-    });
+    }));
     let mut step = 0;
     while s.len() < n {
         step += 1;

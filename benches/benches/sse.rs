@@ -1,7 +1,10 @@
-//! SSE parse + translate throughput on the shared 2,000-event DeepSeek
-//! fixture, fed in 1–4 KiB network pieces.
+//! SSE parse + translate throughput on the 2,000-event DeepSeek fixture in
+//! `testdata/` (see `testdata/README.md`), fed in 1–4 KiB network pieces.
 //!
 //! `cargo bench -p dsh-benches --bench sse`
+
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use dsh_llm_deepseek::{SseParser, Translator};
@@ -21,7 +24,12 @@ fn pieces(bytes: &[u8]) -> Vec<&[u8]> {
 }
 
 fn bench(c: &mut Criterion) {
-    let fixture = std::fs::read(dsh_benches::SSE_FIXTURE).expect("the shared SSE fixture");
+    let fixture = std::fs::read(dsh_benches::SSE_FIXTURE).unwrap_or_else(|e| {
+        panic!(
+            "cannot read the SSE fixture {}: {e}",
+            dsh_benches::SSE_FIXTURE
+        )
+    });
     let pieces = pieces(&fixture);
     let mut g = c.benchmark_group("sse");
     g.throughput(Throughput::Bytes(fixture.len() as u64));

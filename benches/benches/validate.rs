@@ -2,10 +2,13 @@
 //!
 //! `cargo bench -p dsh-benches --bench validate`
 
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use dsh_tools::{validate_args, SchemaSpec, ToolArgs};
+use dsh_schema::{validate_args, SchemaSpec, ToolArgs};
 use serde_json::{json, Value};
 
 /// A spec with 50 leaves: five objects of ten properties each.

@@ -1,11 +1,15 @@
 //! Shared fixtures for the dsh benchmarks.
 
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use dsh_llm::StreamChunk;
 
-/// Path of the shared 2,000-event DeepSeek SSE fixture.
+/// Path of the recorded 2,000-event DeepSeek SSE fixture in the repository's
+/// `testdata/` (described in `testdata/README.md`).
 pub const SSE_FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/data/deepseek-stream-2000.sse"
+    "/../testdata/deepseek-stream-2000.sse"
 );
 
 /// 2,000 text deltas on one block, as a chat answer streams.
@@ -24,7 +28,7 @@ pub fn text_deltas(n: usize) -> Vec<StreamChunk> {
     out
 }
 
-/// A realistic 2,000-chunk response shaped like the shared fixture: 1,290
+/// A realistic 2,000-chunk response shaped like the SSE fixture: 1,290
 /// reasoning deltas, 500 text deltas, a tool call whose arguments arrive one
 /// character per delta, the block-ends, usage and finish.
 pub fn realistic_response() -> Vec<StreamChunk> {

@@ -2,7 +2,7 @@
 //! the checks and a serialize → load round trip.
 #![no_main]
 
-use dsh_tools::{to_json_schema, SchemaSpec};
+use dsh_schema::{to_json_schema, SchemaSpec};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

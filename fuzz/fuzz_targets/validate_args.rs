@@ -5,7 +5,7 @@
 //! are parsed leniently (an unusable spec falls back to a fixed one).
 #![no_main]
 
-use dsh_tools::{
+use dsh_schema::{
     near_miss_notes, normalize_integers, to_json_schema, validate_args, SchemaProp, SchemaSpec,
 };
 use libfuzzer_sys::fuzz_target;

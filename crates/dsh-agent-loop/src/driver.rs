@@ -1,25 +1,30 @@
 //! The driver task: the idle wait, turns and steps.
+//!
+//! A step is two halves: [`stream_step`] (assemble the request, stream the
+//! model, log the raw chunks, assemble the reply) and [`dispatch_tools`] (log
+//! the reply, run each tool call through the registry, log each result).
 
 use std::sync::Arc;
 
 use dsh_agent::{
-    Agent, AgentFailure, AgentStatus, ChunkReceived, ContinuationContext, RequestContext,
-    SteeringDelivered, StepBoundary, StepResultContext, TurnEnd, TurnStart,
+    Agent, AgentEvent, AgentStatus, ContinuationContext, RequestContext, StepResultContext,
 };
-use dsh_kernel::{DshError, Extensions};
-use dsh_llm::{BlockAssembler, ContentBlock, FinishReason, GenerateOptions, MessageSource};
-use dsh_session::{EventData, TurnEndReason, TurnTrigger};
-use dsh_tools::{ToolExecution, ToolExecutionResult};
+use dsh_kernel::{DshError, ErrorCode, Extensions};
+use dsh_llm::{
+    BlockAssembler, ContentBlock, FinishReason, Message, MessageSource, ModelRequest, TokenUsage,
+};
+use dsh_protocol::codes;
+use dsh_session::{
+    AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
+    SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
+    TurnStartEvent, TurnTrigger, UsageEvent,
+};
+use dsh_tools::{error_result, unknown_tool, CallEnv, ContextSink, ToolCall, ToolError};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::retry_guard::RetryGuard;
+use crate::retry_guard::TurnGuard;
 use crate::{LoopAgent, Pending, StepControl, LOOP_PLUGIN_NAME};
-
-/// Code of the error when neither the options nor `agent/request` name a model.
-const NO_MODEL: &str = "NO_MODEL";
-/// Code of aborts and of results synthesized for calls an abort skipped.
-const ABORTED: &str = "ABORTED";
 
 /// Runs the agent until it is disposed.
 pub(crate) async fn run(agent: Arc<LoopAgent>) {
@@ -42,7 +47,7 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
         turn += 1;
         if let Err(err) = run_turn(&agent, turn).await {
             // Backstop: an exception escaped the turn body (a turn-start or
-            // turn-end listener). Failures inside the backstop are swallowed.
+            // turn-end listener). Failures inside the backstop are contained.
             append_error(&agent, turn, 0, &err);
         }
         // Re-queue leftover steering and go idle under one lock: a `steer`
@@ -60,21 +65,41 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
     }
 }
 
-/// Appends an `error` event and emits `agent/error` (listener failures are
-/// contained by the hook).
+impl LoopAgent {
+    /// Appends `data` to the session and emits `agent/event` (listener
+    /// failures contained and logged).
+    pub(crate) fn record(&self, data: EventPayload) -> Arc<SessionEvent> {
+        let event = self.session.append(data);
+        self.services.registry.hooks().event.emit(&AgentEvent {
+            agent: self.handle(),
+            event: event.clone(),
+        });
+        event
+    }
+
+    /// [`LoopAgent::record`] for the events whose observers may stop the
+    /// turn: a listener failure is returned.
+    fn record_checked(&self, data: EventPayload) -> Result<(), DshError> {
+        let event = self.session.append(data);
+        self.services
+            .registry
+            .hooks()
+            .event
+            .emit_checked(&AgentEvent {
+                agent: self.handle(),
+                event,
+            })
+    }
+}
+
+/// Logs an `error` event (its observers' failures are contained).
 fn append_error(agent: &LoopAgent, turn: u64, step: u64, err: &DshError) {
-    agent.session.append(EventData::Error {
+    agent.record(EventPayload::Error(ErrorEvent {
         turn,
         step,
         message: err.message().to_string(),
         code: code_of(err),
-    });
-    let _ = agent.services.registry.hooks().error.emit(&AgentFailure {
-        agent: agent.handle(),
-        turn,
-        step,
-        error: err.clone(),
-    });
+    }));
 }
 
 /// The code to log for `err` (absent when it has none).
@@ -90,28 +115,16 @@ fn error_reason(err: &DshError) -> TurnEndReason {
     }
 }
 
-/// Takes every steering message, logs it and emits `agent/steering`.
-/// Returns whether any existed.
+/// Takes every steering message and logs it. Returns whether any existed.
 fn drain_steering(agent: &LoopAgent, turn: u64) -> Result<bool, DshError> {
     let drained: Vec<Pending> = agent.lock().steering.drain(..).collect();
     let any = !drained.is_empty();
     for m in drained {
-        agent.session.append(EventData::SteeringMessage {
+        agent.record_checked(EventPayload::SteeringMessage(SteeringEvent {
             turn,
-            content: m.content.clone(),
-            source: m.source.clone(),
-        });
-        agent
-            .services
-            .registry
-            .hooks()
-            .steering
-            .emit(&SteeringDelivered {
-                agent: agent.handle(),
-                turn,
-                content: m.content,
-                source: m.source,
-            })?;
+            content: m.content,
+            source: m.source,
+        }))?;
     }
     Ok(any)
 }
@@ -124,35 +137,26 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
         .map(|m| m.source.clone())
         .unwrap_or_default();
     for m in drained {
-        agent.session.append(EventData::UserMessage {
+        agent.record(EventPayload::UserMessage(MessageEvent {
             content: m.content,
             source: m.source,
-        });
+        }));
     }
-    agent.session.append(EventData::TurnStart {
+    agent.record_checked(EventPayload::TurnStart(TurnStartEvent {
         turn,
         trigger: TurnTrigger::Message {
             source: trigger_source,
         },
-    });
-    hooks.turn_start.emit(&TurnStart {
-        agent: agent.handle(),
-        turn,
-    })?;
+    }))?;
 
-    let mut guard = RetryGuard::new(agent.options.repeat_failure_limit);
+    let guard = Arc::new(TurnGuard::new(agent.options.repeat_failure_limit));
     let mut reason = TurnEndReason::Completed;
     let mut step = 0u64;
     loop {
         step += 1;
         drain_steering(agent, turn)?;
-        let boundary = StepBoundary {
-            agent: agent.handle(),
-            turn,
-            step,
-        };
-        hooks.step_start.emit(&boundary)?;
-        agent.session.append(EventData::StepStart { turn, step });
+        let boundary = StepEvent { turn, step };
+        agent.record_checked(EventPayload::StepStart(boundary))?;
 
         let cancel = CancellationToken::new();
         {
@@ -168,13 +172,12 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
                 cancel.cancel();
             }
         }
-        let outcome = run_step(agent, turn, step, &cancel, &mut guard).await;
+        let outcome = run_step(agent, boundary, &cancel, &guard).await;
         let abort_reason = agent.lock().step.take().and_then(|s| s.reason);
 
         match outcome {
             Err(err) => {
-                agent.session.append(EventData::StepEnd { turn, step });
-                hooks.step_end.emit(&boundary)?;
+                agent.record_checked(EventPayload::StepEnd(boundary))?;
                 reason = if agent.is_disposed() {
                     TurnEndReason::Disposed
                 } else if cancel.is_cancelled() {
@@ -189,8 +192,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
             }
             Ok(had_tool_calls) => {
                 let steered = drain_steering(agent, turn)?;
-                agent.session.append(EventData::StepEnd { turn, step });
-                hooks.step_end.emit(&boundary)?;
+                agent.record_checked(EventPayload::StepEnd(boundary))?;
                 let ctx = ContinuationContext {
                     agent: agent.handle(),
                     turn,
@@ -227,15 +229,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
         }
     }
 
-    agent.session.append(EventData::TurnEnd {
-        turn,
-        reason: reason.clone(),
-    });
-    hooks.turn_end.emit(&TurnEnd {
-        agent: agent.handle(),
-        turn,
-        reason,
-    })?;
+    agent.record_checked(EventPayload::TurnEnd(TurnEndEvent { turn, reason }))?;
     if let Err(err) = agent.services.store.flush(&agent.session).await {
         append_error(agent, turn, step, &err);
     }
@@ -249,18 +243,37 @@ fn aborted_error(agent: &LoopAgent) -> DshError {
         .as_ref()
         .and_then(|s| s.reason.clone())
         .unwrap_or_else(|| "aborted".into());
-    DshError::new(ABORTED, reason)
+    DshError::new(codes::ABORTED, reason)
 }
 
 /// One model call and its tool calls. `Ok(had_tool_calls)` on success.
 async fn run_step(
     agent: &Arc<LoopAgent>,
-    turn: u64,
-    step: u64,
+    at: StepEvent,
     cancel: &CancellationToken,
-    guard: &mut RetryGuard,
+    guard: &Arc<TurnGuard>,
 ) -> Result<bool, DshError> {
+    let reply = stream_step(agent, at, cancel).await?;
+    dispatch_tools(agent, at, reply, cancel, guard).await
+}
+
+/// What [`stream_step`] produced: the assistant message (after
+/// `agent/step-result`), how the model finished and what it reported using.
+struct Reply {
+    message: Message,
+    finish: FinishReason,
+    usage: Option<TokenUsage>,
+}
+
+/// Builds the request, runs `agent/request`, streams the model (logging each
+/// raw chunk) and assembles the reply; runs `agent/step-result` on it.
+async fn stream_step(
+    agent: &Arc<LoopAgent>,
+    at: StepEvent,
+    cancel: &CancellationToken,
+) -> Result<Reply, DshError> {
     let hooks = agent.services.registry.hooks();
+    let StepEvent { turn, step } = at;
     let request = build_request(agent, cancel).await;
     let ctx = RequestContext {
         agent: agent.handle(),
@@ -274,7 +287,7 @@ async fn run_step(
         .await?;
     if request.model.is_empty() {
         return Err(DshError::new(
-            NO_MODEL,
+            codes::NO_MODEL,
             format!(
                 "agent \"{}\" has no model: set AgentOptions.model or supply one via the agent/request waterfall",
                 agent.id
@@ -284,7 +297,6 @@ async fn run_step(
 
     let mut stream = agent.services.llm.stream(request).await;
     let mut asm = BlockAssembler::new();
-    let wants_chunks = !hooks.stream_chunk.is_empty();
     loop {
         let item = tokio::select! {
             biased;
@@ -299,20 +311,12 @@ async fn run_step(
         if cancel.is_cancelled() {
             return Err(aborted_error(agent));
         }
-        agent.session.append(EventData::AssistantChunk {
+        asm.push(&chunk);
+        agent.record_checked(EventPayload::AssistantChunk(ChunkEvent {
             turn,
             step,
-            chunk: chunk.clone(),
-        });
-        if wants_chunks {
-            hooks.stream_chunk.emit(&ChunkReceived {
-                agent: agent.handle(),
-                turn,
-                step,
-                chunk: chunk.clone(),
-            })?;
-        }
-        asm.push(&chunk);
+            chunk,
+        }))?;
     }
     drop(stream);
 
@@ -320,11 +324,12 @@ async fn run_step(
     match &finish {
         FinishReason::Error { message, code } => {
             return Err(DshError::new(
-                code.clone().unwrap_or_else(|| "MODEL_ERROR".into()),
+                code.clone()
+                    .unwrap_or_else(|| codes::MODEL_ERROR.to_string()),
                 message.clone(),
             ))
         }
-        FinishReason::Aborted => return Err(DshError::new(ABORTED, "model stream aborted")),
+        FinishReason::Aborted => return Err(DshError::new(codes::ABORTED, "model stream aborted")),
         _ => {}
     }
     let message = asm.message().map_err(DshError::from)?;
@@ -338,16 +343,30 @@ async fn run_step(
         .step_result
         .call(ctx, |c| async move { Ok(c.message) })
         .await?;
-    agent.session.append(EventData::AssistantMessage {
-        turn,
-        step,
-        content: message.content.clone(),
-    });
-    if let Some(usage) = asm.usage() {
-        agent.session.append(EventData::Usage { turn, step, usage });
-    }
+    Ok(Reply {
+        message,
+        finish,
+        usage: asm.usage(),
+    })
+}
 
-    let calls: Vec<dsh_llm::ToolCallBlock> = message
+/// Logs the reply and its usage, then runs each tool call through the
+/// registry in order, logging each call before it runs and its result after.
+/// An abort answers every call not yet run with a synthesized result.
+async fn dispatch_tools(
+    agent: &Arc<LoopAgent>,
+    at: StepEvent,
+    reply: Reply,
+    cancel: &CancellationToken,
+    guard: &Arc<TurnGuard>,
+) -> Result<bool, DshError> {
+    let StepEvent { turn, step } = at;
+    let Reply {
+        message,
+        finish,
+        usage,
+    } = reply;
+    let calls: Vec<ToolCall> = message
         .content
         .iter()
         .filter_map(|b| match b {
@@ -355,43 +374,40 @@ async fn run_step(
             _ => None,
         })
         .collect();
+    agent.record(EventPayload::AssistantMessage(AssistantMessageEvent {
+        turn,
+        step,
+        content: message.content,
+    }));
+    if let Some(usage) = usage {
+        agent.record(EventPayload::Usage(UsageEvent { turn, step, usage }));
+    }
+
     for (i, call) in calls.iter().enumerate() {
         if cancel.is_cancelled() {
             let err = aborted_error(agent);
-            synthesize_results(agent, turn, step, &calls[i..], &err);
+            synthesize_results(agent, at, &calls[i..], &err);
             return Err(err);
         }
-        agent.session.append(EventData::ToolCall {
+        agent.record(EventPayload::ToolCall(ToolCallEvent {
             turn,
             step,
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        });
-        let mut extensions = Extensions::new();
-        extensions.insert::<Arc<dyn Agent>>(agent.handle());
-        let exec = ToolExecution {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            finish: Some(finish.clone()),
-            cancel: cancel.clone(),
-            extensions,
+            call: call.clone(),
+        }));
+        let result = match &agent.services.tools {
+            Some(tools) => {
+                tools
+                    .execute(call, call_env(agent, &finish, cancel, guard))
+                    .await
+            }
+            None => unknown_tool(call, &[]),
         };
-        let mut result = match &agent.services.tools {
-            Some(tools) => tools.execute(exec).await,
-            None => no_registry_result(&call.id, &call.name),
-        };
-        let steer_note = guard.observe(&call.name, &mut result, agent.services.tools.as_deref());
-        agent.session.append(EventData::ToolResult {
+        agent.record(EventPayload::ToolResult(ToolResultEvent {
             turn,
             step,
-            call_id: result.call_id.clone(),
-            content: result.content,
-            is_error: result.is_error,
-            error_code: result.failure.map(|f| f.code),
-        });
-        if let Some(note) = steer_note {
+            result,
+        }));
+        if let Some(note) = guard.take_note() {
             agent.lock().steering.push_back(Pending {
                 content: vec![ContentBlock::text(note)],
                 source: MessageSource::plugin(LOOP_PLUGIN_NAME),
@@ -399,15 +415,35 @@ async fn run_step(
         }
         if cancel.is_cancelled() {
             let err = aborted_error(agent);
-            synthesize_results(agent, turn, step, &calls[i + 1..], &err);
+            synthesize_results(agent, at, &calls[i + 1..], &err);
             return Err(err);
         }
     }
     Ok(!calls.is_empty())
 }
 
+/// The environment of one tool call: the step's finish reason and token, and
+/// the agent (as `Arc<dyn Agent>` and as the tools' [`ContextSink`]) and the
+/// turn's retry guard in the extensions.
+fn call_env(
+    agent: &Arc<LoopAgent>,
+    finish: &FinishReason,
+    cancel: &CancellationToken,
+    guard: &Arc<TurnGuard>,
+) -> CallEnv {
+    let mut extensions = Extensions::new();
+    extensions.insert::<Arc<dyn Agent>>(agent.handle());
+    extensions.insert::<Arc<dyn ContextSink>>(agent.clone());
+    extensions.insert::<Arc<TurnGuard>>(guard.clone());
+    CallEnv {
+        finish: Some(finish.clone()),
+        cancel: cancel.clone(),
+        extensions,
+    }
+}
+
 /// Assembles the prompt and builds the step's request.
-async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> GenerateOptions {
+async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> ModelRequest {
     let (rendered, tools) = match &agent.services.prompt {
         Some(prompt) => {
             let assembly = prompt.assemble().await;
@@ -431,7 +467,7 @@ async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> Generat
     .filter(|s| !s.is_empty())
     .collect();
     let system = system.join("\n\n");
-    GenerateOptions {
+    ModelRequest {
         model: agent.options.model.clone().unwrap_or_default(),
         messages: agent.session.derive_messages(),
         system: (!system.is_empty()).then_some(system),
@@ -441,41 +477,21 @@ async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> Generat
     }
 }
 
-fn no_registry_result(call_id: &str, name: &str) -> ToolExecutionResult {
-    let message = format!("unknown tool \"{name}\" (no tools are available)");
-    ToolExecutionResult {
-        call_id: call_id.to_string(),
-        content: vec![ContentBlock::text(format!("Error: {message}"))],
-        is_error: true,
-        failure: Some(dsh_tools::ToolFailure {
-            tool: name.to_string(),
-            code: "UNKNOWN_TOOL".into(),
-            message,
-            violations: Vec::new(),
-        }),
-    }
-}
-
-/// Logs an error result for every call the failed step never answered, so the
+/// Logs an error result for every call the failed step never ran, so the
 /// history stays valid for providers that require an answer to every call.
-fn synthesize_results(
-    agent: &LoopAgent,
-    turn: u64,
-    step: u64,
-    unanswered: &[dsh_llm::ToolCallBlock],
-    err: &DshError,
-) {
+fn synthesize_results(agent: &LoopAgent, at: StepEvent, unanswered: &[ToolCall], err: &DshError) {
+    let error = ToolError::new(
+        err.code().to_string(),
+        format!(
+            "tool call not executed: the step ended first ({})",
+            err.message()
+        ),
+    );
     for call in unanswered {
-        agent.session.append(EventData::ToolResult {
-            turn,
-            step,
-            call_id: call.id.clone(),
-            content: vec![ContentBlock::text(format!(
-                "Error: tool call not executed: the step ended first ({})",
-                err.message()
-            ))],
-            is_error: true,
-            error_code: Some(err.code().to_string()),
-        });
+        agent.record(EventPayload::ToolResult(ToolResultEvent {
+            turn: at.turn,
+            step: at.step,
+            result: error_result(call.call_id.clone(), &error),
+        }));
     }
 }

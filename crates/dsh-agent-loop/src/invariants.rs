@@ -13,8 +13,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use dsh_agent::{AgentRegistry, AgentStatus};
+use dsh_kernel::sync::lock;
 use dsh_kernel::Registration;
-use dsh_session::{EventData, SessionStore};
+use dsh_session::{
+    ErrorEvent, EventPayload, SessionStore, StepEvent, ToolCallEvent, ToolResultEvent,
+    TurnEndEvent, TurnStartEvent,
+};
 
 #[derive(Default)]
 struct SessionTrack {
@@ -35,18 +39,12 @@ pub struct Invariants {
 impl Invariants {
     /// Every violation seen so far, in order.
     pub fn violations(&self) -> Vec<String> {
-        self.violations
-            .lock()
-            .expect("invariants lock poisoned")
-            .clone()
+        lock(&self.violations).clone()
     }
 
     fn report(&self, v: String) {
         tracing::error!("invariant violated: {v}");
-        self.violations
-            .lock()
-            .expect("invariants lock poisoned")
-            .push(v);
+        lock(&self.violations).push(v);
     }
 }
 
@@ -58,13 +56,11 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
     // disposal) is a new log: its checks start over.
     let t2 = tracks.clone();
     let created = store.on_created().on(move |session| {
-        t2.lock()
-            .expect("invariants lock poisoned")
-            .remove(session.id());
+        lock(&t2).remove(session.id());
     });
     let i2 = inv.clone();
     let events = store.on_event().on(move |(session, event)| {
-        let mut tracks = tracks.lock().expect("invariants lock poisoned");
+        let mut tracks = lock(&tracks);
         let t = tracks
             .entry(session.id().to_string())
             .or_insert_with(|| SessionTrack {
@@ -82,7 +78,7 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
         }
         t.next_seq = event.seq + 1;
         match &event.data {
-            EventData::TurnStart { turn, .. } => {
+            EventPayload::TurnStart(TurnStartEvent { turn, .. }) => {
                 if let Some(open) = t.open_turn {
                     i2.report(format!(
                         "{id}: turn {turn} started while turn {open} is open"
@@ -98,7 +94,7 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
                 t.last_turn = *turn;
                 t.last_step = 0;
             }
-            EventData::StepStart { turn, step } => {
+            EventPayload::StepStart(StepEvent { turn, step }) => {
                 if t.open_turn != Some(*turn) {
                     i2.report(format!("{id}: step {step} of turn {turn} outside its turn"));
                 }
@@ -113,7 +109,7 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
                 t.open_step = Some(*step);
                 t.last_step = *step;
             }
-            EventData::StepEnd { step, .. } => {
+            EventPayload::StepEnd(StepEvent { step, .. }) => {
                 if t.open_step != Some(*step) {
                     i2.report(format!("{id}: step/end {step} without its step/start"));
                 }
@@ -126,7 +122,7 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
                 }
                 t.open_step = None;
             }
-            EventData::TurnEnd { turn, .. } => {
+            EventPayload::TurnEnd(TurnEndEvent { turn, .. }) => {
                 if t.open_turn != Some(*turn) {
                     i2.report(format!("{id}: turn/end {turn} without its turn/start"));
                 }
@@ -135,7 +131,7 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
                 }
                 t.open_turn = None;
             }
-            EventData::Error { turn, step: 0, .. } if t.open_turn == Some(*turn) => {
+            EventPayload::Error(ErrorEvent { turn, step: 0, .. }) if t.open_turn == Some(*turn) => {
                 // The loop's backstop: an exception escaped the turn body (a
                 // turn-start or step listener) and the turn ends without its
                 // `turn/end` (reference §3.3). The turn is closed here, so the
@@ -144,14 +140,15 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
                 t.open_step = None;
                 t.pending_calls.clear();
             }
-            EventData::ToolCall { call_id, .. } => {
+            EventPayload::ToolCall(ToolCallEvent { call, .. }) => {
+                let call_id = &call.call_id;
                 if t.open_step.is_none() {
                     i2.report(format!("{id}: tool/call {call_id} outside a step"));
                 }
-                t.pending_calls.push(call_id.clone());
+                t.pending_calls.push(call_id.to_string());
             }
-            EventData::ToolResult { call_id, .. } => {
-                match t.pending_calls.iter().position(|c| c == call_id) {
+            EventPayload::ToolResult(ToolResultEvent { result, .. }) => {
+                match t.pending_calls.iter().position(|c| *c == result.call_id) {
                     Some(pos) => {
                         t.pending_calls.remove(pos);
                     }
@@ -169,13 +166,11 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
     // Likewise an agent registered under a disposed agent's id starts idle.
     let s2 = statuses.clone();
     let agent_created = registry.hooks().created.on(move |agent| {
-        s2.lock()
-            .expect("invariants lock poisoned")
-            .remove(agent.id());
+        lock(&s2).remove(agent.id().as_str());
     });
     let i3 = inv.clone();
     let status = registry.hooks().status.on(move |change| {
-        let mut statuses = statuses.lock().expect("invariants lock poisoned");
+        let mut statuses = lock(&statuses);
         let id = change.agent.id().to_string();
         let from = statuses.get(&id).copied().unwrap_or(AgentStatus::Idle);
         let legal = matches!(

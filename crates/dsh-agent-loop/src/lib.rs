@@ -8,7 +8,7 @@
 //! → log the assistant message → run each tool call through the registry →
 //! drain steering → `agent/turn-continuation`) → `turn/end` → await
 //! `session/flush` → re-queue leftover steering. Ordering follows
-//! `shared/reference/session-loop-bash.md` §3.
+//! `docs/reference/agent-loop.md` §3.
 //!
 //! Beyond the reference:
 //! - a failed or aborted step never leaves a tool call without a result: the
@@ -32,11 +32,13 @@ use std::sync::{Arc, Mutex, Weak};
 use dsh_agent::{
     Agent, AgentError, AgentOptions, AgentRegistry, AgentStatus, Queued, StatusChange,
 };
-use dsh_kernel::{Kernel, Registration};
+use dsh_kernel::sync::lock;
+use dsh_kernel::{DshError, ErrorCode, Kernel, Registration};
 use dsh_llm::{ContentBlock, LlmService, MessageSource};
 use dsh_prompt::PromptService;
-use dsh_session::{EventData, Session, SessionEvent, SessionStore};
-use dsh_tools::ToolRegistry;
+use dsh_protocol::AgentId;
+use dsh_session::{EventPayload, MessageEvent, Session, SessionEvent, SessionStore};
+use dsh_tools::{ContextSink, ToolRegistry};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -91,18 +93,22 @@ impl AgentLoop {
         let tools = kernel.try_service::<ToolRegistry>();
         let prompt = kernel.try_service::<PromptService>();
         if registry.get(id).is_some() {
-            return Err(AgentError::Duplicate(id.to_string()));
+            return Err(AgentError::Duplicate(id.into()));
         }
         let session_id = setup.session_id.unwrap_or_else(|| format!("{id}-session"));
         let (session, session_reg) =
             store
                 .create(Some(session_id), setup.seed)
                 .map_err(|e| AgentError::Session {
-                    code: e.code(),
+                    code: e.code().to_string(),
                     message: e.to_string(),
                 })?;
+        let guard_reg = match &tools {
+            Some(tools) => retry_guard::install(kernel, tools),
+            None => Registration::noop(),
+        };
         let agent = Arc::new_cyclic(|me: &Weak<LoopAgent>| LoopAgent {
-            id: id.to_string(),
+            id: AgentId::from(id),
             options,
             session,
             me: me.clone(),
@@ -136,7 +142,9 @@ impl AgentLoop {
         Ok(AgentHandle {
             agent,
             task: Some(task),
+            // The guard stays with the registry: later agents share it.
             registrations: vec![session_reg, agent_reg],
+            _guard: guard_reg,
         })
     }
 }
@@ -148,6 +156,9 @@ pub struct AgentHandle {
     agent: Arc<LoopAgent>,
     task: Option<tokio::task::JoinHandle<()>>,
     registrations: Vec<Registration>,
+    /// The retry guard's listener when this agent installed it; never undone
+    /// by the agent (the registry keeps it for every agent).
+    _guard: Registration,
 }
 
 impl AgentHandle {
@@ -245,7 +256,7 @@ impl State {
 
 /// The agent driven by the loop.
 struct LoopAgent {
-    id: String,
+    id: AgentId,
     options: AgentOptions,
     session: Arc<Session>,
     me: Weak<LoopAgent>,
@@ -256,13 +267,16 @@ struct LoopAgent {
 
 impl LoopAgent {
     fn handle(&self) -> Arc<dyn Agent> {
-        self.me
-            .upgrade()
-            .expect("the agent outlives every call made through its handle")
+        // The driver and every call through the handle hold an `Arc` of the
+        // agent, so `me` upgrades whenever this runs.
+        match self.me.upgrade() {
+            Some(me) => me,
+            None => unreachable!("the agent outlives every call made through its handle"),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("agent state lock poisoned")
+        lock(&self.state)
     }
 
     fn is_disposed(&self) -> bool {
@@ -305,7 +319,7 @@ impl LoopAgent {
                 }
             };
             // Listener failures are contained and logged by the hook.
-            let _ = self.services.registry.hooks().status.emit(&StatusChange {
+            self.services.registry.hooks().status.emit(&StatusChange {
                 agent: self.handle(),
                 status,
             });
@@ -358,7 +372,7 @@ impl LoopAgent {
             self.wake.notify_one();
         }
         // Listener failures are contained and logged by the hook.
-        let _ = self.services.registry.hooks().queued.emit(&Queued {
+        self.services.registry.hooks().queued.emit(&Queued {
             agent: self.handle(),
             content,
             source,
@@ -369,7 +383,7 @@ impl LoopAgent {
 }
 
 impl Agent for LoopAgent {
-    fn id(&self) -> &str {
+    fn id(&self) -> &AgentId {
         &self.id
     }
 
@@ -397,8 +411,10 @@ impl Agent for LoopAgent {
         if self.is_disposed() {
             return Err(AgentError::Disposed(self.id.clone()));
         }
-        self.session
-            .append(EventData::ContextMessage { content, source });
+        self.record(EventPayload::ContextMessage(MessageEvent {
+            content,
+            source,
+        }));
         Ok(())
     }
 
@@ -410,5 +426,15 @@ impl Agent for LoopAgent {
                 step.cancel.cancel();
             }
         }
+    }
+}
+
+impl ContextSink for LoopAgent {
+    fn inject_context(
+        &self,
+        content: Vec<ContentBlock>,
+        source: MessageSource,
+    ) -> Result<(), DshError> {
+        self.inject(content, source).map_err(DshError::from)
     }
 }

@@ -11,7 +11,7 @@ use dsh_agent::{Agent, AgentError, AgentStatus};
 use dsh_kernel::DshError;
 use dsh_llm::scripted::{ReplyBuilder, ScriptedReply};
 use dsh_llm::{ContentBlock, FinishReason, LlmError, LlmErrorKind, MessageSource};
-use dsh_session::TurnEndReason;
+use dsh_session::{EventPayload, TurnEndReason};
 use dsh_tools::{define_tool, NoArgs, ToolError};
 use tokio::sync::{mpsc, oneshot};
 
@@ -147,11 +147,11 @@ fn hang_after_text() -> ScriptedReply {
 async fn abort_from_a_chunk_listener_ends_the_turn_aborted_with_the_reason() {
     let h = Harness::scripted([hang_after_text()]);
     let mut tap = Tap::install(&h.registry);
-    let reg = h
-        .registry
-        .hooks()
-        .stream_chunk
-        .on(|c| c.agent.abort(Some("user interrupt".into())));
+    let reg = h.registry.hooks().event.on(|c| {
+        if matches!(c.event.data, EventPayload::AssistantChunk(_)) {
+            c.agent.abort(Some("user interrupt".into()))
+        }
+    });
     let handle = h.agent("a1");
     let agent = handle.agent();
     send(&agent, "hi");
@@ -232,7 +232,7 @@ async fn abort_during_a_tool_answers_every_call_and_keeps_the_history_valid() {
         let release_rx = release_rx.lock().unwrap().take();
         r.fetch_add(1, Ordering::SeqCst);
         async move {
-            let _ = started_tx.send(ctx.call_id.clone());
+            let _ = started_tx.send(ctx.call_id.to_string());
             if let Some(rx) = release_rx {
                 let _ = rx.await;
             }
@@ -476,15 +476,16 @@ async fn a_failing_turn_start_listener_is_caught_by_the_backstop() {
     let mut tap = Tap::install(&h.registry);
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
-    let reg =
-        h.registry
-            .hooks()
-            .turn_start
-            .try_on(move |_| match c.fetch_add(1, Ordering::SeqCst) {
-                0 => Err("listener exploded".into()),
-                1 => panic!("listener panicked hard"),
-                _ => Ok(()),
-            });
+    let reg = h.registry.hooks().event.try_on(move |e| {
+        if !matches!(e.event.data, EventPayload::TurnStart(_)) {
+            return Ok(());
+        }
+        match c.fetch_add(1, Ordering::SeqCst) {
+            0 => Err("listener exploded".into()),
+            1 => panic!("listener panicked hard"),
+            _ => Ok(()),
+        }
+    });
     let handle = h.agent("a1");
     let agent = handle.agent();
 
@@ -619,7 +620,10 @@ async fn a_failing_turn_end_listener_keeps_turn_end_but_skips_the_flush() {
     h.keep(reg);
     let failed = Arc::new(AtomicBool::new(false));
     let fl = failed.clone();
-    let reg = h.registry.hooks().turn_end.try_on(move |_| {
+    let reg = h.registry.hooks().event.try_on(move |e| {
+        if !matches!(e.event.data, EventPayload::TurnEnd(_)) {
+            return Ok(());
+        }
         if fl.swap(true, Ordering::SeqCst) {
             Ok(())
         } else {

@@ -1,6 +1,7 @@
 //! Property test: arbitrary schedules of send / steer / inject / abort
 //! against a scripted model never lose or duplicate a message, keep turn
 //! numbers increasing and the log replayable.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -13,8 +14,11 @@ use common::*;
 use dsh_agent::{Agent, AgentStatus};
 use dsh_kernel::Registration;
 use dsh_llm::scripted::ScriptedAdapter;
-use dsh_llm::{ContentBlock, GenerateOptions, MessageSource, Role};
-use dsh_session::{derive_messages, EventData, Session};
+use dsh_llm::{ContentBlock, MessageSource, ModelRequest, Role};
+use dsh_session::{
+    derive_messages, EventPayload, MessageEvent, Session, SteeringEvent, TurnEndEvent,
+    TurnStartEvent,
+};
 use dsh_tools::{define_tool, NoArgs, ToolError};
 use proptest::prelude::*;
 use tokio::sync::{mpsc, watch};
@@ -50,7 +54,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Answers with text, or with a tool call when a message since the last
 /// assistant message asks for one and no tool result has come back yet.
-fn respond(req: &GenerateOptions, n: &AtomicUsize) -> dsh_llm::scripted::ScriptedReply {
+fn respond(req: &ModelRequest, n: &AtomicUsize) -> dsh_llm::scripted::ScriptedReply {
     let history = req.messages.to_vec();
     let since: Vec<_> = history
         .iter()
@@ -76,15 +80,14 @@ fn respond(req: &GenerateOptions, n: &AtomicUsize) -> dsh_llm::scripted::Scripte
 /// Whether every text of `expected` is in the log as a user or steering message.
 fn all_logged(log: &Session, expected: &[String]) -> bool {
     let logged = texts_of(log, |d| match d {
-        EventData::UserMessage { content, .. } | EventData::SteeringMessage { content, .. } => {
-            Some(text_of(content))
-        }
+        EventPayload::UserMessage(MessageEvent { content, .. })
+        | EventPayload::SteeringMessage(SteeringEvent { content, .. }) => Some(text_of(content)),
         _ => None,
     });
     expected.iter().all(|t| logged.contains(t))
 }
 
-fn texts_of(log: &Session, pick: impl Fn(&EventData) -> Option<String>) -> Vec<String> {
+fn texts_of(log: &Session, pick: impl Fn(&EventPayload) -> Option<String>) -> Vec<String> {
     log.events().iter().filter_map(|e| pick(&e.data)).collect()
 }
 
@@ -112,7 +115,7 @@ async fn run_schedule(ops: Vec<Op>, virtual_time: bool) {
     let reg = h.registry.hooks().status.on(move |c| {
         if c.status == AgentStatus::Idle {
             let drained = c.agent.session().events().iter().any(|e| {
-                matches!(&e.data, EventData::UserMessage { content, .. } if text_of(content) == END)
+                matches!(&e.data, EventPayload::UserMessage(MessageEvent { content, .. }) if text_of(content) == END)
             });
             if drained {
                 let _ = done_tx.send(());
@@ -127,15 +130,19 @@ async fn run_schedule(ops: Vec<Op>, virtual_time: bool) {
     let hooks = h.registry.hooks();
     let bump = move || progress_tx.send_modify(|n| *n += 1);
     let b = bump.clone();
-    let r1 = hooks.stream_chunk.on(move |_| b());
-    let b = bump.clone();
-    let r2 = hooks.step_start.on(move |_| b());
-    let b = bump.clone();
-    let r3 = hooks.step_end.on(move |_| b());
-    let b = bump.clone();
-    let r4 = hooks.turn_start.on(move |_| b());
-    let r5 = hooks.status.on(move |_| bump());
-    h.keep(Registration::merge(vec![r1, r2, r3, r4, r5]));
+    let r1 = hooks.event.on(move |e| {
+        if matches!(
+            e.event.data,
+            EventPayload::AssistantChunk(_)
+                | EventPayload::StepStart(_)
+                | EventPayload::StepEnd(_)
+                | EventPayload::TurnStart(_)
+        ) {
+            b()
+        }
+    });
+    let r2 = hooks.status.on(move |_| bump());
+    h.keep(Registration::merge(vec![r1, r2]));
 
     let handle = h.agent("a1");
     let agent: Arc<dyn Agent> = handle.agent();
@@ -190,15 +197,15 @@ async fn run_schedule(ops: Vec<Op>, virtual_time: bool) {
     let log = agent.session();
     // No message lost or duplicated.
     let users = texts_of(&log, |d| match d {
-        EventData::UserMessage { content, .. } => Some(text_of(content)),
+        EventPayload::UserMessage(MessageEvent { content, .. }) => Some(text_of(content)),
         _ => None,
     });
     let steerings = texts_of(&log, |d| match d {
-        EventData::SteeringMessage { content, .. } => Some(text_of(content)),
+        EventPayload::SteeringMessage(SteeringEvent { content, .. }) => Some(text_of(content)),
         _ => None,
     });
     let contexts = texts_of(&log, |d| match d {
-        EventData::ContextMessage { content, .. } => Some(text_of(content)),
+        EventPayload::ContextMessage(MessageEvent { content, .. }) => Some(text_of(content)),
         _ => None,
     });
     let mut delivered: HashMap<String, usize> = HashMap::new();
@@ -229,8 +236,8 @@ async fn run_schedule(ops: Vec<Op>, virtual_time: bool) {
     let mut fresh_messages = 0;
     for e in log.events().iter() {
         match &e.data {
-            EventData::UserMessage { .. } => fresh_messages += 1,
-            EventData::TurnStart { turn, .. } => {
+            EventPayload::UserMessage(_) => fresh_messages += 1,
+            EventPayload::TurnStart(TurnStartEvent { turn, .. }) => {
                 assert_eq!(*turn, last + 1, "turn numbers are consecutive");
                 assert!(!open);
                 assert!(fresh_messages > 0, "turn {turn} started without a message");
@@ -238,7 +245,7 @@ async fn run_schedule(ops: Vec<Op>, virtual_time: bool) {
                 open = true;
                 fresh_messages = 0;
             }
-            EventData::TurnEnd { turn, .. } => {
+            EventPayload::TurnEnd(TurnEndEvent { turn, .. }) => {
                 assert_eq!(*turn, last);
                 assert!(open);
                 open = false;

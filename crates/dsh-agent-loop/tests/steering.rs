@@ -1,5 +1,6 @@
 //! Steering (where it lands, what it forces), the blind-retry guard and the
 //! step cap.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -10,7 +11,9 @@ use common::*;
 use dsh_agent::{Agent, AgentOptions, AgentStatus};
 use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter, ScriptedReply};
 use dsh_llm::{ContentBlock, LlmError, LlmErrorKind, MessageSource};
-use dsh_session::{EventData, TurnEndReason};
+use dsh_session::{
+    EventPayload, MessageEvent, SteeringEvent, StepEvent, ToolResultEvent, TurnEndReason,
+};
 use dsh_tools::{define_tool, NoArgs, ToolArgs, ToolError};
 
 /// Arguments of the test tools.
@@ -26,11 +29,11 @@ fn steering_events(agent: &Arc<dyn Agent>) -> Vec<(u64, String, MessageSource)> 
         .events()
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::SteeringMessage {
+            EventPayload::SteeringMessage(SteeringEvent {
                 turn,
                 content,
                 source,
-            } => Some((*turn, text_of(content), source.clone())),
+            }) => Some((*turn, text_of(content), source.clone())),
             _ => None,
         })
         .collect()
@@ -39,7 +42,10 @@ fn steering_events(agent: &Arc<dyn Agent>) -> Vec<(u64, String, MessageSource)> 
 /// Registers a listener that steers `what` once, at the first chunk.
 fn steer_at_first_chunk(h: &Harness, what: &'static str) -> dsh_kernel::Registration {
     let once = AtomicBool::new(false);
-    h.registry.hooks().stream_chunk.on(move |c| {
+    h.registry.hooks().event.on(move |c| {
+        if !matches!(c.event.data, EventPayload::AssistantChunk(_)) {
+            return;
+        }
         if !once.swap(true, Ordering::SeqCst) {
             assert_eq!(c.agent.status(), AgentStatus::Running);
             c.agent.steer(text(what), MessageSource::User).unwrap();
@@ -161,7 +167,10 @@ async fn steering_from_a_step_end_listener_forces_another_step_and_opens_it() {
     let h = Harness::scripted([say(&["one"]), say(&["two"])]);
     let mut tap = Tap::install(&h.registry);
     let once = AtomicBool::new(false);
-    let reg = h.registry.hooks().step_end.on(move |s| {
+    let reg = h.registry.hooks().event.on(move |s| {
+        if !matches!(s.event.data, EventPayload::StepEnd(_)) {
+            return;
+        }
         if !once.swap(true, Ordering::SeqCst) {
             s.agent
                 .steer(text("one more thing"), MessageSource::User)
@@ -221,7 +230,7 @@ async fn steering_in_a_failed_step_becomes_a_new_turn() {
     let users: Vec<String> = events
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::UserMessage { content, .. } => Some(text_of(content)),
+            EventPayload::UserMessage(MessageEvent { content, .. }) => Some(text_of(content)),
             _ => None,
         })
         .collect();
@@ -297,14 +306,14 @@ async fn repeated_identical_failures_get_the_schema_then_a_steering_note() {
     let events = agent.session().events();
     let at = events
         .iter()
-        .position(|e| matches!(e.data, EventData::SteeringMessage { .. }))
+        .position(|e| matches!(e.data, EventPayload::SteeringMessage(_)))
         .unwrap();
     assert!(
-        matches!(&events[at - 1].data, EventData::ToolResult { call_id, .. } if call_id == "c3")
+        matches!(&events[at - 1].data, EventPayload::ToolResult(ToolResultEvent { result, .. }) if result.call_id == "c3")
     );
     assert!(matches!(
         events[at + 1].data,
-        EventData::StepEnd { step: 3, .. }
+        EventPayload::StepEnd(StepEvent { step: 3, .. })
     ));
     let reqs = h.model.requests();
     assert_eq!(reqs.len(), 4);
@@ -358,10 +367,10 @@ async fn the_retry_guard_tells_different_failures_apart_and_honours_its_limit() 
     let events = agent.session().events();
     let at = events
         .iter()
-        .position(|e| matches!(e.data, EventData::SteeringMessage { .. }))
+        .position(|e| matches!(e.data, EventPayload::SteeringMessage(_)))
         .unwrap();
     assert!(
-        matches!(&events[at - 1].data, EventData::ToolResult { call_id, .. } if call_id == "c3")
+        matches!(&events[at - 1].data, EventPayload::ToolResult(ToolResultEvent { result, .. }) if result.call_id == "c3")
     );
     handle.dispose().await;
     h.assert_no_violations();
@@ -403,7 +412,10 @@ async fn steering_from_a_turn_start_listener_opens_the_first_step() {
     let h = Harness::scripted([say(&["ok"])]);
     let mut tap = Tap::install(&h.registry);
     let once = AtomicBool::new(false);
-    let reg = h.registry.hooks().turn_start.on(move |t| {
+    let reg = h.registry.hooks().event.on(move |t| {
+        if !matches!(t.event.data, EventPayload::TurnStart(_)) {
+            return;
+        }
         if !once.swap(true, Ordering::SeqCst) {
             t.agent.steer(text("early"), MessageSource::User).unwrap();
         }

@@ -1,5 +1,6 @@
 //! Turns that run to completion: event order, hook order, tool dispatch, the
 //! bad-arguments round trip, batching, inject, prompts, seeded sessions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -10,9 +11,12 @@ use common::*;
 use dsh_agent::{Agent, AgentError, AgentOptions, AgentStatus};
 use dsh_agent_loop::AgentLoop;
 use dsh_llm::scripted::ReplyBuilder;
-use dsh_llm::{ContentBlock, GenerateOptions, Message, MessageSource, Role, ToolResultBlock};
+use dsh_llm::{ContentBlock, Message, MessageSource, ModelRequest, Role, ToolResultBlock};
 use dsh_prompt::{PromptService, Section};
-use dsh_session::{derive_messages, EventData, TurnEndReason, TurnTrigger};
+use dsh_session::{
+    derive_messages, AssistantMessageEvent, EventPayload, MessageEvent, StepEvent, ToolCallEvent,
+    TurnEndReason, TurnStartEvent, TurnTrigger,
+};
 use dsh_tools::{define_tool, ToolArgs, ToolError};
 
 /// Arguments of the test tools.
@@ -31,7 +35,7 @@ fn last_kind(agent: &Arc<dyn Agent>) -> String {
         .unwrap_or_default()
 }
 
-fn last_message_of(req: &GenerateOptions) -> Message {
+fn last_message_of(req: &ModelRequest) -> Message {
     req.messages.last().expect("a non-empty history")
 }
 
@@ -44,35 +48,17 @@ async fn single_step_text_turn_logs_and_emits_in_reference_order() {
     let hooks = h.registry.hooks();
     let mut regs = Vec::new();
     let s = seen.clone();
-    regs.push(
-        hooks
-            .turn_start
-            .on(move |t| s.lock().unwrap().push(("turn-start", last_kind(&t.agent)))),
-    );
-    let s = seen.clone();
-    regs.push(
-        hooks
-            .step_start
-            .on(move |t| s.lock().unwrap().push(("step-start", last_kind(&t.agent)))),
-    );
-    let s = seen.clone();
-    regs.push(
-        hooks
-            .stream_chunk
-            .on(move |t| s.lock().unwrap().push(("chunk", last_kind(&t.agent)))),
-    );
-    let s = seen.clone();
-    regs.push(
-        hooks
-            .step_end
-            .on(move |t| s.lock().unwrap().push(("step-end", last_kind(&t.agent)))),
-    );
-    let s = seen.clone();
-    regs.push(
-        hooks
-            .turn_end
-            .on(move |t| s.lock().unwrap().push(("turn-end", last_kind(&t.agent)))),
-    );
+    regs.push(hooks.event.on(move |e| {
+        let boundary = match &e.event.data {
+            EventPayload::TurnStart(_) => "turn-start",
+            EventPayload::StepStart(_) => "step-start",
+            EventPayload::AssistantChunk(_) => "chunk",
+            EventPayload::StepEnd(_) => "step-end",
+            EventPayload::TurnEnd(_) => "turn-end",
+            _ => return,
+        };
+        s.lock().unwrap().push((boundary, last_kind(&e.agent)));
+    }));
 
     let handle = h.agent("a1");
     let agent = handle.agent();
@@ -90,19 +76,19 @@ async fn single_step_text_turn_logs_and_emits_in_reference_order() {
     let events = agent.session().events();
     assert!(matches!(
         &events[1].data,
-        EventData::TurnStart {
+        EventPayload::TurnStart(TurnStartEvent {
             turn: 1,
             trigger: TurnTrigger::Message {
                 source: MessageSource::User
             }
-        }
+        })
     ));
     match &events[3 + chunks].data {
-        EventData::AssistantMessage {
+        EventPayload::AssistantMessage(AssistantMessageEvent {
             turn,
             step,
             content,
-        } => {
+        }) => {
             assert_eq!((*turn, *step), (1, 1));
             assert_eq!(text_of(content), "Hello");
         }
@@ -128,8 +114,9 @@ async fn single_step_text_turn_logs_and_emits_in_reference_order() {
     );
     let mut want: Vec<(&str, String)> = vec![
         ("turn-start", "turn/start".into()),
-        // step/start is emitted BEFORE it is appended
-        ("step-start", "turn/start".into()),
+        // step/start is observed AFTER it is appended (it used to be
+        // emitted before, when the hook saw `turn/start` last)
+        ("step-start", "step/start".into()),
     ];
     want.extend(std::iter::repeat_n(
         ("chunk", "assistant/chunk".to_string()),
@@ -195,18 +182,12 @@ async fn tool_turn_runs_the_tool_with_the_agent_and_feeds_back_the_result() {
     let call = events
         .iter()
         .find_map(|e| match &e.data {
-            EventData::ToolCall {
-                turn,
-                step,
-                call_id,
-                name,
-                arguments,
-            } => Some((
+            EventPayload::ToolCall(ToolCallEvent { turn, step, call }) => Some((
                 *turn,
                 *step,
-                call_id.clone(),
-                name.clone(),
-                arguments.clone(),
+                call.call_id.to_string(),
+                call.name.clone(),
+                call.arguments.clone(),
             )),
             _ => None,
         })
@@ -302,7 +283,7 @@ async fn bad_arguments_are_reported_to_the_model_which_corrects_itself() {
     );
     assert_eq!(second[0], Message::user_text("write the notes"));
     assert!(
-        matches!(&second[1].content[0], ContentBlock::ToolCall(c) if c.id == "c1" && c.arguments == r#"{"path": 42}"#)
+        matches!(&second[1].content[0], ContentBlock::ToolCall(c) if c.call_id == "c1" && c.arguments == r#"{"path": 42}"#)
     );
     match &second[2].content[..] {
         [ContentBlock::ToolResult(ToolResultBlock {
@@ -404,7 +385,10 @@ async fn messages_queued_during_a_turn_batch_into_the_next_turn() {
     let mut tap = Tap::install(&h.registry);
     let fired = Arc::new(AtomicBool::new(false));
     let f = fired.clone();
-    let reg = h.registry.hooks().turn_start.on(move |t| {
+    let reg = h.registry.hooks().event.on(move |t| {
+        if !matches!(t.event.data, EventPayload::TurnStart(_)) {
+            return;
+        }
         if !f.swap(true, Ordering::SeqCst) {
             assert_eq!(t.agent.status(), AgentStatus::Running);
             t.agent.send(text("second"), MessageSource::User).unwrap();
@@ -435,19 +419,19 @@ async fn messages_queued_during_a_turn_batch_into_the_next_turn() {
     let users: Vec<String> = events
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::UserMessage { content, .. } => Some(text_of(content)),
+            EventPayload::UserMessage(MessageEvent { content, .. }) => Some(text_of(content)),
             _ => None,
         })
         .collect();
     assert_eq!(users, ["first", "second", "third"]);
     assert!(matches!(
         &events[second_start].data,
-        EventData::TurnStart {
+        EventPayload::TurnStart(TurnStartEvent {
             turn: 2,
             trigger: TurnTrigger::Message {
                 source: MessageSource::User
             }
-        }
+        })
     ));
     // Both go to one request.
     let reqs = h.model.requests();
@@ -506,7 +490,10 @@ async fn inject_appends_context_without_starting_a_turn() {
     // it lands after the tool result, before the next request.
     let once = Arc::new(AtomicBool::new(false));
     let o = once.clone();
-    let reg = h.registry.hooks().step_end.on(move |s| {
+    let reg = h.registry.hooks().event.on(move |s| {
+        if !matches!(s.event.data, EventPayload::StepEnd(StepEvent { .. })) {
+            return;
+        }
         if !o.swap(true, Ordering::SeqCst) {
             s.agent
                 .inject(text("mid-turn"), MessageSource::User)
@@ -594,7 +581,7 @@ async fn turn_numbers_continue_across_a_seeded_session() {
         .events()
         .iter()
         .filter_map(|e| match e.data {
-            EventData::TurnStart { turn, .. } => Some(turn),
+            EventPayload::TurnStart(TurnStartEvent { turn, .. }) => Some(turn),
             _ => None,
         })
         .collect();
@@ -709,7 +696,9 @@ async fn step_result_runs_before_logging_and_its_rewrite_is_what_is_logged_and_d
     let logged: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::AssistantMessage { content, .. } => Some(content.clone()),
+            EventPayload::AssistantMessage(AssistantMessageEvent { content, .. }) => {
+                Some(content.clone())
+            }
             _ => None,
         })
         .collect();

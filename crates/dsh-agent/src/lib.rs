@@ -3,21 +3,23 @@
 //!
 //! Plugins program against this crate, never against the concrete loop
 //! (`dsh-agent-loop`). Start at [`Agent`] (what a plugin can do with an agent)
-//! and [`AgentHooks`] (what it can observe and intercept). Hook arguments are
-//! small structs carrying the agent handle and the turn/step numbers.
+//! and [`AgentHooks`] (what it can observe and intercept).
 //!
-//! Ordering contract of the loop (details in `dsh-agent-loop`): the session is
-//! appended before the matching hook fires (except `agent/step-start`, emitted
-//! before `step/start` is appended), and `agent/step-result` runs before the
+//! Observation is one stream: `agent/event` carries every session event the
+//! agent appended, right after the append, so observers see exactly what
+//! was logged. The waterfalls (`agent/request`, `agent/step-result`,
+//! `agent/turn-continuation`) intercept; `agent/step-result` runs before the
 //! assistant message is logged.
 
 #![warn(missing_docs)]
 
 use std::sync::{Arc, Mutex};
 
-use dsh_kernel::{DshError, EmitHook, Registration, WaterfallHook};
-use dsh_llm::{ContentBlock, GenerateOptions, Message, MessageSource, StreamChunk};
-use dsh_session::{Session, TurnEndReason};
+use dsh_kernel::sync::lock;
+use dsh_kernel::{DshError, EmitHook, ErrorCode, Registration, WaterfallHook};
+use dsh_llm::{ContentBlock, Message, MessageSource, ModelRequest};
+use dsh_protocol::{codes, AgentId};
+use dsh_session::{Session, SessionEvent};
 
 /// Per-agent options.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,10 +75,10 @@ impl AgentStatus {
 pub enum AgentError {
     /// The agent was disposed: `agent "<id>" is disposed`.
     #[error("agent \"{0}\" is disposed")]
-    Disposed(String),
+    Disposed(AgentId),
     /// Registering a second agent with the same id.
     #[error("agent \"{0}\" is already registered")]
-    Duplicate(String),
+    Duplicate(AgentId),
     /// A service the agent needs is missing from the kernel.
     #[error("{0}")]
     MissingService(String),
@@ -85,29 +87,35 @@ pub enum AgentError {
     #[error("{message}")]
     Session {
         /// The session error's stable code (e.g. `DUPLICATE_SESSION`).
-        code: &'static str,
+        code: String,
         /// Its message.
         message: String,
     },
 }
 
-impl AgentError {
-    /// Stable code: `AGENT_DISPOSED`, `DUPLICATE_AGENT`, `MISSING_SERVICE`,
-    /// or the session layer's code.
-    pub fn code(&self) -> &'static str {
+impl ErrorCode for AgentError {
+    /// `AGENT_DISPOSED`, `DUPLICATE_AGENT`, `MISSING_SERVICE`, or the
+    /// session layer's code.
+    fn code(&self) -> &str {
         match self {
-            AgentError::Disposed(_) => "AGENT_DISPOSED",
-            AgentError::Duplicate(_) => "DUPLICATE_AGENT",
-            AgentError::MissingService(_) => "MISSING_SERVICE",
+            AgentError::Disposed(_) => codes::AGENT_DISPOSED,
+            AgentError::Duplicate(_) => codes::DUPLICATE_AGENT,
+            AgentError::MissingService(_) => codes::MISSING_SERVICE,
             AgentError::Session { code, .. } => code,
         }
+    }
+}
+
+impl From<AgentError> for DshError {
+    fn from(e: AgentError) -> Self {
+        DshError::new(e.code().to_string(), e.to_string())
     }
 }
 
 /// A running agent. Cheap to share as `Arc<dyn Agent>`.
 pub trait Agent: Send + Sync + 'static {
     /// The agent's id (unique in its registry).
-    fn id(&self) -> &str;
+    fn id(&self) -> &AgentId;
     /// The options it was created with.
     fn options(&self) -> &AgentOptions;
     /// Its session log.
@@ -159,74 +167,17 @@ pub struct Queued {
     pub steering: bool,
 }
 
-/// `agent/turn-start`.
+/// `agent/event`: one session event the agent appended, delivered right
+/// after the append, in `seq` order. This is the one observation stream: the
+/// turn and step boundaries, raw stream chunks, messages, tool calls and
+/// results, usage and contained errors all arrive here as the records that
+/// were logged.
 #[derive(Clone)]
-pub struct TurnStart {
+pub struct AgentEvent {
     /// The agent.
     pub agent: Arc<dyn Agent>,
-    /// The turn number.
-    pub turn: u64,
-}
-
-/// `agent/turn-end`.
-#[derive(Clone)]
-pub struct TurnEnd {
-    /// The agent.
-    pub agent: Arc<dyn Agent>,
-    /// The turn number.
-    pub turn: u64,
-    /// Why it ended.
-    pub reason: TurnEndReason,
-}
-
-/// `agent/step-start` and `agent/step-end`.
-#[derive(Clone)]
-pub struct StepBoundary {
-    /// The agent.
-    pub agent: Arc<dyn Agent>,
-    /// The turn number.
-    pub turn: u64,
-    /// The step number (1-based in its turn).
-    pub step: u64,
-}
-
-/// `agent/stream-chunk`: one raw chunk, after it was logged.
-#[derive(Clone)]
-pub struct ChunkReceived {
-    /// The agent.
-    pub agent: Arc<dyn Agent>,
-    /// The turn number.
-    pub turn: u64,
-    /// The step number.
-    pub step: u64,
-    /// The chunk.
-    pub chunk: StreamChunk,
-}
-
-/// `agent/steering`: a steering message was delivered into the turn.
-#[derive(Clone)]
-pub struct SteeringDelivered {
-    /// The agent.
-    pub agent: Arc<dyn Agent>,
-    /// The turn number.
-    pub turn: u64,
-    /// The content.
-    pub content: Vec<ContentBlock>,
-    /// Its source.
-    pub source: MessageSource,
-}
-
-/// `agent/error`: a contained failure (logged as an `error` event first).
-#[derive(Clone)]
-pub struct AgentFailure {
-    /// The agent.
-    pub agent: Arc<dyn Agent>,
-    /// The turn number.
-    pub turn: u64,
-    /// The step number (0 when outside any step).
-    pub step: u64,
-    /// The error with its code.
-    pub error: DshError,
+    /// The event exactly as logged.
+    pub event: Arc<SessionEvent>,
 }
 
 /// `agent/request` waterfall argument: the request about to be streamed.
@@ -238,7 +189,7 @@ pub struct RequestContext {
     /// The step number.
     pub step: u64,
     /// The request (model, history, system, tools, cancel token).
-    pub request: GenerateOptions,
+    pub request: ModelRequest,
 }
 
 /// `agent/step-result` waterfall argument: the assembled assistant message.
@@ -269,27 +220,19 @@ pub struct AgentHooks {
     pub created: EmitHook<Arc<dyn Agent>>,
     /// `agent/disposed`.
     pub disposed: EmitHook<Arc<dyn Agent>>,
-    /// `agent/status`.
+    /// `agent/status`: a status change, in change order.
     pub status: EmitHook<StatusChange>,
-    /// `agent/queued`.
+    /// `agent/queued`: a message was queued or steered (not yet logged).
     pub queued: EmitHook<Queued>,
-    /// `agent/turn-start` (after `turn/start` is appended).
-    pub turn_start: EmitHook<TurnStart>,
-    /// `agent/turn-end` (after `turn/end` is appended).
-    pub turn_end: EmitHook<TurnEnd>,
-    /// `agent/step-start` (before `step/start` is appended).
-    pub step_start: EmitHook<StepBoundary>,
-    /// `agent/step-end` (after `step/end` is appended).
-    pub step_end: EmitHook<StepBoundary>,
-    /// `agent/stream-chunk` (after `assistant/chunk` is appended).
-    pub stream_chunk: EmitHook<ChunkReceived>,
-    /// `agent/steering` (after `steering/message` is appended).
-    pub steering: EmitHook<SteeringDelivered>,
-    /// `agent/error` (after `error` is appended).
-    pub error: EmitHook<AgentFailure>,
+    /// `agent/event`: every event the agent appended to its session, right
+    /// after the append. A listener failing on `turn/start`, `step/start`,
+    /// `step/end`, `turn/end`, `assistant/chunk` or `steering/message` ends
+    /// the turn with its error (as the reference's turn hooks do); on other
+    /// kinds the failure is contained and logged.
+    pub event: EmitHook<AgentEvent>,
     /// `agent/request`: may rewrite the request (e.g. switch model) or fail
     /// the step.
-    pub request: WaterfallHook<RequestContext, Result<GenerateOptions, DshError>>,
+    pub request: WaterfallHook<RequestContext, Result<ModelRequest, DshError>>,
     /// `agent/step-result`: may rewrite the assistant message before it is
     /// logged and its tool calls dispatched.
     pub step_result: WaterfallHook<StepResultContext, Result<Message, DshError>>,
@@ -304,13 +247,7 @@ impl Default for AgentHooks {
             disposed: EmitHook::new("agent/disposed"),
             status: EmitHook::new("agent/status"),
             queued: EmitHook::new("agent/queued"),
-            turn_start: EmitHook::new("agent/turn-start"),
-            turn_end: EmitHook::new("agent/turn-end"),
-            step_start: EmitHook::new("agent/step-start"),
-            step_end: EmitHook::new("agent/step-end"),
-            stream_chunk: EmitHook::new("agent/stream-chunk"),
-            steering: EmitHook::new("agent/steering"),
-            error: EmitHook::new("agent/error"),
+            event: EmitHook::new("agent/event"),
             request: WaterfallHook::new("agent/request"),
             step_result: WaterfallHook::new("agent/step-result"),
             turn_continuation: WaterfallHook::new("agent/turn-continuation"),
@@ -344,42 +281,30 @@ impl AgentRegistry {
     /// [`AgentError::Duplicate`] when the id is taken.
     pub fn register(self: &Arc<Self>, agent: Arc<dyn Agent>) -> Result<Registration, AgentError> {
         {
-            let mut agents = self.agents.lock().expect("agent registry lock poisoned");
+            let mut agents = lock(&self.agents);
             if agents.iter().any(|a| a.id() == agent.id()) {
-                return Err(AgentError::Duplicate(agent.id().to_string()));
+                return Err(AgentError::Duplicate(agent.id().clone()));
             }
             agents.push(agent.clone());
         }
         // Listener failures are contained and logged by the hook.
-        let _ = self.hooks.created.emit(&agent);
+        self.hooks.created.emit(&agent);
         let registry = Arc::downgrade(self);
         Ok(Registration::new(move || {
             if let Some(registry) = registry.upgrade() {
-                registry
-                    .agents
-                    .lock()
-                    .expect("agent registry lock poisoned")
-                    .retain(|a| !Arc::ptr_eq(a, &agent));
-                let _ = registry.hooks.disposed.emit(&agent);
+                lock(&registry.agents).retain(|a| !Arc::ptr_eq(a, &agent));
+                registry.hooks.disposed.emit(&agent);
             }
         }))
     }
 
     /// The agent with this id.
     pub fn get(&self, id: &str) -> Option<Arc<dyn Agent>> {
-        self.agents
-            .lock()
-            .expect("agent registry lock poisoned")
-            .iter()
-            .find(|a| a.id() == id)
-            .cloned()
+        lock(&self.agents).iter().find(|a| a.id() == id).cloned()
     }
 
     /// Every agent, in registration order.
     pub fn list(&self) -> Vec<Arc<dyn Agent>> {
-        self.agents
-            .lock()
-            .expect("agent registry lock poisoned")
-            .clone()
+        lock(&self.agents).clone()
     }
 }

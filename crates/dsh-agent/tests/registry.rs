@@ -1,14 +1,17 @@
 //! The agent registry and the agent surface types, with a stub agent.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 
 use dsh_agent::{Agent, AgentError, AgentOptions, AgentRegistry, AgentStatus};
+use dsh_kernel::ErrorCode;
 use dsh_llm::{ContentBlock, MessageSource};
+use dsh_protocol::AgentId;
 use dsh_session::Session;
 
 /// An agent that does nothing: enough to exercise the registry.
 struct Stub {
-    id: String,
+    id: AgentId,
     options: AgentOptions,
     session: Arc<Session>,
 }
@@ -24,7 +27,7 @@ impl Stub {
 }
 
 impl Agent for Stub {
-    fn id(&self) -> &str {
+    fn id(&self) -> &AgentId {
         &self.id
     }
     fn options(&self) -> &AgentOptions {
@@ -161,13 +164,7 @@ fn surface_types_keep_their_contract() {
             h.disposed.name(),
             h.status.name(),
             h.queued.name(),
-            h.turn_start.name(),
-            h.turn_end.name(),
-            h.step_start.name(),
-            h.step_end.name(),
-            h.stream_chunk.name(),
-            h.steering.name(),
-            h.error.name(),
+            h.event.name(),
             h.request.name(),
             h.step_result.name(),
             h.turn_continuation.name(),
@@ -177,13 +174,7 @@ fn surface_types_keep_their_contract() {
             "agent/disposed",
             "agent/status",
             "agent/queued",
-            "agent/turn-start",
-            "agent/turn-end",
-            "agent/step-start",
-            "agent/step-end",
-            "agent/stream-chunk",
-            "agent/steering",
-            "agent/error",
+            "agent/event",
             "agent/request",
             "agent/step-result",
             "agent/turn-continuation",

@@ -463,7 +463,7 @@ impl Inner {
             let open = self.notifications.read().unwrap_or_else(|p| p.into_inner());
             if *open {
                 // Listener failures are contained and logged by the hook itself.
-                let _ = self.on_task_done.emit(&task.info());
+                self.on_task_done.emit(&task.info());
             }
         }
         task.done.cancel();

@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_bash::{BashError, BashSpec};
+use dsh_process::{spawn_leader, GroupMode, ProcessGroup, Signal};
 use nix::errno::Errno;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -34,17 +33,14 @@ const MODEL_FRIENDLY_ENV: [(&str, &str); 4] = [
     ("GIT_PAGER", "cat"),
 ];
 
-/// Probe interval while waiting for killed leftovers to disappear.
-const LEFTOVER_POLL: Duration = Duration::from_millis(2);
-
 /// Stand-in for "never" in timers that are armed later.
 const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// A spawned shell, not yet driven.
 pub(crate) struct Spawned {
     child: Child,
-    /// The process group (= session) id; the shell is its leader.
-    pgid: Option<Pid>,
+    /// The process group (= session); the shell is its leader.
+    group: ProcessGroup,
     stdout: ChildStdout,
     stderr: ChildStderr,
 }
@@ -62,40 +58,29 @@ pub(crate) fn spawn(spec: &BashSpec) -> Result<Spawned, BashError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: the closure runs in the forked child before exec and only calls
-    // setsid(2), which is async-signal-safe; it allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            // A new session: the shell leads its own process group (so the
-            // whole tree can be signalled) and has no controlling terminal
-            // (so nothing can block reading a password from /dev/tty).
-            nix::unistd::setsid().map(drop).map_err(io::Error::from)
-        });
-    }
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound if !spec.workdir.is_dir() => BashError::BadWorkdir {
-            path: spec.workdir.clone(),
-            reason: os_error_text(&e),
-        },
-        _ => BashError::SpawnFailed {
-            reason: format!("bash: {}", os_error_text(&e)),
-        },
-    })?;
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .filter(|id| *id > 0)
-        .map(Pid::from_raw);
+    // A new session: the shell leads its own process group (so the whole
+    // tree can be signalled) and has no controlling terminal (so nothing can
+    // block reading a password from /dev/tty).
+    let (mut child, group) =
+        spawn_leader(&mut cmd, GroupMode::NewSession).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound if !spec.workdir.is_dir() => BashError::BadWorkdir {
+                path: spec.workdir.clone(),
+                reason: os_error_text(&e),
+            },
+            _ => BashError::SpawnFailed {
+                reason: format!("bash: {}", os_error_text(&e)),
+            },
+        })?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         // Unreachable with Stdio::piped(); handled rather than trusted.
-        signal_group(pgid, Signal::SIGKILL);
+        group.signal(Signal::SIGKILL);
         return Err(BashError::SpawnFailed {
             reason: "bash started without output pipes".to_string(),
         });
     };
     Ok(Spawned {
         child,
-        pgid,
+        group,
         stdout,
         stderr,
     })
@@ -152,44 +137,6 @@ pub(crate) fn is_secret_name(name: &OsStr) -> bool {
 
 fn is_startup_file_var(name: &OsStr) -> bool {
     STARTUP_FILE_VARS.iter().any(|v| name == *v)
-}
-
-/// Sends `signal` (or, with `None`, only probes) to the process group;
-/// returns whether the group still had members. Errors are ignored: ESRCH
-/// (group already gone) is the expected one, EPERM cannot be acted upon.
-fn signal_group(pgid: Option<Pid>, signal: impl Into<Option<Signal>>) -> bool {
-    let Some(pgid) = pgid else {
-        return false;
-    };
-    let signal = signal.into();
-    match killpg(pgid, signal) {
-        Ok(()) => true,
-        Err(Errno::ESRCH) => false,
-        Err(e) => {
-            tracing::debug!(pgid = pgid.as_raw(), ?signal, "killpg failed: {e}");
-            false
-        }
-    }
-}
-
-/// SIGKILLs whatever is left in the group and waits (at most `limit`) until
-/// the group is empty. Members are not our children, so there is nothing to
-/// wait on but the group itself: it is probed every few milliseconds.
-async fn kill_leftovers(pgid: Option<Pid>, limit: Duration) {
-    if !signal_group(pgid, Signal::SIGKILL) {
-        return;
-    }
-    let deadline = Instant::now() + limit;
-    while signal_group(pgid, None) {
-        if Instant::now() >= deadline {
-            tracing::warn!(
-                pgid = pgid.map(Pid::as_raw),
-                "bash process group still not empty after SIGKILL"
-            );
-            return;
-        }
-        tokio::time::sleep(LEFTOVER_POLL).await;
-    }
 }
 
 /// The name of signal number `sig`, e.g. `SIGTERM`.
@@ -269,7 +216,7 @@ pub(crate) async fn drive(
 ) -> Outcome {
     let Spawned {
         mut child,
-        pgid,
+        group,
         stdout: out_pipe,
         stderr: err_pipe,
     } = proc;
@@ -330,13 +277,13 @@ pub(crate) async fn drive(
             }
             () = &mut escalation_timer, if matches!(escalation, Escalation::Terminating | Escalation::Killed) => {
                 if escalation == Escalation::Terminating {
-                    signal_group(pgid, Signal::SIGKILL);
+                    group.signal(Signal::SIGKILL);
                     escalation = Escalation::Killed;
                     escalation_timer.as_mut().reset(Instant::now() + control.grace);
                 } else {
                     if !(out_done && err_done) {
                         tracing::warn!(
-                            pgid = pgid.map(Pid::as_raw),
+                            pgid = group.as_raw(),
                             "bash output pipes still open after SIGKILL; a process outside the group holds them, giving up on them"
                         );
                     }
@@ -345,7 +292,7 @@ pub(crate) async fn drive(
             }
         }
         if start_kill && escalation == Escalation::Idle {
-            signal_group(pgid, Signal::SIGTERM);
+            group.signal(Signal::SIGTERM);
             escalation = Escalation::Terminating;
             escalation_timer
                 .as_mut()
@@ -356,7 +303,12 @@ pub(crate) async fn drive(
     // members that closed the pipes but are still exiting. The shell is
     // reaped by now, so the group id could in theory be reused, but only by a
     // new session leader with that very pid in this instant.
-    kill_leftovers(pgid, control.grace).await;
+    if !group.kill_and_wait_empty(control.grace).await {
+        tracing::warn!(
+            pgid = group.as_raw(),
+            "bash process group still not empty after SIGKILL"
+        );
+    }
     if !(out_done && err_done) {
         output::lock(&stdout).finish();
         output::lock(&stderr).finish();

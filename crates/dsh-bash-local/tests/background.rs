@@ -2,6 +2,7 @@
 
 mod common;
 
+use dsh_kernel::ErrorCode;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -5,6 +5,7 @@ mod common;
 
 use common::Fixture;
 use dsh_bash::{BashExecutor, BashRequest};
+use dsh_kernel::ErrorCode;
 
 #[tokio::test]
 async fn secrets_are_scrubbed_and_overrides_set() {

@@ -2,6 +2,7 @@
 
 mod common;
 
+use dsh_kernel::ErrorCode;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -2,6 +2,7 @@
 
 mod common;
 
+use dsh_kernel::ErrorCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! Hundreds of megabytes of output stream through to the spill file without the
 //! executor holding it in memory. Its own test binary so the peak RSS it
 //! measures is this test's alone.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
 mod common;
 

@@ -15,7 +15,8 @@
 
 use std::path::PathBuf;
 
-use dsh_kernel::{BoxFuture, DshError, EmitHook};
+use dsh_kernel::{BoxFuture, DshError, EmitHook, ErrorCode};
+use dsh_protocol::codes;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -203,20 +204,22 @@ pub enum BashError {
     },
 }
 
-impl BashError {
-    /// The stable code: `BAD_WORKDIR`, `SPAWN_FAILED`, `ABORTED`,
-    /// `UNKNOWN_TASK`, `DISPOSED` or `WAIT_FAILED`.
-    pub fn code(&self) -> &'static str {
+impl ErrorCode for BashError {
+    /// `BAD_WORKDIR`, `SPAWN_FAILED`, `ABORTED`, `UNKNOWN_TASK`, `DISPOSED`
+    /// or `WAIT_FAILED`.
+    fn code(&self) -> &str {
         match self {
-            BashError::BadWorkdir { .. } => "BAD_WORKDIR",
-            BashError::SpawnFailed { .. } => "SPAWN_FAILED",
-            BashError::Aborted { .. } => "ABORTED",
-            BashError::UnknownTask { .. } => "UNKNOWN_TASK",
-            BashError::Disposed => "DISPOSED",
-            BashError::WaitFailed { .. } => "WAIT_FAILED",
+            BashError::BadWorkdir { .. } => codes::BAD_WORKDIR,
+            BashError::SpawnFailed { .. } => codes::SPAWN_FAILED,
+            BashError::Aborted { .. } => codes::ABORTED,
+            BashError::UnknownTask { .. } => codes::UNKNOWN_TASK,
+            BashError::Disposed => codes::DISPOSED,
+            BashError::WaitFailed { .. } => codes::WAIT_FAILED,
         }
     }
+}
 
+impl BashError {
     /// The [`BashError::Aborted`] error with the default reason `"aborted"`.
     pub fn aborted() -> Self {
         BashError::Aborted {
@@ -228,7 +231,7 @@ impl BashError {
 impl From<BashError> for DshError {
     /// Keeps the code and the message; the bash error becomes the cause.
     fn from(err: BashError) -> Self {
-        DshError::new(err.code(), err.to_string()).with_cause(err)
+        DshError::new(err.code().to_string(), err.to_string()).with_cause(err)
     }
 }
 

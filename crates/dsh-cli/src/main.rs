@@ -1,15 +1,14 @@
 //! `dsh`: the coding-agent command line.
 //!
 //! Parses the command line and dispatches to one module per subcommand under
-//! `commands/`; [`app`] builds the plugin stack from configuration. Exit
+//! `commands/`; the plugin stack comes from the `dsh` library ([`app`] maps
+//! the shared flags onto it). Exit
 //! codes: 0 success, 1 a failed result (a turn that ended in error, invalid
 //! arguments), 2 unusable input (usage, config, missing or corrupt files),
 //! 130 aborted.
 
 mod app;
 mod commands;
-mod config;
-mod echo_model;
 mod render;
 
 use std::process::ExitCode;

@@ -5,12 +5,15 @@
 //! Colour only when stdout is a terminal and `NO_COLOR` is unset; piped
 //! output carries no escape codes.
 
+use dsh_kernel::sync::lock;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
 use dsh_kernel::Registration;
-use dsh_llm::{ContentBlock, StreamChunk};
-use dsh_session::{EventData, TurnEndReason};
+use dsh_llm::StreamChunk;
+use dsh_session::{
+    ChunkEvent, EventPayload, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
+};
 
 use crate::app::App;
 
@@ -22,13 +25,13 @@ const ARGS_CHARS: usize = 200;
 
 /// Terminal styling.
 #[derive(Debug, Clone, Copy)]
-pub struct Style {
+pub(crate) struct Style {
     color: bool,
 }
 
 impl Style {
     /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
-    pub fn detect() -> Self {
+    pub(crate) fn detect() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
             color: !no_color && std::io::stdout().is_terminal(),
@@ -44,23 +47,23 @@ impl Style {
     }
 
     /// Dim text (reasoning).
-    pub fn dim(&self, t: &str) -> String {
+    pub(crate) fn dim(&self, t: &str) -> String {
         self.paint("2", t)
     }
 
     /// Tool calls.
-    pub fn cyan(&self, t: &str) -> String {
+    pub(crate) fn cyan(&self, t: &str) -> String {
         self.paint("36", t)
     }
 
     /// Errors.
-    pub fn red(&self, t: &str) -> String {
+    pub(crate) fn red(&self, t: &str) -> String {
         self.paint("31", t)
     }
 }
 
 /// The prompt the line editor shows; redrawn after each turn on a terminal.
-pub const PROMPT: &str = "› ";
+pub(crate) const PROMPT: &str = "› ";
 
 /// Spinner frames, drawn on stderr while waiting for the first output.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -80,7 +83,7 @@ struct PrinterState {
 ///
 /// All terminal writes (text, spinner frames, line clears) happen under one
 /// lock, so a spinner frame can never land inside, or erase, answer text.
-pub struct Printer {
+pub(crate) struct Printer {
     style: Style,
     /// On a terminal: clear the pending prompt before a turn's first output
     /// and redraw it after the turn.
@@ -93,7 +96,7 @@ impl Printer {
         if text.is_empty() {
             return;
         }
-        let mut st = self.state.lock().expect("printer lock poisoned");
+        let mut st = lock(&self.state);
         self.begin_output(&mut st);
         let mut out = std::io::stdout().lock();
         // A closed stdout must not kill the agent.
@@ -117,7 +120,7 @@ impl Printer {
     /// Shows the prompt again after a turn (the line editor still waits for
     /// input; its next redraw lands on the same line).
     fn redraw_prompt(&self) {
-        let mut st = self.state.lock().expect("printer lock poisoned");
+        let mut st = lock(&self.state);
         if std::mem::take(&mut st.skip_prompt) {
             return;
         }
@@ -130,25 +133,22 @@ impl Printer {
 
     /// The line editor will prompt after the current turn (it waited out an
     /// abort): do not draw the prompt at that turn's end.
-    pub fn skip_next_prompt(&self) {
-        self.state
-            .lock()
-            .expect("printer lock poisoned")
-            .skip_prompt = true;
+    pub(crate) fn skip_next_prompt(&self) {
+        lock(&self.state).skip_prompt = true;
     }
 
     /// Shows a spinner on stderr (terminals only) until the turn's first
     /// output. Must run inside a tokio runtime.
-    pub fn start_spinner(self: &Arc<Self>) {
+    pub(crate) fn start_spinner(self: &Arc<Self>) {
         if !self.interactive || !std::io::stderr().is_terminal() {
             return;
         }
-        self.state.lock().expect("printer lock poisoned").spinner_on = true;
+        lock(&self.state).spinner_on = true;
         let printer = self.clone();
         tokio::spawn(async move {
             for frame in SPINNER.iter().cycle().take(3000) {
                 {
-                    let st = printer.state.lock().expect("printer lock poisoned");
+                    let st = lock(&printer.state);
                     if !st.spinner_on {
                         return;
                     }
@@ -163,7 +163,7 @@ impl Printer {
 
     fn line(&self, text: &str) {
         let need_nl = {
-            let mut st = self.state.lock().expect("printer lock poisoned");
+            let mut st = lock(&self.state);
             st.in_reasoning = false;
             !st.at_line_start
         };
@@ -177,7 +177,7 @@ impl Printer {
         match chunk {
             StreamChunk::TextDelta { text, .. } => {
                 let was_reasoning = {
-                    let mut st = self.state.lock().expect("printer lock poisoned");
+                    let mut st = lock(&self.state);
                     std::mem::replace(&mut st.in_reasoning, false)
                 };
                 if was_reasoning {
@@ -186,47 +186,36 @@ impl Printer {
                 self.write(text);
             }
             StreamChunk::ReasoningDelta { text, .. } => {
-                self.state
-                    .lock()
-                    .expect("printer lock poisoned")
-                    .in_reasoning = true;
+                lock(&self.state).in_reasoning = true;
                 self.write(&self.style.dim(text));
             }
             _ => {}
         }
     }
 
-    fn on_event(&self, data: &EventData) {
+    fn on_event(&self, data: &EventPayload) {
         match data {
-            EventData::TurnStart { .. } => {
-                let mut st = self.state.lock().expect("printer lock poisoned");
+            EventPayload::AssistantChunk(ChunkEvent { chunk, .. }) => self.on_chunk(chunk),
+            EventPayload::TurnStart(_) => {
+                let mut st = lock(&self.state);
                 st.fresh_turn = true;
             }
-            EventData::ToolCall {
-                name, arguments, ..
-            } => {
-                let args = truncate_chars(arguments, ARGS_CHARS);
-                self.line(&self.style.cyan(&format!("⏺ {name}({args})")));
+            EventPayload::ToolCall(ToolCallEvent { call, .. }) => {
+                let args = truncate_chars(&call.arguments, ARGS_CHARS);
+                self.line(&self.style.cyan(&format!("⏺ {}({args})", call.name)));
             }
-            EventData::ToolResult {
-                content, is_error, ..
-            } => {
-                let text: String = content
-                    .iter()
-                    .filter_map(ContentBlock::as_text)
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let shown = excerpt(&text);
-                let mark = if *is_error { "✗" } else { "⎿" };
+            EventPayload::ToolResult(ToolResultEvent { result, .. }) => {
+                let shown = excerpt(&result.text());
+                let mark = if result.is_error { "✗" } else { "⎿" };
                 let body = shown.replace('\n', "\n    ");
                 let line = format!("  {mark} {body}");
-                if *is_error {
+                if result.is_error {
                     self.line(&self.style.red(&line));
                 } else {
                     self.line(&self.style.dim(&line));
                 }
             }
-            EventData::TurnEnd { reason, .. } => {
+            EventPayload::TurnEnd(TurnEndEvent { reason, .. }) => {
                 match reason {
                     TurnEndReason::Completed => self.line(""),
                     TurnEndReason::Aborted { reason } => self.line(&self.style.red(&format!(
@@ -284,7 +273,7 @@ fn excerpt(text: &str) -> String {
 
 /// Registers the printer on the app's hooks for session `session_id`.
 /// `interactive`: stdin and stdout are a terminal (prompt handling on).
-pub fn install(
+pub(crate) fn install(
     app: &App,
     session_id: &str,
     style: Style,
@@ -301,20 +290,14 @@ pub fn install(
             skip_prompt: false,
         }),
     });
-    let p1 = printer.clone();
-    let chunks = app
-        .agents
-        .hooks()
-        .stream_chunk
-        .on(move |e| p1.on_chunk(&e.chunk));
-    let p2 = printer.clone();
+    let p = printer.clone();
     let sid = session_id.to_string();
-    let events = app.store.on_event().on(move |(s, e)| {
-        if s.id() == sid {
-            p2.on_event(&e.data);
+    let events = app.agents.hooks().event.on(move |e| {
+        if e.agent.session().id() == sid {
+            p.on_event(&e.event.data);
         }
     });
-    (printer, Registration::merge(vec![chunks, events]))
+    (printer, events)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The real `dsh` binary: offline runs, `--json`, resume, exit codes, piped
 //! chat, configuration errors, and `dsh run` against a loopback server that
 //! speaks the DeepSeek SSE wire format.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -1,4 +1,5 @@
 //! `dsh schema …` through the built binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,5 @@
 //! `dsh session show|replay|list`, run as the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -4,17 +4,10 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+pub use dsh_protocol::codes::ErrorCode;
+
 /// A boxed, thread-safe error, the currency of listener failures.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// Anything that carries a stable, machine-readable error code.
-///
-/// Codes are SCREAMING_SNAKE_CASE (`INVALID_ARGS`, `RATE_LIMIT`, `HTTP_402`) and
-/// never change when a message is reworded; plugins route on them.
-pub trait ErrorCode {
-    /// The stable code of this error.
-    fn code(&self) -> Cow<'static, str>;
-}
 
 /// The common error shape every dsh crate can convert into.
 ///
@@ -50,11 +43,6 @@ impl DshError {
         Self::new(code, message).with_cause(err)
     }
 
-    /// The stable code.
-    pub fn code(&self) -> &str {
-        &self.code
-    }
-
     /// The human-readable message.
     pub fn message(&self) -> &str {
         &self.message
@@ -67,8 +55,8 @@ impl DshError {
 }
 
 impl ErrorCode for DshError {
-    fn code(&self) -> Cow<'static, str> {
-        self.code.clone()
+    fn code(&self) -> &str {
+        &self.code
     }
 }
 

@@ -4,6 +4,8 @@
 //! listener first, a listener whose registration was undone never starts
 //! again (even inside a dispatch already in flight).
 
+use crate::error::ErrorCode;
+use crate::sync::lock;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -19,9 +21,9 @@ use crate::registration::{ActivityGate, Registration};
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Code of the error returned when a listener returned an error.
-const LISTENER_FAILED: &str = "LISTENER_FAILED";
+use dsh_protocol::codes::LISTENER_FAILED;
 /// Code of the error returned when a listener panicked.
-const LISTENER_PANICKED: &str = "LISTENER_PANICKED";
+use dsh_protocol::codes::LISTENER_PANICKED;
 
 struct Slot<F: ?Sized> {
     alive: AtomicBool,
@@ -50,7 +52,7 @@ impl<F: ?Sized + Send + Sync + 'static> Listeners<F> {
             f,
         });
         {
-            let mut slots = self.slots.lock().expect("hook lock poisoned");
+            let mut slots = lock(&self.slots);
             if prepend {
                 slots.insert(0, slot.clone());
             } else {
@@ -62,24 +64,18 @@ impl<F: ?Sized + Send + Sync + 'static> Listeners<F> {
         Registration::new(move || {
             slot.alive.store(false, Ordering::SeqCst);
             if let Some(list) = list.upgrade() {
-                list.lock()
-                    .expect("hook lock poisoned")
-                    .retain(|s| !Arc::ptr_eq(s, &slot));
+                lock(&list).retain(|s| !Arc::ptr_eq(s, &slot));
             }
         })
         .with_gate(gate)
     }
 
     fn snapshot(&self) -> Arc<[Arc<Slot<F>>]> {
-        self.slots
-            .lock()
-            .expect("hook lock poisoned")
-            .as_slice()
-            .into()
+        lock(&self.slots).as_slice().into()
     }
 
     fn len(&self) -> usize {
-        self.slots.lock().expect("hook lock poisoned").len()
+        lock(&self.slots).len()
     }
 }
 
@@ -109,7 +105,9 @@ type EmitFn<A> = dyn Fn(&A) -> Result<(), BoxError> + Send + Sync;
 
 /// Synchronous notification: every listener runs, in order, on the caller's
 /// thread. A failing or panicking listener is contained and logged; later
-/// listeners still run; [`EmitHook::emit`] reports the first failure.
+/// listeners still run. [`EmitHook::emit`] returns nothing;
+/// [`EmitHook::emit_checked`] reports the first failure, for the few callers
+/// that must stop on it.
 pub struct EmitHook<A: ?Sized + 'static> {
     listeners: Listeners<EmitFn<A>>,
 }
@@ -164,10 +162,20 @@ impl<A: ?Sized + 'static> EmitHook<A> {
         self.len() == 0
     }
 
-    /// Calls every live listener in order. Every listener runs even when an
-    /// earlier one fails; the first failure is returned (all are logged).
-    /// Callers that only notify may ignore the result.
-    pub fn emit(&self, arg: &A) -> Result<(), DshError> {
+    /// Calls every live listener in order. A failing or panicking listener
+    /// is contained and logged; every listener runs.
+    pub fn emit(&self, arg: &A) {
+        // Failures are logged inside; a notification has no one to report to.
+        let _ = self.emit_checked(arg);
+    }
+
+    /// [`EmitHook::emit`], returning the first failure (every listener still
+    /// runs; all failures are logged).
+    ///
+    /// # Errors
+    /// The first listener error (its own code when it is a [`DshError`],
+    /// else `LISTENER_FAILED`) or panic (`LISTENER_PANICKED`).
+    pub fn emit_checked(&self, arg: &A) -> Result<(), DshError> {
         let mut first: Option<DshError> = None;
         for slot in self.listeners.snapshot().iter() {
             // Enter before checking `alive`: a concurrent close_and_wait then

@@ -12,18 +12,22 @@
 //! (`tools.on_execute`, `session.on_event`, …).
 //!
 //! The crate also holds the harness-wide error shape, [`DshError`]: a stable
-//! `code`, a message and an optional cause.
+//! `code`, a message and an optional cause; the [`Plugin`] entry verb; and
+//! the lock-poisoning policy ([`sync`]).
 
 #![warn(missing_docs)]
 
 mod error;
 mod extensions;
 mod hooks;
+mod plugin;
 mod registration;
 mod services;
+pub mod sync;
 
 pub use error::{BoxError, DshError, ErrorCode};
 pub use extensions::Extensions;
 pub use hooks::{panic_text, BoxFuture, EmitHook, Next, ParallelHook, WaterfallHook};
+pub use plugin::Plugin;
 pub use registration::{Registration, Scope};
 pub use services::{Kernel, KernelError};

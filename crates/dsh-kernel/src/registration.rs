@@ -1,5 +1,6 @@
 //! Registration handles and scopes that undo them.
 
+use crate::sync::lock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -166,7 +167,7 @@ impl Scope {
 
     /// Adds a registration; if the scope is already closed it is undone now.
     pub fn add(&self, mut reg: Registration) {
-        let mut inner = self.inner.lock().expect("scope lock poisoned");
+        let mut inner = lock(&self.inner);
         if inner.closed {
             inner.undone.extend(reg.take_gate());
             drop(inner);
@@ -189,7 +190,7 @@ impl Scope {
 
     /// Whether [`Scope::close`] has run.
     pub fn is_closed(&self) -> bool {
-        self.inner.lock().expect("scope lock poisoned").closed
+        lock(&self.inner).closed
     }
 
     /// Undoes every registration in reverse order of addition. Idempotent.
@@ -209,12 +210,7 @@ impl Scope {
 
     /// Waits until no listener of an undone registration is running.
     async fn quiesce(&self) {
-        let gates = self
-            .inner
-            .lock()
-            .expect("scope lock poisoned")
-            .undone
-            .clone();
+        let gates = lock(&self.inner).undone.clone();
         for gate in gates {
             gate.quiesce().await;
         }
@@ -222,7 +218,7 @@ impl Scope {
 
     fn take_all_and_undo(&self) {
         let regs = {
-            let mut inner = self.inner.lock().expect("scope lock poisoned");
+            let mut inner = lock(&self.inner);
             inner.closed = true;
             let mut regs = std::mem::take(&mut inner.regs);
             // Record the gates before undoing, so that a concurrent
@@ -239,7 +235,7 @@ impl Scope {
 
 impl std::fmt::Debug for Scope {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let inner = self.inner.lock().expect("scope lock poisoned");
+        let inner = lock(&self.inner);
         f.debug_struct("Scope")
             .field("registrations", &inner.regs.len())
             .field("closed", &inner.closed)

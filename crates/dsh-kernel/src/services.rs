@@ -1,9 +1,13 @@
 //! Services looked up by type.
 
+use crate::sync::{read, write};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use dsh_protocol::codes;
+
+use crate::error::{DshError, ErrorCode};
 use crate::registration::Registration;
 
 /// Errors of the kernel's service container.
@@ -17,13 +21,19 @@ pub enum KernelError {
     DuplicateService(&'static str),
 }
 
-impl KernelError {
-    /// Stable code: `MISSING_SERVICE` or `DUPLICATE_SERVICE`.
-    pub fn code(&self) -> &'static str {
+impl ErrorCode for KernelError {
+    /// `MISSING_SERVICE` or `DUPLICATE_SERVICE`.
+    fn code(&self) -> &str {
         match self {
-            KernelError::MissingService(_) => "MISSING_SERVICE",
-            KernelError::DuplicateService(_) => "DUPLICATE_SERVICE",
+            KernelError::MissingService(_) => codes::MISSING_SERVICE,
+            KernelError::DuplicateService(_) => codes::DUPLICATE_SERVICE,
         }
+    }
+}
+
+impl From<KernelError> for DshError {
+    fn from(e: KernelError) -> Self {
+        DshError::new(e.code().to_string(), e.to_string())
     }
 }
 
@@ -56,7 +66,7 @@ impl Kernel {
     ) -> Result<Registration, KernelError> {
         let id = TypeId::of::<T>();
         {
-            let mut map = self.services.write().expect("service lock poisoned");
+            let mut map = write(&self.services);
             if map.contains_key(&id) {
                 return Err(KernelError::DuplicateService(std::any::type_name::<T>()));
             }
@@ -66,7 +76,7 @@ impl Kernel {
         let registered: Arc<dyn Any + Send + Sync> = service;
         Ok(Registration::new(move || {
             if let Some(services) = services.upgrade() {
-                let mut map = services.write().expect("service lock poisoned");
+                let mut map = write(&services);
                 // Remove only our own instance, not a later replacement.
                 if map.get(&id).is_some_and(|s| Arc::ptr_eq(s, &registered)) {
                     map.remove(&id);
@@ -86,7 +96,7 @@ impl Kernel {
 
     /// The service registered as `T`, or `None`.
     pub fn try_service<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
-        let map = self.services.read().expect("service lock poisoned");
+        let map = read(&self.services);
         map.get(&TypeId::of::<T>())
             .cloned()
             .and_then(|s| s.downcast::<T>().ok())

@@ -5,7 +5,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{signal, still_pending, within, Log};
-use dsh_kernel::{BoxError, DshError, ParallelHook, Registration, Scope};
+use dsh_kernel::{BoxError, DshError, ErrorCode, ParallelHook, Registration, Scope};
 
 #[tokio::test]
 async fn call_without_listeners_is_ok() {

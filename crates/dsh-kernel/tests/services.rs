@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use dsh_kernel::{Kernel, KernelError, Scope};
+use dsh_kernel::{ErrorCode, Kernel, KernelError, Scope};
 
 #[derive(Debug, PartialEq)]
 struct Clock(u32);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use dsh_kernel::Registration;
 use dsh_llm::{
-    ChunkStream, GenerateOptions, LlmAdapter, LlmError, LlmErrorKind, LlmService, StreamChunk,
+    ChunkStream, LlmAdapter, LlmError, LlmErrorKind, LlmService, ModelRequest, StreamChunk,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -89,6 +89,19 @@ impl DeepSeekAdapter {
     }
 }
 
+/// The DeepSeek plugin: its configuration installs the adapter into the
+/// kernel's [`LlmService`] (see [`register`], which it calls).
+impl dsh_kernel::Plugin for DeepSeekConfig {
+    /// # Errors
+    /// `MISSING_SERVICE` without an [`LlmService`]; as [`register`].
+    fn install(self, kernel: &dsh_kernel::Kernel) -> Result<Registration, dsh_kernel::DshError> {
+        let service = kernel
+            .service::<LlmService>()
+            .map_err(dsh_kernel::DshError::from)?;
+        register(&service, self).map_err(dsh_kernel::DshError::from)
+    }
+}
+
 /// Builds a [`DeepSeekAdapter`] and registers it for every name in
 /// `config.models` (all or nothing).
 ///
@@ -106,7 +119,7 @@ impl LlmAdapter for DeepSeekAdapter {
         "deepseek"
     }
 
-    fn stream(&self, options: GenerateOptions) -> ChunkStream {
+    fn stream(&self, options: ModelRequest) -> ChunkStream {
         let run = Run {
             cancel: options.cancel.clone(),
             shared: self.shared.clone(),
@@ -139,7 +152,7 @@ struct Body {
 /// The state of one streaming call.
 struct Run {
     shared: Arc<Shared>,
-    options: Option<GenerateOptions>,
+    options: Option<ModelRequest>,
     cancel: CancellationToken,
     phase: Phase,
     queue: VecDeque<StreamChunk>,

@@ -4,11 +4,11 @@
 //! [`register`], which serves every configured model name from one adapter.
 //! The pipeline of one call is: [`request_body`] (options → wire JSON) →
 //! `POST <base_url>/chat/completions` → [`SseParser`] (bytes → data payloads)
-//! → [`Translator`] (payloads → [`dsh_llm::StreamChunk`]s). [`install_retry`]
-//! adds the provider-neutral retry plugin to the `llm/stream` waterfall.
+//! → [`Translator`] (payloads → [`dsh_llm::StreamChunk`]s). The
+//! provider-neutral retry plugin lives in `dsh-llm` (`install_retry`).
 //!
-//! The wire format follows the reference fact sheet
-//! (`shared/reference/llm-and-deepseek.md`, sections c–f). The crate does not
+//! The wire format is specified in `docs/reference/deepseek-wire.md`
+//! (sections c–f, the labels the comments here cite). The crate does not
 //! do prefill (Beta chat-prefix completion), vision, or non-streaming calls.
 
 #![warn(missing_docs)]
@@ -16,7 +16,6 @@
 mod adapter;
 mod config;
 mod request;
-mod retry;
 mod sse;
 mod translate;
 
@@ -25,6 +24,5 @@ pub use adapter::{
 };
 pub use config::{DeepSeekConfig, ReasoningEffort, Thinking, DEFAULT_BASE_URL, DEFAULT_MODELS};
 pub use request::{request_body, wire_messages, PREFILL_UNSUPPORTED};
-pub use retry::{install_retry, RetryConfig};
 pub use sse::{SseParser, DONE};
 pub use translate::{map_finish, Translator};

@@ -1,7 +1,9 @@
-//! Request serialization (fact sheet c.3–c.6): `GenerateOptions` → the JSON
+//! Request serialization (fact sheet c.3–c.6): `ModelRequest` → the JSON
 //! body of `POST /chat/completions`, keys in the reference's order.
 
-use dsh_llm::{ContentBlock, GenerateOptions, LlmError, LlmErrorKind, Message, Role, ToolSchema};
+use dsh_llm::{
+    CallId, ContentBlock, LlmError, LlmErrorKind, Message, ModelRequest, Role, ToolSchema,
+};
 use serde_json::{Map, Value};
 
 use crate::config::DeepSeekConfig;
@@ -14,7 +16,7 @@ pub const PREFILL_UNSUPPORTED: &str =
 ///
 /// # Errors
 /// `UNSUPPORTED` when `options.prefill` is present (even empty).
-pub fn request_body(options: &GenerateOptions, config: &DeepSeekConfig) -> Result<Value, LlmError> {
+pub fn request_body(options: &ModelRequest, config: &DeepSeekConfig) -> Result<Value, LlmError> {
     if options.prefill.is_some() {
         return Err(LlmError::new(
             LlmErrorKind::Unsupported,
@@ -62,7 +64,7 @@ pub fn request_body(options: &GenerateOptions, config: &DeepSeekConfig) -> Resul
 }
 
 /// The `messages` array (fact sheet c.4/c.5).
-pub fn wire_messages(options: &GenerateOptions) -> Vec<Value> {
+pub fn wire_messages(options: &ModelRequest) -> Vec<Value> {
     let mut out = Vec::with_capacity(options.messages.len() + 1);
     if let Some(system) = &options.system {
         out.push(role_content("system", Value::from(system.as_str())));
@@ -95,7 +97,7 @@ fn answers_first_order(messages: &[Message]) -> Vec<usize> {
                 .iter()
                 .all(|b| matches!(b, ContentBlock::ToolResult(_)))
     };
-    let answered_ids = |m: &Message| -> Vec<String> {
+    let answered_ids = |m: &Message| -> Vec<CallId> {
         m.content
             .iter()
             .filter_map(|b| match b {
@@ -108,12 +110,12 @@ fn answers_first_order(messages: &[Message]) -> Vec<usize> {
     let mut i = 0;
     while i < messages.len() {
         order.push(i);
-        let mut pending: Vec<String> = if messages[i].role == Role::Assistant {
+        let mut pending: Vec<CallId> = if messages[i].role == Role::Assistant {
             messages[i]
                 .content
                 .iter()
                 .filter_map(|b| match b {
-                    ContentBlock::ToolCall(c) => Some(c.id.clone()),
+                    ContentBlock::ToolCall(c) => Some(c.call_id.clone()),
                     _ => None,
                 })
                 .collect()
@@ -199,7 +201,7 @@ fn assistant_message(content: &[ContentBlock]) -> Value {
         .iter()
         .filter_map(|b| match b {
             ContentBlock::ToolCall(c) => Some(obj([
-                ("id", Value::from(c.id.as_str())),
+                ("id", Value::from(c.call_id.as_str())),
                 ("type", Value::from("function")),
                 (
                     "function",
@@ -326,8 +328,8 @@ mod order_tests {
             // result-only messages before the next assistant message, the
             // answers come first.
             for (pos, &i) in order.iter().enumerate() {
-                let calls: Vec<String> = messages[i].content.iter().filter_map(|b| match b {
-                    ContentBlock::ToolCall(c) => Some(c.id.clone()),
+                let calls: Vec<dsh_llm::CallId> = messages[i].content.iter().filter_map(|b| match b {
+                    ContentBlock::ToolCall(c) => Some(c.call_id.clone()),
                     _ => None,
                 }).collect();
                 if calls.is_empty() {

@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 
 use dsh_llm::{
     ContentBlock, FinishReason, LlmError, LlmErrorKind, ReasoningBlock, StreamChunk, TextBlock,
-    TokenUsage, ToolCallBlock,
+    TokenUsage, ToolCall,
 };
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -224,8 +224,8 @@ impl Translator {
                     let t = &mut self.tools[slot];
                     (
                         t.index,
-                        ContentBlock::ToolCall(ToolCallBlock {
-                            id: t.id.take().unwrap_or_default(),
+                        ContentBlock::ToolCall(ToolCall {
+                            call_id: t.id.take().unwrap_or_default().into(),
                             name: t.name.take().unwrap_or_default(),
                             arguments: std::mem::take(&mut t.arguments),
                         }),

@@ -1,14 +1,17 @@
 //! Request bodies and headers as the loopback server received them, field by
 //! field (fact sheet c.2–c.8), plus key handling and the reasoning round trip.
+#![allow(unreachable_pub, clippy::unwrap_used, clippy::expect_used)] // the shared `common` helpers
 
 mod common;
 
 use std::sync::Arc;
 
+use dsh_kernel::ErrorCode;
+
 use common::*;
 use dsh_llm::{
-    BlockAssembler, ContentBlock, GenerateOptions, ImageBlock, LlmAdapter, LlmService, Message,
-    Role, ToolSchema,
+    BlockAssembler, ContentBlock, ImageBlock, LlmAdapter, LlmService, Message, ModelRequest, Role,
+    ToolSchema,
 };
 use dsh_llm_deepseek::{
     register, request_body, DeepSeekAdapter, DeepSeekConfig, ReasoningEffort, Thinking,
@@ -22,7 +25,7 @@ fn done() -> ScriptedResponse {
 }
 
 /// Sends one request with `cfg`/`opts` and returns the recorded body.
-async fn sent(cfg: impl FnOnce(&mut DeepSeekConfig), opts: GenerateOptions) -> Value {
+async fn sent(cfg: impl FnOnce(&mut DeepSeekConfig), opts: ModelRequest) -> Value {
     let server = LoopbackServer::start([done()]).await.unwrap();
     let mut c = config(server.base_url());
     cfg(&mut c);
@@ -52,7 +55,7 @@ fn tool_schema(strict: Option<bool>) -> ToolSchema {
 }
 
 /// The history of fact sheet c.8.
-fn c8_options() -> GenerateOptions {
+fn c8_options() -> ModelRequest {
     let assistant = Message::assistant(vec![
         ContentBlock::reasoning("List the directory."),
         ContentBlock::text("Checking."),
@@ -62,7 +65,7 @@ fn c8_options() -> GenerateOptions {
             r#"{"command": "ls", "description": "List files"}"#,
         ),
     ]);
-    GenerateOptions {
+    ModelRequest {
         model: "deepseek-v4-flash".into(),
         system: Some("You are DeepSeek Code.\n\nBe concise.".into()),
         messages: vec![
@@ -198,7 +201,7 @@ async fn optional_fields_in_order_and_omissions() {
 
 #[tokio::test]
 async fn message_mapping_rules() {
-    let opts = GenerateOptions {
+    let opts = ModelRequest {
         model: "deepseek-v4-flash".into(),
         system: Some(String::new()),
         messages: vec![
@@ -367,7 +370,7 @@ async fn reasoning_round_trips_into_the_next_request() {
         vec![ContentBlock::text("README.md\n")],
         false,
     )]));
-    let step2 = GenerateOptions {
+    let step2 = ModelRequest {
         messages: history,
         ..options()
     };
@@ -414,7 +417,7 @@ fn tool_answers_move_ahead_of_context_logged_while_the_call_ran() {
             false,
         )])
     };
-    let opts = GenerateOptions {
+    let opts = ModelRequest {
         model: "m".into(),
         messages: vec![
             Message::user_text("go"),
@@ -440,7 +443,7 @@ fn tool_answers_move_ahead_of_context_logged_while_the_call_ran() {
     );
 
     // Already valid histories, and calls never answered, are left as they are.
-    let valid = GenerateOptions {
+    let valid = ModelRequest {
         model: "m".into(),
         messages: vec![
             Message::user_text("go"),
@@ -456,7 +459,7 @@ fn tool_answers_move_ahead_of_context_logged_while_the_call_ran() {
         roles_and_ids(&dsh_llm_deepseek::wire_messages(&valid)),
         ["user:go", "assistant", "tool:a", "tool:b", "user:x"]
     );
-    let hole = GenerateOptions {
+    let hole = ModelRequest {
         model: "m".into(),
         messages: vec![assistant, Message::user_text("notice")].into(),
         ..Default::default()

@@ -1,18 +1,21 @@
 //! The DeepSeek adapter against the loopback server: the worked example and
 //! its variants, realistic transcripts, errors, aborts, the retry plugin and
 //! the conformance kit.
+#![allow(unreachable_pub, clippy::unwrap_used, clippy::expect_used)] // the shared `common` helpers
 
 mod common;
 
+use dsh_kernel::ErrorCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use dsh_llm::conformance::{check_adapter, Scenario, Setup};
 use dsh_llm::{
-    BlockAssembler, ContentBlock, FinishReason, LlmAdapter, LlmErrorKind, LlmService, StreamChunk,
+    install_retry, BlockAssembler, ContentBlock, FinishReason, LlmAdapter, LlmErrorKind,
+    LlmService, RetryConfig, StreamChunk,
 };
-use dsh_llm_deepseek::{install_retry, RetryConfig, Thinking};
+use dsh_llm_deepseek::Thinking;
 use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -329,7 +332,8 @@ async fn garbage_bytes_never_panic() {
     let a = adapter(server.base_url());
     for _ in 0..2 {
         let (_, err) = split(run(&*a, options()).await);
-        let code = err.expect("garbage must fail").code();
+        let err = err.expect("garbage must fail");
+        let code = err.code();
         assert!(
             code == "STREAM_CLOSED" || code == "MALFORMED_RESPONSE",
             "unexpected {code}"
@@ -414,7 +418,7 @@ async fn ten_megabyte_response() {
 
 #[tokio::test]
 async fn fixture_stream_over_loopback() {
-    let Some(fixture) = fixture() else { return };
+    let fixture = fixture();
     let pieces: Vec<Vec<u8>> = fixture.chunks(4096).map(<[u8]>::to_vec).collect();
     let server = LoopbackServer::start([ScriptedResponse::new(200).pieces(pieces)])
         .await

@@ -24,8 +24,8 @@ use std::collections::HashMap;
 
 use crate::error::{LlmError, LlmErrorKind};
 use crate::types::{
-    ContentBlock, FinishReason, GenerateResult, Message, ReasoningBlock, StreamChunk, TextBlock,
-    TokenUsage, ToolCallBlock,
+    ContentBlock, FinishReason, Message, ModelResponse, ReasoningBlock, StreamChunk, TextBlock,
+    TokenUsage, ToolCall,
 };
 
 #[derive(Debug, Clone)]
@@ -178,11 +178,12 @@ impl BlockAssembler {
             BlockType::Reasoning => ContentBlock::Reasoning(ReasoningBlock {
                 text: p.buffer.clone(),
             }),
-            BlockType::ToolCall => ContentBlock::ToolCall(ToolCallBlock {
-                id: p
+            BlockType::ToolCall => ContentBlock::ToolCall(ToolCall {
+                call_id: p
                     .tool_call_id
                     .clone()
-                    .unwrap_or_else(|| format!("call-{}", p.index)),
+                    .unwrap_or_else(|| format!("call-{}", p.index))
+                    .into(),
                 name: p.tool_call_name.clone().unwrap_or_default(),
                 arguments: p.buffer.clone(),
             }),
@@ -264,8 +265,8 @@ impl BlockAssembler {
     ///
     /// # Errors
     /// As [`BlockAssembler::blocks`].
-    pub fn result(&self) -> Result<GenerateResult, LlmError> {
-        Ok(GenerateResult {
+    pub fn result(&self) -> Result<ModelResponse, LlmError> {
+        Ok(ModelResponse {
             message: self.message()?,
             usage: self.usage,
             finish: self.finish(),

@@ -26,6 +26,7 @@
 //! 7. abort: once `options.cancel` fires on a stalled stream, the stream ends
 //!    with an error or `finish{aborted}` within [`ABORT_DEADLINE`].
 
+use dsh_kernel::ErrorCode;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -36,7 +37,7 @@ use futures_util::StreamExt;
 use crate::assembler::BlockAssembler;
 use crate::error::LlmError;
 use crate::service::{ChunkStream, LlmAdapter};
-use crate::types::{ContentBlock, FinishReason, GenerateOptions, GenerateResult, StreamChunk};
+use crate::types::{ContentBlock, FinishReason, ModelRequest, ModelResponse, StreamChunk};
 
 /// How long a cancelled stream may take to end.
 pub const ABORT_DEADLINE: Duration = Duration::from_millis(100);
@@ -75,12 +76,12 @@ pub struct Setup {
     /// The adapter under test.
     pub adapter: Arc<dyn LlmAdapter>,
     /// The options to call it with (`cancel` is the token the kit fires).
-    pub options: GenerateOptions,
+    pub options: ModelRequest,
 }
 
 impl Setup {
     /// Bundles an adapter and options.
-    pub fn new(adapter: Arc<dyn LlmAdapter>, options: GenerateOptions) -> Self {
+    pub fn new(adapter: Arc<dyn LlmAdapter>, options: ModelRequest) -> Self {
         Self { adapter, options }
     }
 }
@@ -135,7 +136,7 @@ where
 ///
 /// # Errors
 /// The first violated rule.
-pub async fn check_text_reply(setup: Setup) -> Result<GenerateResult, Violation> {
+pub async fn check_text_reply(setup: Setup) -> Result<ModelResponse, Violation> {
     let items = collect(setup.adapter.stream(setup.options)).await?;
     let result = check_completed(&items)?;
     let end = items.len();
@@ -166,7 +167,7 @@ pub async fn check_text_reply(setup: Setup) -> Result<GenerateResult, Violation>
 ///
 /// # Errors
 /// The first violated rule.
-pub async fn check_tool_call_reply(setup: Setup) -> Result<GenerateResult, Violation> {
+pub async fn check_tool_call_reply(setup: Setup) -> Result<ModelResponse, Violation> {
     let items = collect(setup.adapter.stream(setup.options)).await?;
     let result = check_completed(&items)?;
     let end = items.len();
@@ -182,7 +183,10 @@ pub async fn check_tool_call_reply(setup: Setup) -> Result<GenerateResult, Viola
     if calls.is_empty() {
         return Err(violation(end, "expected at least one tool-call block"));
     }
-    if let Some(c) = calls.iter().find(|c| c.id.is_empty() || c.name.is_empty()) {
+    if let Some(c) = calls
+        .iter()
+        .find(|c| c.call_id.is_empty() || c.name.is_empty())
+    {
         return Err(violation(
             end,
             format!("tool call without id or name: {c:?}"),
@@ -272,7 +276,7 @@ pub async fn collect(stream: ChunkStream) -> Result<Vec<Item>, Violation> {
 ///
 /// # Errors
 /// The first violated rule, or the stream's error.
-pub fn check_completed(items: &[Item]) -> Result<GenerateResult, Violation> {
+pub fn check_completed(items: &[Item]) -> Result<ModelResponse, Violation> {
     check_chunks(items)?;
     let mut asm = BlockAssembler::new();
     for (i, item) in items.iter().enumerate() {
@@ -450,7 +454,7 @@ pub fn check_chunks(items: &[Item]) -> Result<(), Violation> {
                         ContentBlock::Reasoning(r) => r.text == block.text,
                         ContentBlock::ToolCall(c) => {
                             c.arguments == block.text
-                                && block.tool_id.as_ref().is_none_or(|id| *id == c.id)
+                                && block.tool_id.as_ref().is_none_or(|id| *id == c.call_id)
                                 && block.tool_name.as_ref().is_none_or(|n| *n == c.name)
                         }
                         _ => true,

@@ -1,9 +1,9 @@
 //! `LlmError`: the error of the LLM layer and its adapters.
 
-use std::borrow::Cow;
 use std::time::Duration;
 
 use dsh_kernel::{BoxError, DshError, ErrorCode};
+use dsh_protocol::codes;
 
 /// What went wrong in the LLM layer. The stable code is [`LlmError::code`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,27 +112,6 @@ impl LlmError {
         Self::new(LlmErrorKind::Aborted, reason)
     }
 
-    /// The stable code: `NO_ADAPTER`, `AUTH`, `HTTP_402`, ….
-    pub fn code(&self) -> Cow<'static, str> {
-        Cow::Borrowed(match &self.kind {
-            LlmErrorKind::NoAdapter => "NO_ADAPTER",
-            LlmErrorKind::DuplicateAdapter => "DUPLICATE_ADAPTER",
-            LlmErrorKind::Unsupported => "UNSUPPORTED",
-            LlmErrorKind::Auth => "AUTH",
-            LlmErrorKind::RateLimit => "RATE_LIMIT",
-            LlmErrorKind::InvalidRequest => "INVALID_REQUEST",
-            LlmErrorKind::Server => "SERVER",
-            LlmErrorKind::Http(n) => return Cow::Owned(format!("HTTP_{n}")),
-            LlmErrorKind::EmptyResponse => "EMPTY_RESPONSE",
-            LlmErrorKind::StreamClosed => "STREAM_CLOSED",
-            LlmErrorKind::MalformedResponse => "MALFORMED_RESPONSE",
-            LlmErrorKind::Network => "NETWORK",
-            LlmErrorKind::Timeout => "TIMEOUT",
-            LlmErrorKind::Aborted => "ABORTED",
-            LlmErrorKind::IncompleteBlock => "INCOMPLETE_BLOCK",
-        })
-    }
-
     /// Whether a retry could help: rate limits, server errors, network
     /// failures and timeouts, and only when no output was delivered yet.
     pub fn is_transient(&self) -> bool {
@@ -148,14 +127,43 @@ impl LlmError {
 }
 
 impl ErrorCode for LlmError {
-    fn code(&self) -> Cow<'static, str> {
-        LlmError::code(self)
+    /// `NO_ADAPTER`, `AUTH`, `HTTP_402`, … (see the variants of
+    /// [`LlmErrorKind`]).
+    fn code(&self) -> &str {
+        match &self.kind {
+            LlmErrorKind::NoAdapter => codes::NO_ADAPTER,
+            LlmErrorKind::DuplicateAdapter => codes::DUPLICATE_ADAPTER,
+            LlmErrorKind::Unsupported => codes::UNSUPPORTED,
+            LlmErrorKind::Auth => codes::AUTH,
+            LlmErrorKind::RateLimit => codes::RATE_LIMIT,
+            LlmErrorKind::InvalidRequest => codes::INVALID_REQUEST,
+            LlmErrorKind::Server => codes::SERVER,
+            LlmErrorKind::Http(n) => http_code(*n),
+            LlmErrorKind::EmptyResponse => codes::EMPTY_RESPONSE,
+            LlmErrorKind::StreamClosed => codes::STREAM_CLOSED,
+            LlmErrorKind::MalformedResponse => codes::MALFORMED_RESPONSE,
+            LlmErrorKind::Network => codes::NETWORK,
+            LlmErrorKind::Timeout => codes::TIMEOUT,
+            LlmErrorKind::Aborted => codes::ABORTED,
+            LlmErrorKind::IncompleteBlock => codes::INCOMPLETE_BLOCK,
+        }
+    }
+}
+
+/// `HTTP_<status>` as a `&'static str`: HTTP statuses are three digits, so
+/// the 1,000 possible texts are built once and shared.
+fn http_code(status: u16) -> &'static str {
+    static TABLE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| (0..1000).map(|n| format!("HTTP_{n}")).collect());
+    match table.get(usize::from(status)) {
+        Some(code) => code,
+        None => "HTTP_<status>",
     }
 }
 
 impl From<LlmError> for DshError {
     fn from(e: LlmError) -> Self {
-        let code = e.code();
+        let code = e.code().to_string();
         let message = e.message.clone();
         DshError::new(code, message).with_cause(e)
     }

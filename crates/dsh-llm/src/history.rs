@@ -7,6 +7,7 @@
 //! the newest copies its prefix first (copy on divergence), so a snapshot
 //! never changes once taken.
 
+use dsh_kernel::sync::{read, write};
 use std::sync::{Arc, RwLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -49,7 +50,7 @@ impl History {
     /// snapshot; otherwise the prefix is copied first.
     pub fn push(&mut self, message: Message) {
         {
-            let mut buf = self.shared.write().expect("history lock poisoned");
+            let mut buf = write(&self.shared);
             if buf.len() == self.len {
                 buf.push(message);
                 self.len += 1;
@@ -64,7 +65,7 @@ impl History {
 
     /// Runs `f` over the messages of this snapshot.
     pub fn with<R>(&self, f: impl FnOnce(&[Message]) -> R) -> R {
-        let buf = self.shared.read().expect("history lock poisoned");
+        let buf = read(&self.shared);
         f(&buf[..self.len])
     }
 

@@ -1,10 +1,12 @@
 //! The provider-neutral LLM layer of dsh.
 //!
-//! - [`types`]: the vocabulary (content blocks, messages, stream chunks, …),
-//!   serde-compatible with the reference harness's JSON logs.
+//! - [`types`]: [`ModelRequest`] and [`ModelResponse`], and the message
+//!   vocabulary of `dsh-protocol` (content blocks, messages, stream chunks).
 //! - [`BlockAssembler`]: the one canonical chunk → message algorithm.
 //! - [`LlmAdapter`] and [`LlmService`]: the provider seam and the registry with
 //!   its `llm/stream` and `llm/generate` waterfalls.
+//! - [`install_retry`]: the retry plugin on `llm/stream` (backoff with
+//!   jitter, `Retry-After`, never after output).
 //! - [`scripted`]: a scripted adapter for tests and the offline model.
 //! - `conformance` (feature `testkit`): the adapter conformance kit.
 //!
@@ -18,6 +20,7 @@ mod assembler;
 mod error;
 mod history;
 pub mod open;
+mod retry;
 pub mod scripted;
 mod service;
 pub mod types;
@@ -28,9 +31,10 @@ pub mod conformance;
 pub use assembler::BlockAssembler;
 pub use error::{LlmError, LlmErrorKind};
 pub use history::History;
+pub use retry::{install_retry, RetryConfig};
 pub use service::{blocks_of, error_stream, BlockStream, ChunkStream, LlmAdapter, LlmService};
 pub use types::{
-    ContentBlock, FinishReason, GenerateOptions, GenerateResult, ImageBlock, Message,
-    MessageSource, ReasoningBlock, Role, StreamChunk, TextBlock, TokenUsage, ToolCallBlock,
+    CallId, ContentBlock, FinishReason, ImageBlock, Message, MessageSource, ModelRequest,
+    ModelResponse, ReasoningBlock, Role, StreamChunk, TextBlock, TokenUsage, ToolCall,
     ToolResultBlock, ToolSchema,
 };

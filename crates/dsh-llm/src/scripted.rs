@@ -4,6 +4,7 @@
 //! scripted reply (or asks the responder), then plays it chunk by chunk with an
 //! optional per-chunk delay, honouring the request's cancellation token.
 
+use dsh_kernel::sync::lock;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,8 +12,8 @@ use std::time::Duration;
 use crate::error::{LlmError, LlmErrorKind};
 use crate::service::{ChunkStream, LlmAdapter};
 use crate::types::{
-    ContentBlock, FinishReason, GenerateOptions, ReasoningBlock, StreamChunk, TextBlock,
-    TokenUsage, ToolCallBlock,
+    ContentBlock, FinishReason, ModelRequest, ReasoningBlock, StreamChunk, TextBlock, TokenUsage,
+    ToolCall,
 };
 
 /// One scripted model reply.
@@ -26,14 +27,14 @@ pub enum ScriptedReply {
     ChunksThenHang(Vec<StreamChunk>),
 }
 
-type Responder = dyn Fn(&GenerateOptions) -> ScriptedReply + Send + Sync;
+type Responder = dyn Fn(&ModelRequest) -> ScriptedReply + Send + Sync;
 
 /// An adapter that plays scripted replies. Records every request it receives.
 pub struct ScriptedAdapter {
     replies: Mutex<VecDeque<ScriptedReply>>,
     responder: Option<Arc<Responder>>,
     delay: Duration,
-    requests: Mutex<Vec<GenerateOptions>>,
+    requests: Mutex<Vec<ModelRequest>>,
 }
 
 impl ScriptedAdapter {
@@ -50,7 +51,7 @@ impl ScriptedAdapter {
 
     /// Computes each reply from the request (used by the offline model).
     pub fn with_responder(
-        responder: impl Fn(&GenerateOptions) -> ScriptedReply + Send + Sync + 'static,
+        responder: impl Fn(&ModelRequest) -> ScriptedReply + Send + Sync + 'static,
     ) -> Self {
         Self {
             replies: Mutex::new(VecDeque::new()),
@@ -68,24 +69,16 @@ impl ScriptedAdapter {
 
     /// Appends replies to the script.
     pub fn push(&self, reply: ScriptedReply) {
-        self.replies
-            .lock()
-            .expect("script lock poisoned")
-            .push_back(reply);
+        lock(&self.replies).push_back(reply);
     }
 
     /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<GenerateOptions> {
-        self.requests.lock().expect("script lock poisoned").clone()
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        lock(&self.requests).clone()
     }
 
-    fn next_reply(&self, options: &GenerateOptions) -> ScriptedReply {
-        if let Some(reply) = self
-            .replies
-            .lock()
-            .expect("script lock poisoned")
-            .pop_front()
-        {
+    fn next_reply(&self, options: &ModelRequest) -> ScriptedReply {
+        if let Some(reply) = lock(&self.replies).pop_front() {
             return reply;
         }
         match &self.responder {
@@ -103,11 +96,8 @@ impl LlmAdapter for ScriptedAdapter {
         "scripted"
     }
 
-    fn stream(&self, options: GenerateOptions) -> ChunkStream {
-        self.requests
-            .lock()
-            .expect("script lock poisoned")
-            .push(options.clone());
+    fn stream(&self, options: ModelRequest) -> ChunkStream {
+        lock(&self.requests).push(options.clone());
         let reply = self.next_reply(&options);
         let (chunks, tail) = match reply {
             ScriptedReply::Chunks(c) => (c, Tail::End),
@@ -247,8 +237,8 @@ impl ReplyBuilder {
         }
         self.ends.push(StreamChunk::BlockEnd {
             index,
-            block: ContentBlock::ToolCall(ToolCallBlock {
-                id: id.to_string(),
+            block: ContentBlock::ToolCall(ToolCall {
+                call_id: id.into(),
                 name: name.to_string(),
                 arguments: fragments.concat(),
             }),

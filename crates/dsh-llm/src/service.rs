@@ -1,5 +1,6 @@
 //! The adapter trait and the `LlmService` registry with its waterfalls.
 
+use dsh_kernel::sync::{read, write};
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 
@@ -9,7 +10,7 @@ use futures_util::StreamExt;
 
 use crate::assembler::BlockAssembler;
 use crate::error::LlmError;
-use crate::types::{ContentBlock, GenerateOptions, GenerateResult, StreamChunk};
+use crate::types::{ContentBlock, ModelRequest, ModelResponse, StreamChunk};
 
 /// A stream of chunks; an `Err` item ends it (no item follows an error).
 pub type ChunkStream = Pin<Box<dyn Stream<Item = Result<StreamChunk, LlmError>> + Send>>;
@@ -29,7 +30,7 @@ pub trait LlmAdapter: Send + Sync + 'static {
     fn name(&self) -> &str;
 
     /// Starts a streaming call.
-    fn stream(&self, options: GenerateOptions) -> ChunkStream;
+    fn stream(&self, options: ModelRequest) -> ChunkStream;
 }
 
 /// A stream that yields one error and ends.
@@ -41,8 +42,8 @@ type AdapterTable = Vec<(String, Arc<dyn LlmAdapter>)>;
 
 struct Inner {
     adapters: RwLock<AdapterTable>,
-    on_stream: WaterfallHook<GenerateOptions, ChunkStream>,
-    on_generate: WaterfallHook<GenerateOptions, Result<GenerateResult, LlmError>>,
+    on_stream: WaterfallHook<ModelRequest, ChunkStream>,
+    on_generate: WaterfallHook<ModelRequest, Result<ModelResponse, LlmError>>,
     on_adapters_change: EmitHook<()>,
 }
 
@@ -74,12 +75,12 @@ impl LlmService {
 
     /// The `llm/stream` waterfall: listeners may rewrite options, wrap or
     /// replace the chunk stream (the retry plugin lives here).
-    pub fn on_stream(&self) -> &WaterfallHook<GenerateOptions, ChunkStream> {
+    pub fn on_stream(&self) -> &WaterfallHook<ModelRequest, ChunkStream> {
         &self.inner.on_stream
     }
 
     /// The `llm/generate` waterfall around [`LlmService::generate`].
-    pub fn on_generate(&self) -> &WaterfallHook<GenerateOptions, Result<GenerateResult, LlmError>> {
+    pub fn on_generate(&self) -> &WaterfallHook<ModelRequest, Result<ModelResponse, LlmError>> {
         &self.inner.on_generate
     }
 
@@ -100,7 +101,7 @@ impl LlmService {
     ) -> Result<Registration, LlmError> {
         let names: Vec<String> = models.iter().map(|m| m.as_ref().to_string()).collect();
         {
-            let mut table = self.inner.adapters.write().expect("adapter lock poisoned");
+            let mut table = write(&self.inner.adapters);
             for (i, name) in names.iter().enumerate() {
                 if table.iter().any(|(n, _)| n == name) || names[..i].contains(name) {
                     return Err(LlmError::duplicate_adapter(name));
@@ -111,26 +112,20 @@ impl LlmService {
             }
         }
         // Listener failures are contained and logged by the hook.
-        let _ = self.inner.on_adapters_change.emit(&());
+        self.inner.on_adapters_change.emit(&());
         let inner = Arc::downgrade(&self.inner);
         Ok(Registration::new(move || {
             if let Some(inner) = inner.upgrade() {
-                inner
-                    .adapters
-                    .write()
-                    .expect("adapter lock poisoned")
+                write(&inner.adapters)
                     .retain(|(n, a)| !(names.contains(n) && Arc::ptr_eq(a, &adapter)));
-                let _ = inner.on_adapters_change.emit(&());
+                inner.on_adapters_change.emit(&());
             }
         }))
     }
 
     /// Registered model names in registration order.
     pub fn models(&self) -> Vec<String> {
-        self.inner
-            .adapters
-            .read()
-            .expect("adapter lock poisoned")
+        read(&self.inner.adapters)
             .iter()
             .map(|(n, _)| n.clone())
             .collect()
@@ -138,10 +133,7 @@ impl LlmService {
 
     /// The adapter serving `model`.
     pub fn adapter(&self, model: &str) -> Option<Arc<dyn LlmAdapter>> {
-        self.inner
-            .adapters
-            .read()
-            .expect("adapter lock poisoned")
+        read(&self.inner.adapters)
             .iter()
             .find(|(n, _)| n == model)
             .map(|(_, a)| a.clone())
@@ -149,7 +141,7 @@ impl LlmService {
 
     /// Streams a call through `llm/stream`. An unknown model yields a stream
     /// with one `NO_ADAPTER` error.
-    pub async fn stream(&self, options: GenerateOptions) -> ChunkStream {
+    pub async fn stream(&self, options: ModelRequest) -> ChunkStream {
         let weak = Arc::downgrade(&self.inner);
         self.inner
             .on_stream
@@ -157,10 +149,7 @@ impl LlmService {
                 let weak = weak.clone();
                 async move {
                     let adapter = weak.upgrade().and_then(|inner| {
-                        inner
-                            .adapters
-                            .read()
-                            .expect("adapter lock poisoned")
+                        read(&inner.adapters)
                             .iter()
                             .find(|(n, _)| *n == opts.model)
                             .map(|(_, a)| a.clone())
@@ -179,7 +168,7 @@ impl LlmService {
     ///
     /// # Errors
     /// The first error of the stream, or `INCOMPLETE_BLOCK` from assembly.
-    pub async fn generate(&self, options: GenerateOptions) -> Result<GenerateResult, LlmError> {
+    pub async fn generate(&self, options: ModelRequest) -> Result<ModelResponse, LlmError> {
         let service = self.clone();
         self.inner
             .on_generate
@@ -200,7 +189,7 @@ impl LlmService {
     /// Streams finished blocks: after each chunk the blocks ready so far, at
     /// the end the rest. The sequence equals `generate().message.content`
     /// (when no `llm/generate` listener rewrites it).
-    pub async fn stream_blocks(&self, options: GenerateOptions) -> BlockStream {
+    pub async fn stream_blocks(&self, options: ModelRequest) -> BlockStream {
         let chunks = self.stream(options).await;
         blocks_of(chunks)
     }

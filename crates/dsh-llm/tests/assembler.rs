@@ -1,5 +1,6 @@
 //! BlockAssembler: reference semantics, malformed sequences, and properties.
 
+use dsh_kernel::ErrorCode;
 use dsh_llm::scripted::ReplyBuilder;
 use dsh_llm::{BlockAssembler, ContentBlock, FinishReason, StreamChunk, TokenUsage};
 use proptest::prelude::*;

@@ -8,11 +8,11 @@ use std::time::Duration;
 use dsh_llm::conformance::{self, check_adapter, check_chunks, Scenario, Setup};
 use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter, ScriptedReply};
 use dsh_llm::{
-    ContentBlock, FinishReason, GenerateOptions, LlmError, LlmErrorKind, StreamChunk, TokenUsage,
+    ContentBlock, FinishReason, LlmError, LlmErrorKind, ModelRequest, StreamChunk, TokenUsage,
 };
 
-fn options() -> GenerateOptions {
-    GenerateOptions {
+fn options() -> ModelRequest {
+    ModelRequest {
         model: "scripted".into(),
         ..Default::default()
     }

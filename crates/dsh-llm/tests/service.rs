@@ -3,15 +3,16 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use dsh_kernel::ErrorCode;
 use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter, ScriptedReply};
 use dsh_llm::{
-    ContentBlock, FinishReason, GenerateOptions, LlmError, LlmErrorKind, LlmService, StreamChunk,
+    ContentBlock, FinishReason, LlmError, LlmErrorKind, LlmService, ModelRequest, StreamChunk,
 };
 use futures_util::StreamExt;
 use proptest::prelude::*;
 
-fn opts(model: &str) -> GenerateOptions {
-    GenerateOptions {
+fn opts(model: &str) -> ModelRequest {
+    ModelRequest {
         model: model.into(),
         ..Default::default()
     }
@@ -104,7 +105,7 @@ async fn stream_waterfall_can_rewrite_options_and_wrap_the_stream() {
         .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    let _w = svc.on_stream().on(move |mut o: GenerateOptions, next| {
+    let _w = svc.on_stream().on(move |mut o: ModelRequest, next| {
         let seen = s2.clone();
         async move {
             seen.lock().unwrap().push(o.model.clone());
@@ -125,7 +126,7 @@ async fn stream_waterfall_can_rewrite_options_and_wrap_the_stream() {
 #[tokio::test]
 async fn generate_waterfall_can_veto() {
     let svc = LlmService::new();
-    let _w = svc.on_generate().on(|_o: GenerateOptions, _next| async {
+    let _w = svc.on_generate().on(|_o: ModelRequest, _next| async {
         Err(LlmError::new(LlmErrorKind::Unsupported, "vetoed"))
     });
     let err = svc.generate(opts("any")).await.unwrap_err();

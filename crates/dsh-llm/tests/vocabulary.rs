@@ -1,8 +1,9 @@
 //! Serde names of the vocabulary match the reference's JSON exactly, and open
 //! sets round-trip unknown kinds.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_llm::{
-    ContentBlock, FinishReason, GenerateOptions, Message, MessageSource, StreamChunk, TokenUsage,
+    ContentBlock, FinishReason, Message, MessageSource, ModelRequest, StreamChunk, TokenUsage,
     ToolSchema,
 };
 use serde_json::{json, Value};
@@ -108,7 +109,7 @@ fn messages_tool_schemas_and_options() {
     assert_eq!(roundtrip::<Message>(m.clone()), m);
     let s = json!({"name":"bash","description":"d","parameters":{"type":"object"},"strict":true});
     assert_eq!(roundtrip::<ToolSchema>(s.clone()), s);
-    let o = GenerateOptions {
+    let o = ModelRequest {
         model: "m".into(),
         max_tokens: Some(5),
         ..Default::default()

@@ -320,6 +320,7 @@ pub(crate) fn shell_quote(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh_kernel::ErrorCode;
 
     fn words(s: &str) -> Vec<String> {
         split_words(s).expect("splits")

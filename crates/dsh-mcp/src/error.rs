@@ -1,21 +1,12 @@
 //! [`McpError`] and the stable error codes of MCP tool results.
 
-/// Stable codes: of [`McpError`] and of the error results MCP tools return.
+/// Stable codes of [`McpError`] and of the error results MCP tools return
+/// (re-exported from the one table in `dsh_protocol::codes`).
 pub mod codes {
-    /// A server could not be spawned, initialized or listed.
-    pub const MCP_START_FAILED: &str = "MCP_START_FAILED";
-    /// A `--mcp` flag or a `[mcp.servers.NAME]` entry is malformed.
-    pub const MCP_INVALID_CONFIG: &str = "MCP_INVALID_CONFIG";
-    /// The tool ran and reported an error (`isError: true` in its result).
-    pub const MCP_TOOL_ERROR: &str = "MCP_TOOL_ERROR";
-    /// The server answered the call with a JSON-RPC error (unknown tool,
-    /// invalid params, internal error, …).
-    pub const MCP_CALL_FAILED: &str = "MCP_CALL_FAILED";
-    /// The server exited (or closed its stdio) before or during the call.
-    pub const MCP_SERVER_EXITED: &str = "MCP_SERVER_EXITED";
-    /// The call did not finish within the server's timeout; the server was
-    /// sent `notifications/cancelled`.
-    pub const TIMEOUT: &str = "TIMEOUT";
+    pub use dsh_protocol::codes::{
+        MCP_CALL_FAILED, MCP_INVALID_CONFIG, MCP_SERVER_EXITED, MCP_START_FAILED, MCP_TOOL_ERROR,
+        TIMEOUT,
+    };
 }
 
 /// Why an MCP server could not be configured or started.
@@ -47,14 +38,6 @@ pub enum McpError {
 }
 
 impl McpError {
-    /// The stable code: `MCP_START_FAILED` or `MCP_INVALID_CONFIG`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            McpError::StartFailed { .. } => codes::MCP_START_FAILED,
-            McpError::InvalidConfig { .. } => codes::MCP_INVALID_CONFIG,
-        }
-    }
-
     pub(crate) fn invalid(input: impl Into<String>, reason: impl Into<String>) -> Self {
         McpError::InvalidConfig {
             input: input.into(),
@@ -64,7 +47,11 @@ impl McpError {
 }
 
 impl dsh_kernel::ErrorCode for McpError {
-    fn code(&self) -> std::borrow::Cow<'static, str> {
-        std::borrow::Cow::Borrowed(McpError::code(self))
+    /// `MCP_START_FAILED` or `MCP_INVALID_CONFIG`.
+    fn code(&self) -> &str {
+        match self {
+            McpError::StartFailed { .. } => codes::MCP_START_FAILED,
+            McpError::InvalidConfig { .. } => codes::MCP_INVALID_CONFIG,
+        }
     }
 }

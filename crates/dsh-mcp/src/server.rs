@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use dsh_kernel::Registration;
 use dsh_llm::ToolSchema;
+use dsh_process::{describe_exit, spawn_leader, GroupMode, ProcessGroup, Signal};
 use dsh_tools::{ToolError, ToolRegistry};
 use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient, ServiceExt};
@@ -119,7 +120,7 @@ impl McpServer {
             command: config.command_line(),
             reason,
         };
-        let mut child = spawn(&config).map_err(|e| {
+        let (mut child, group) = spawn(&config).map_err(|e| {
             fail(match e.kind() {
                 std::io::ErrorKind::NotFound => format!(
                     "cannot run \"{}\": no such program (is it installed and in PATH?)",
@@ -133,7 +134,7 @@ impl McpServer {
         })?;
         let pid = child.id();
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = stop(&mut child, pid, false).await; // best effort: it is unusable anyway
+            let _ = stop(&mut child, group, false).await; // best effort: it is unusable anyway
             return Err(fail("the process has no stdio pipes".to_string()));
         };
         let shared = Arc::new(Shared {
@@ -182,7 +183,7 @@ impl McpServer {
         let (running, tools) = match started {
             Ok(ok) => ok,
             Err(mut reason) => {
-                let status = stop(&mut child, pid, false).await;
+                let status = stop(&mut child, group, false).await;
                 if let Some(task) = stderr_task {
                     // The pipe closes with the process; the bound guards
                     // against a grandchild that keeps it open.
@@ -209,7 +210,7 @@ impl McpServer {
             tools = ?shared.tool_names(),
             "MCP server started"
         );
-        tokio::spawn(supervise(shared.clone(), child, running));
+        tokio::spawn(supervise(shared.clone(), child, group, running));
         tokio::spawn(resync_loop(shared.clone(), resync));
         Ok(McpServer { shared })
     }
@@ -346,7 +347,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn spawn(config: &McpServerConfig) -> std::io::Result<Child> {
+fn spawn(config: &McpServerConfig) -> std::io::Result<(Child, ProcessGroup)> {
     let mut cmd = Command::new(&config.command);
     cmd.args(&config.args).env_clear();
     for key in ["PATH", "HOME"] {
@@ -365,9 +366,7 @@ fn spawn(config: &McpServerConfig) -> std::io::Result<Child> {
     // Its own process group: a terminal Ctrl-C (meant for dsh) does not
     // reach it, and stopping it also stops the processes it started
     // (`npx` → `node`).
-    #[cfg(unix)]
-    cmd.process_group(0);
-    cmd.spawn()
+    spawn_leader(&mut cmd, GroupMode::NewProcessGroup)
 }
 
 /// Reads the server's stderr line by line into the log (and the tail kept
@@ -410,9 +409,9 @@ async fn log_stderr(shared: Arc<Shared>, stderr: ChildStderr) {
 async fn supervise(
     shared: Arc<Shared>,
     mut child: Child,
+    group: ProcessGroup,
     running: RunningService<RoleClient, Handler>,
 ) {
-    let pid = child.id();
     let service = running.cancellation_token();
     // Boxed so that dropping it below ends the connection's task.
     let mut waiting = Box::pin(running.waiting());
@@ -420,17 +419,17 @@ async fn supervise(
         status = child.wait() => status,
         _ = &mut waiting => {
             tracing::warn!(target: "dsh_mcp", server = %shared.config.name, "MCP server closed its connection; stopping it");
-            stop(&mut child, pid, false).await
+            stop(&mut child, group, false).await
         }
         () = shared.shutdown.cancelled() => {
             // Closing the connection closes the server's stdin: the polite
             // way to ask a stdio MCP server to exit.
             service.cancel();
-            stop(&mut child, pid, true).await
+            stop(&mut child, group, true).await
         }
     };
     // Whatever the leader left behind in its group goes too.
-    signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+    group.signal(Signal::SIGKILL);
     let (code, how) = match &status {
         Ok(status) => (status.code(), describe_exit(*status)),
         Err(e) => (None, format!("could not be waited for ({e})")),
@@ -456,40 +455,11 @@ async fn supervise(
 
 /// Stops `child`: when `polite`, first waits for it to exit on its own
 /// (its stdin was closed); then `SIGTERM` to its group, then `SIGKILL`.
-async fn stop(child: &mut Child, pid: Option<u32>, polite: bool) -> std::io::Result<ExitStatus> {
+async fn stop(child: &mut Child, group: ProcessGroup, polite: bool) -> std::io::Result<ExitStatus> {
     if polite {
         if let Ok(status) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
             return status;
         }
     }
-    signal_group(pid, nix::sys::signal::Signal::SIGTERM);
-    if let Ok(status) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
-        return status;
-    }
-    signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-    // Also covers a leader that left its group.
-    child.start_kill().ok();
-    child.wait().await
-}
-
-fn signal_group(pid: Option<u32>, signal: nix::sys::signal::Signal) {
-    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
-        return;
-    };
-    // ESRCH (the group is already gone) is the expected failure here.
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
-}
-
-fn describe_exit(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        return format!("exited with code {code}");
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return format!("was killed by signal {signal}");
-        }
-    }
-    "exited".to_string()
+    dsh_process::stop(child, group, STOP_GRACE).await
 }

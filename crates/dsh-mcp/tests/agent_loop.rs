@@ -10,7 +10,7 @@ use dsh_kernel::Kernel;
 use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter, ScriptedReply};
 use dsh_llm::{ContentBlock, LlmService, MessageSource};
 use dsh_mcp::{McpServer, McpServerConfig};
-use dsh_session::{EventData, SessionStore, TurnEndReason};
+use dsh_session::{EventPayload, SessionStore, ToolResultEvent, TurnEndEvent, TurnEndReason};
 use dsh_tools::ToolRegistry;
 use tokio::sync::mpsc;
 
@@ -55,9 +55,11 @@ async fn the_model_calls_mcp_tools_through_the_agent_loop() {
     .expect("fixture starts");
 
     let (tx, mut turn_ends) = mpsc::unbounded_channel();
-    let _tap = agents.hooks().turn_end.on(move |t| {
-        // The receiver lives as long as the test.
-        let _ = tx.send(t.reason.clone());
+    let _tap = agents.hooks().event.on(move |e| {
+        if let EventPayload::TurnEnd(TurnEndEvent { reason, .. }) = &e.event.data {
+            // The receiver lives as long as the test.
+            let _ = tx.send(reason.clone());
+        }
     });
     let handle = AgentLoop::create(
         &kernel,
@@ -86,20 +88,15 @@ async fn the_model_calls_mcp_tools_through_the_agent_loop() {
         .events()
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::ToolResult {
-                call_id,
-                content,
-                is_error,
-                error_code,
-                ..
-            } => Some((
-                call_id.clone(),
-                content
+            EventPayload::ToolResult(ToolResultEvent { result, .. }) => Some((
+                result.call_id.to_string(),
+                result
+                    .content
                     .iter()
                     .filter_map(ContentBlock::as_text)
                     .collect::<String>(),
-                *is_error,
-                error_code.clone(),
+                result.is_error,
+                result.code().map(str::to_string),
             )),
             _ => None,
         })

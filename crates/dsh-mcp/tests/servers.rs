@@ -1,13 +1,15 @@
 //! MCP servers driven through the tool registry: the fixture server
 //! (`src/bin/dsh-mcp-fixture.rs`) over real child-process stdio.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+use dsh_kernel::ErrorCode;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_llm::ContentBlock;
 use dsh_mcp::{codes, McpServer, McpServerConfig, McpServerState};
-use dsh_tools::{ToolExecution, ToolExecutionResult, ToolRegistry};
+use dsh_tools::{CallEnv, ToolCall, ToolContext, ToolRegistry, ToolResult};
 use tokio::sync::mpsc;
 
 /// No test waits longer than this for anything.
@@ -50,8 +52,12 @@ async fn start(config: McpServerConfig) -> (Arc<ToolRegistry>, McpServer) {
     (registry, server)
 }
 
-async fn exec(registry: &ToolRegistry, name: &str, args: &str) -> ToolExecutionResult {
-    guard(name, registry.execute(ToolExecution::new("c1", name, args))).await
+async fn exec(registry: &ToolRegistry, name: &str, args: &str) -> ToolResult {
+    guard(
+        name,
+        registry.execute(&ToolCall::new("c1", name, args), CallEnv::default()),
+    )
+    .await
 }
 
 /// Counts `tools/change` emissions on a channel.
@@ -222,9 +228,9 @@ async fn cancelling_a_call_aborts_it_and_tells_the_server() {
         r#"{{"ms": 30000, "marker": {:?}}}"#,
         file.display().to_string()
     );
-    let exec_ = ToolExecution::new("c9", "fx__sleep", args);
-    let cancel = exec_.cancel.clone();
-    let running = tokio::spawn(registry.execute(exec_));
+    let env = CallEnv::default();
+    let cancel = env.cancel.clone();
+    let running = tokio::spawn(registry.execute(&ToolCall::new("c9", "fx__sleep", args), env));
     eventually("the sleep to start", || {
         std::fs::read_to_string(&file).is_ok_and(|s| s == "started")
     })
@@ -259,7 +265,8 @@ async fn a_crash_ends_in_flight_calls_and_unregisters_the_tools() {
         r#"{{"ms": 30000, "marker": {:?}}}"#,
         file.display().to_string()
     );
-    let in_flight = tokio::spawn(registry.execute(ToolExecution::new("c2", "fx__sleep", args)));
+    let in_flight =
+        tokio::spawn(registry.execute(&ToolCall::new("c2", "fx__sleep", args), CallEnv::default()));
     eventually("the sleep to start", || {
         std::fs::read_to_string(&file).is_ok_and(|s| s == "started")
     })
@@ -287,14 +294,8 @@ async fn a_crash_ends_in_flight_calls_and_unregisters_the_tools() {
     assert!(!process_alive(pid));
 
     // A tool handle kept from before answers too, without hanging.
-    let call = dsh_tools::ToolInvocation {
-        call_id: "c3".into(),
-        arguments: "{}".into(),
-        finish: None,
-        cancel: Default::default(),
-        extensions: Default::default(),
-    };
-    let err = guard("stale call", stale.call(call))
+    let ctx = ToolContext::detached("c3", "fx__add");
+    let err = guard("stale call", stale.call("{}", ctx))
         .await
         .expect_err("server gone");
     assert_eq!(err.code(), codes::MCP_SERVER_EXITED);

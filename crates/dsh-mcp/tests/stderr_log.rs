@@ -1,5 +1,6 @@
 //! The server's stderr reaches the `tracing` log, line by line, tagged with
 //! the server's name.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+use dsh_kernel::sync::lock;
 use std::sync::{Arc, Mutex};
 
 use dsh_kernel::{EmitHook, Registration, WaterfallHook};
@@ -162,7 +163,7 @@ impl PromptService {
     /// Emits `system-prompt/change`.
     pub fn notify_change(&self) {
         // Listener failures are contained and logged by the hook.
-        let _ = self.inner.on_change.emit(&());
+        self.inner.on_change.emit(&());
     }
 
     /// Adds a section; undoing the registration removes it.
@@ -188,7 +189,7 @@ impl PromptService {
         value: T,
     ) -> Registration {
         let id = {
-            let mut st = self.inner.state.lock().expect("prompt lock poisoned");
+            let mut st = lock(&self.inner.state);
             st.next_id += 1;
             let id = st.next_id;
             list(&mut st).push(Entry { id, value });
@@ -198,9 +199,9 @@ impl PromptService {
         let inner = Arc::downgrade(&self.inner);
         Registration::new(move || {
             if let Some(inner) = inner.upgrade() {
-                list(&mut inner.state.lock().expect("prompt lock poisoned")).retain(|e| e.id != id);
+                list(&mut lock(&inner.state)).retain(|e| e.id != id);
                 // Listener failures are contained and logged by the hook.
-                let _ = inner.on_change.emit(&());
+                inner.on_change.emit(&());
             }
         })
     }
@@ -209,7 +210,7 @@ impl PromptService {
     /// provider's tools) and runs it through `system-prompt/assemble`.
     pub async fn assemble(&self) -> PromptAssembly {
         let (mut sections, providers) = {
-            let st = self.inner.state.lock().expect("prompt lock poisoned");
+            let st = lock(&self.inner.state);
             let sections: Vec<Section> = st.sections.iter().map(|e| e.value.clone()).collect();
             let providers: Vec<ToolProvider> =
                 st.providers.iter().map(|e| e.value.clone()).collect();

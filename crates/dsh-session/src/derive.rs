@@ -1,8 +1,7 @@
 //! Event log → model history, the reference's `deriveMessages` rules.
 
 use dsh_llm::{ContentBlock, Message, MessageSource, Role};
-
-use crate::event::{EventData, SessionEvent};
+use dsh_protocol::{EventPayload, MessageEvent, SessionEvent, SteeringEvent};
 
 /// The message one event contributes to the model history, if any.
 ///
@@ -11,48 +10,39 @@ use crate::event::{EventData, SessionEvent};
 /// `context/message` and `steering/message` → a user message wrapped in
 /// [`envelope`]. Every other kind (boundaries, chunks, calls, usage, errors,
 /// plugin kinds) contributes nothing.
-pub fn derive_message(data: &EventData) -> Option<Message> {
+pub fn derive_message(data: &EventPayload) -> Option<Message> {
     match data {
-        EventData::UserMessage { content, .. } => Some(Message {
+        EventPayload::UserMessage(m) => Some(Message {
             role: Role::User,
-            content: content.clone(),
+            content: m.content.clone(),
         }),
-        EventData::AssistantMessage { content, .. } => Some(Message {
+        EventPayload::AssistantMessage(m) => Some(Message {
             role: Role::Assistant,
-            content: content.clone(),
+            content: m.content.clone(),
         }),
-        EventData::ToolResult {
-            call_id,
-            content,
-            is_error,
-            ..
-        } => Some(Message {
+        EventPayload::ToolResult(r) => Some(Message {
             role: Role::User,
-            content: vec![ContentBlock::tool_result(
-                call_id.clone(),
-                content.clone(),
-                *is_error,
-            )],
+            content: vec![r.result.to_block()],
         }),
-        EventData::ContextMessage { content, source } => Some(Message {
+        EventPayload::ContextMessage(MessageEvent { content, source }) => Some(Message {
             role: Role::User,
             content: envelope("context", content, source),
         }),
-        EventData::SteeringMessage {
+        EventPayload::SteeringMessage(SteeringEvent {
             content, source, ..
-        } => Some(Message {
+        }) => Some(Message {
             role: Role::User,
             content: envelope("steering", content, source),
         }),
-        EventData::TurnStart { .. }
-        | EventData::TurnEnd { .. }
-        | EventData::StepStart { .. }
-        | EventData::StepEnd { .. }
-        | EventData::AssistantChunk { .. }
-        | EventData::ToolCall { .. }
-        | EventData::Usage { .. }
-        | EventData::Error { .. }
-        | EventData::Other { .. } => None,
+        EventPayload::TurnStart(_)
+        | EventPayload::TurnEnd(_)
+        | EventPayload::StepStart(_)
+        | EventPayload::StepEnd(_)
+        | EventPayload::AssistantChunk(_)
+        | EventPayload::ToolCall(_)
+        | EventPayload::Usage(_)
+        | EventPayload::Error(_)
+        | EventPayload::Other { .. } => None,
     }
 }
 
@@ -72,13 +62,18 @@ pub fn derive_messages(events: &[SessionEvent]) -> Vec<Message> {
 /// `source.kind` as a JSON string (quotes and escapes included). Only the
 /// kind is rendered; no whitespace is added between the parts.
 pub fn envelope(tag: &str, content: &[ContentBlock], source: &MessageSource) -> Vec<ContentBlock> {
-    let quoted =
-        serde_json::to_string(source.kind()).expect("serializing a &str to JSON cannot fail");
+    let quoted = json_string(source.kind());
     let mut out = Vec::with_capacity(content.len() + 2);
     out.push(ContentBlock::text(format!("<{tag} source={quoted}>")));
     out.extend(content.iter().cloned());
     out.push(ContentBlock::text(format!("</{tag}>")));
     out
+}
+
+/// `text` as a JSON string literal (quotes and escapes included).
+fn json_string(text: &str) -> String {
+    // Serializing a `str` cannot fail; `Value`'s Display is the same literal.
+    serde_json::Value::from(text).to_string()
 }
 
 #[cfg(test)]

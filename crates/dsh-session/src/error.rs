@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use dsh_kernel::DshError;
+use dsh_kernel::{DshError, ErrorCode};
+use dsh_protocol::codes;
 
 /// Everything that can go wrong in `dsh-session`. Each variant has a stable
 /// [`code`](SessionError::code).
@@ -88,30 +89,30 @@ pub enum SessionError {
     Task(String),
 }
 
-impl SessionError {
-    /// The stable code: `DUPLICATE_SESSION`, `INVALID_SESSION_ID`,
-    /// `SESSION_DIR_UNWRITABLE`, `CORRUPT_LOG`, `SESSION_NOT_FOUND`,
-    /// `SESSION_READ_FAILED`, `SESSION_WRITE_FAILED`, `SESSION_LOG_CONFLICT`,
-    /// `SESSION_LOCKED` or `SESSION_TASK_FAILED`.
-    pub fn code(&self) -> &'static str {
+impl ErrorCode for SessionError {
+    /// `DUPLICATE_SESSION`, `INVALID_SESSION_ID`, `SESSION_DIR_UNWRITABLE`,
+    /// `CORRUPT_LOG`, `SESSION_NOT_FOUND`, `SESSION_READ_FAILED`,
+    /// `SESSION_WRITE_FAILED`, `SESSION_LOG_CONFLICT`, `SESSION_LOCKED` or
+    /// `SESSION_TASK_FAILED`.
+    fn code(&self) -> &str {
         match self {
-            SessionError::DuplicateSession(_) => "DUPLICATE_SESSION",
-            SessionError::InvalidId { .. } => "INVALID_SESSION_ID",
-            SessionError::DirUnwritable { .. } => "SESSION_DIR_UNWRITABLE",
-            SessionError::CorruptLog { .. } => "CORRUPT_LOG",
-            SessionError::NotFound { .. } => "SESSION_NOT_FOUND",
-            SessionError::Read { .. } => "SESSION_READ_FAILED",
-            SessionError::Write { .. } => "SESSION_WRITE_FAILED",
-            SessionError::LogConflict { .. } => "SESSION_LOG_CONFLICT",
-            SessionError::Locked { .. } => "SESSION_LOCKED",
-            SessionError::Task(_) => "SESSION_TASK_FAILED",
+            SessionError::DuplicateSession(_) => codes::DUPLICATE_SESSION,
+            SessionError::InvalidId { .. } => codes::INVALID_SESSION_ID,
+            SessionError::DirUnwritable { .. } => codes::SESSION_DIR_UNWRITABLE,
+            SessionError::CorruptLog { .. } => codes::CORRUPT_LOG,
+            SessionError::NotFound { .. } => codes::SESSION_NOT_FOUND,
+            SessionError::Read { .. } => codes::SESSION_READ_FAILED,
+            SessionError::Write { .. } => codes::SESSION_WRITE_FAILED,
+            SessionError::LogConflict { .. } => codes::SESSION_LOG_CONFLICT,
+            SessionError::Locked { .. } => codes::SESSION_LOCKED,
+            SessionError::Task(_) => codes::SESSION_TASK_FAILED,
         }
     }
 }
 
 impl From<SessionError> for DshError {
     fn from(e: SessionError) -> Self {
-        let code = e.code();
+        let code = e.code().to_string();
         DshError::wrap(code, e)
     }
 }

@@ -1,6 +1,8 @@
 //! The JSONL backend: one `<session-id>.jsonl` file per session in a
 //! directory, one event per line, the reference's field names.
 
+use dsh_kernel::sync::lock;
+use dsh_kernel::ErrorCode;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -11,11 +13,31 @@ use dsh_kernel::Registration;
 use serde::Deserialize;
 
 use crate::error::SessionError;
-use crate::event::{EventData, SessionEvent};
 use crate::persist::{
     install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine,
 };
 use crate::session::{validate_session_id, SessionStore};
+use dsh_protocol::{EventPayload, MessageEvent, SessionEvent};
+
+/// The JSONL persistence plugin: every session of the kernel's
+/// [`SessionStore`] is written to `<dir>/<session-id>.jsonl` (see
+/// [`install_jsonl`], which it calls).
+#[derive(Debug, Clone)]
+pub struct JsonlPersistence {
+    /// The session directory (created 0700 when missing).
+    pub dir: std::path::PathBuf,
+}
+
+impl dsh_kernel::Plugin for JsonlPersistence {
+    /// # Errors
+    /// `MISSING_SERVICE` without a [`SessionStore`]; `SESSION_DIR_UNWRITABLE`.
+    fn install(self, kernel: &dsh_kernel::Kernel) -> Result<Registration, dsh_kernel::DshError> {
+        let store = kernel
+            .service::<SessionStore>()
+            .map_err(dsh_kernel::DshError::from)?;
+        install_jsonl(&store, &self.dir).map_err(dsh_kernel::DshError::from)
+    }
+}
 
 /// Installs JSONL persistence for every session of `store`, in `dir`.
 ///
@@ -129,7 +151,7 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
             "turn/start" => summary.turns += 1,
             "user/message" if summary.first_prompt.is_none() => {
                 if let Ok(SessionEvent {
-                    data: EventData::UserMessage { content, .. },
+                    data: EventPayload::UserMessage(MessageEvent { content, .. }),
                     ..
                 }) = serde_json::from_slice::<SessionEvent>(line)
                 {
@@ -151,10 +173,18 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
 }
 
 /// Appends the JSONL line of `event` (its JSON and a newline) to `out`.
+///
+/// Serializing an event into memory cannot fail (every map key is a
+/// string); if it ever did, nothing is appended and the failure is logged.
 pub fn write_jsonl_line(event: &SessionEvent, out: &mut Vec<u8>) {
-    // Serializing into a Vec cannot fail: every map key is a string.
-    serde_json::to_writer(&mut *out, event).expect("session events always serialize");
-    out.push(b'\n');
+    let start = out.len();
+    match serde_json::to_writer(&mut *out, event) {
+        Ok(()) => out.push(b'\n'),
+        Err(e) => {
+            out.truncate(start);
+            tracing::error!(seq = event.seq, "session event did not serialize: {e}");
+        }
+    }
 }
 
 /// The directory-of-files backend: `<dir>/<session-id>.jsonl`.
@@ -193,11 +223,7 @@ impl JsonlStore {
     }
 
     fn file(&self, session_id: &str) -> Option<Arc<Mutex<File>>> {
-        self.files
-            .lock()
-            .expect("file table lock poisoned")
-            .get(session_id)
-            .cloned()
+        lock(&self.files).get(session_id).cloned()
     }
 }
 
@@ -243,10 +269,7 @@ impl SessionPersistence for JsonlStore {
                 (scan.events.last().map_or(0, |e| e.seq + 1), file)
             }
         };
-        self.files
-            .lock()
-            .expect("file table lock poisoned")
-            .insert(session_id.to_string(), Arc::new(Mutex::new(file)));
+        lock(&self.files).insert(session_id.to_string(), Arc::new(Mutex::new(file)));
         Ok(next_seq)
     }
 
@@ -269,7 +292,7 @@ impl SessionPersistence for JsonlStore {
         for event in events {
             write_jsonl_line(event, &mut buf);
         }
-        let mut file = file.lock().expect("log file lock poisoned");
+        let mut file = lock(&file);
         let before = file.metadata().map(|m| m.len());
         if let Err(source) = file.write_all(&buf) {
             // Roll back a partial write so the file ends on a line boundary.
@@ -287,7 +310,7 @@ impl SessionPersistence for JsonlStore {
         let Some(file) = self.file(session_id) else {
             return Ok(());
         };
-        let file = file.lock().expect("log file lock poisoned");
+        let file = lock(&file);
         file.sync_data().map_err(|source| SessionError::Write {
             path: self.dir.join(format!("{session_id}.jsonl")),
             source,
@@ -302,10 +325,7 @@ impl SessionPersistence for JsonlStore {
     }
 
     fn close(&self, session_id: &str) {
-        self.files
-            .lock()
-            .expect("file table lock poisoned")
-            .remove(session_id);
+        lock(&self.files).remove(session_id);
     }
 
     fn load(&self, session_id: &str) -> Result<LoadedLog, SessionError> {

@@ -4,7 +4,7 @@
 //! Start reading at [`Session`] (the log: synchronous [`Session::append`],
 //! O(1) [`Session::derive_messages`]) and [`SessionStore`] (create / get /
 //! list, the `session/created`, `session/event` and `session/flush` hooks).
-//! [`SessionEvent`] and [`EventData`] are the vocabulary, serialized exactly
+//! [`SessionEvent`] and [`EventPayload`] (from `dsh-protocol`) are the vocabulary, serialized exactly
 //! as the reference (`{"type","seq","time","data"}`, `callId`, `isError`).
 //! [`derive_messages`] and [`envelope`] are the pure reference algorithms.
 //!
@@ -21,18 +21,16 @@
 
 mod derive;
 mod error;
-mod event;
 mod jsonl;
 mod persist;
 mod session;
-mod wire;
 
 pub use derive::{derive_message, derive_messages, envelope};
+pub use dsh_protocol::event::*;
 pub use error::SessionError;
-pub use event::{EventData, SessionEvent, TurnEndReason, TurnTrigger, EVENT_KINDS};
 pub use jsonl::{
     install_jsonl, is_locked, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line,
-    JsonlStore,
+    JsonlPersistence, JsonlStore,
 };
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};

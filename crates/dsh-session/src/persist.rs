@@ -2,6 +2,8 @@
 //! [`install_persistence`] (the plugin that buffers `session/event`s and
 //! writes them at `session/flush`).
 
+use dsh_kernel::sync::lock;
+use dsh_kernel::ErrorCode;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -9,8 +11,8 @@ use std::sync::{Arc, Mutex, Weak};
 use dsh_kernel::{BoxError, DshError, Registration};
 
 use crate::error::SessionError;
-use crate::event::SessionEvent;
 use crate::session::{Session, SessionStore};
+use dsh_protocol::SessionEvent;
 
 /// A storage backend for session logs. Methods block (file or database
 /// I/O); the plugin calls them off the async executor.
@@ -181,7 +183,7 @@ struct Buffer {
 
 impl Tracked {
     fn push(&self, event: &Arc<SessionEvent>) {
-        let mut b = self.buffer.lock().expect("buffer lock poisoned");
+        let mut b = lock(&self.buffer);
         self.take_in(&mut b, event);
     }
 
@@ -196,7 +198,7 @@ impl Tracked {
 
 impl Writer {
     fn tracked_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Tracked>>> {
-        self.tracked.lock().expect("tracked lock poisoned")
+        lock(&self.tracked)
     }
 
     /// The state of `session`, created from a snapshot of its log on first
@@ -220,7 +222,7 @@ impl Writer {
 
     /// Writes and syncs everything buffered for one session (blocking).
     fn flush_tracked(&self, t: &Tracked) -> Result<(), SessionError> {
-        let mut io = t.io.lock().expect("io lock poisoned");
+        let mut io = lock(&t.io);
         let stored = match *io {
             Some(n) => n,
             None => {
@@ -230,7 +232,7 @@ impl Writer {
             }
         };
         let (taken, known) = {
-            let mut b = t.buffer.lock().expect("buffer lock poisoned");
+            let mut b = lock(&t.buffer);
             // Events appended before this flush but still queued for
             // `session/event` (another thread is delivering, or the flush runs
             // inside a listener) must be covered by the flush too.
@@ -267,7 +269,7 @@ impl Writer {
 
     /// Puts events taken for a failed write back in front of the buffer.
     fn restore(&self, t: &Tracked, mut events: Vec<Arc<SessionEvent>>) {
-        let mut b = t.buffer.lock().expect("buffer lock poisoned");
+        let mut b = lock(&t.buffer);
         events.append(&mut b.events);
         b.events = events;
     }

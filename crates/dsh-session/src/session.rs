@@ -1,6 +1,7 @@
 //! [`Session`] (the append-only log with its incremental history) and
 //! [`SessionStore`] (the kernel service holding sessions and their hooks).
 
+use dsh_kernel::sync::lock;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -11,7 +12,7 @@ use dsh_llm::History;
 
 use crate::derive::derive_message;
 use crate::error::SessionError;
-use crate::event::{EventData, SessionEvent, EVENT_KINDS};
+use dsh_protocol::{EventPayload, SessionEvent, EVENT_KINDS};
 
 /// An append-only, typed event log: the only state of a conversation.
 ///
@@ -45,8 +46,8 @@ impl LogState {
         if let Some(message) = derive_message(&event.data) {
             self.history.push(message);
         }
-        if let EventData::TurnStart { turn, .. } = &event.data {
-            self.last_turn = *turn;
+        if let EventPayload::TurnStart(start) = &event.data {
+            self.last_turn = start.turn;
         }
         self.events.push(event);
     }
@@ -96,7 +97,7 @@ impl Session {
     /// milliseconds. If the session belongs to a store, the store's
     /// `session/event` hook is then emitted with `(session, event)`.
     ///
-    /// An [`EventData::Other`] whose kind is a built-in kind is stored as the
+    /// An [`EventPayload::Other`] whose kind is a built-in kind is stored as the
     /// typed variant when its data fits (so live and replayed derivations
     /// agree); when it does not fit, an error is logged, because such a line
     /// would make the log fail to load.
@@ -105,7 +106,7 @@ impl Session {
     /// a `session/event` listener (or concurrently from another thread while
     /// one is being delivered) is logged at once and announced right after
     /// the events before it, by the thread already delivering.
-    pub fn append(&self, data: EventData) -> Arc<SessionEvent> {
+    pub fn append(&self, data: EventPayload) -> Arc<SessionEvent> {
         let data = normalize(data);
         let attached = self.attached.load(Ordering::SeqCst);
         let event;
@@ -150,7 +151,7 @@ impl Session {
             {
                 // Listener failures are contained and logged by the hook;
                 // an append must not fail because an observer did.
-                let _ = store.on_event.emit(&(me.clone(), next));
+                store.on_event.emit(&(me.clone(), next));
             }
         }
     }
@@ -194,7 +195,7 @@ impl Session {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
-        self.state.lock().expect("session lock poisoned")
+        lock(&self.state)
     }
 }
 
@@ -209,10 +210,10 @@ impl std::fmt::Debug for Session {
 }
 
 /// Turns an `Other` event that uses a built-in kind into the typed variant.
-fn normalize(data: EventData) -> EventData {
+fn normalize(data: EventPayload) -> EventPayload {
     match data {
-        EventData::Other { kind, data } if EVENT_KINDS.contains(&kind.as_str()) => {
-            match EventData::from_parts(kind.clone(), data.clone()) {
+        EventPayload::Other { kind, data } if EVENT_KINDS.contains(&kind.as_str()) => {
+            match EventPayload::from_parts(kind.clone(), data.clone()) {
                 Ok(typed) => typed,
                 Err(e) => {
                     tracing::error!(
@@ -220,7 +221,7 @@ fn normalize(data: EventData) -> EventData {
                         "plugin event uses a built-in kind with data that does not fit it ({e}); \
                          the saved log will not load back"
                     );
-                    EventData::Other { kind, data }
+                    EventPayload::Other { kind, data }
                 }
             }
         }
@@ -336,7 +337,7 @@ impl SessionStore {
             None => new_session_id(),
         };
         let session = {
-            let mut sessions = self.shared.sessions.lock().expect("store lock poisoned");
+            let mut sessions = lock(&self.shared.sessions);
             if sessions.by_id.contains_key(&id) {
                 return Err(SessionError::DuplicateSession(id));
             }
@@ -346,7 +347,7 @@ impl SessionStore {
             session
         };
         // Listener failures are contained and logged by the hook.
-        let _ = self.shared.on_created.emit(&session);
+        self.shared.on_created.emit(&session);
         let shared = Arc::downgrade(&self.shared);
         let removed = session.clone();
         let reg = Registration::new(move || {
@@ -355,7 +356,7 @@ impl SessionStore {
                 return;
             };
             let was_present = {
-                let mut sessions = shared.sessions.lock().expect("store lock poisoned");
+                let mut sessions = lock(&shared.sessions);
                 let present = sessions
                     .by_id
                     .get(removed.id())
@@ -369,7 +370,7 @@ impl SessionStore {
             removed.attached.store(false, Ordering::SeqCst);
             if was_present {
                 // Contained and logged by the hook.
-                let _ = shared.on_removed.emit(&removed);
+                shared.on_removed.emit(&removed);
             }
         });
         Ok((session, reg))
@@ -377,13 +378,13 @@ impl SessionStore {
 
     /// The session with this id.
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
-        let sessions = self.shared.sessions.lock().expect("store lock poisoned");
+        let sessions = lock(&self.shared.sessions);
         sessions.by_id.get(id).cloned()
     }
 
     /// All sessions, in insertion order.
     pub fn list(&self) -> Vec<Arc<Session>> {
-        let sessions = self.shared.sessions.lock().expect("store lock poisoned");
+        let sessions = lock(&self.shared.sessions);
         sessions.order.clone()
     }
 

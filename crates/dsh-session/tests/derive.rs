@@ -3,7 +3,7 @@
 mod common;
 
 use dsh_llm::{ContentBlock, Message, MessageSource, Role};
-use dsh_session::{derive_messages, envelope, EventData, Session};
+use dsh_session::{derive_messages, envelope, EventPayload, Session, ToolResultEvent};
 
 #[test]
 fn envelope_is_byte_identical_to_the_reference() {
@@ -67,14 +67,11 @@ fn sample_log_derives_the_reference_history() {
 
 #[test]
 fn tool_result_always_carries_is_error() {
-    let events = common::as_events(vec![EventData::ToolResult {
+    let events = common::as_events(vec![EventPayload::ToolResult(ToolResultEvent {
         turn: 1,
         step: 1,
-        call_id: "c".into(),
-        content: vec![],
-        is_error: false,
-        error_code: Some("X".into()),
-    }]);
+        result: common::tool_result("c", vec![], false, Some("X".into())),
+    })]);
     let messages = derive_messages(&events);
     assert_eq!(
         serde_json::to_string(&messages).unwrap(),

@@ -5,10 +5,10 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_kernel::Scope;
+use dsh_kernel::{ErrorCode, Scope};
 use dsh_session::{
-    derive_messages, install_jsonl, list_sessions, load_jsonl, EventData, JsonlStore, SessionError,
-    SessionPersistence, SessionStore,
+    derive_messages, install_jsonl, list_sessions, load_jsonl, EventPayload, JsonlStore,
+    SessionError, SessionPersistence, SessionStore, StepEvent,
 };
 
 fn read(path: &Path) -> String {
@@ -72,7 +72,7 @@ fn scope_close_writes_what_is_buffered() {
     assert_eq!(log.events.len(), s.len());
     assert!(log.torn_tail.is_none());
     // After close, nothing more is written.
-    s.append(EventData::StepStart { turn: 9, step: 9 });
+    s.append(EventPayload::StepStart(StepEvent { turn: 9, step: 9 }));
     assert_eq!(lines(&dir.path().join("c.jsonl")), s.len() - 1);
 }
 
@@ -82,7 +82,7 @@ fn session_removal_writes_what_is_buffered() {
     let store = SessionStore::new();
     let _plugin = install_jsonl(&store, dir.path()).unwrap();
     let (s, reg) = store.create(Some("r".into()), vec![]).unwrap();
-    s.append(EventData::StepStart { turn: 1, step: 1 });
+    s.append(EventPayload::StepStart(StepEvent { turn: 1, step: 1 }));
     reg.undo();
     assert_eq!(lines(&dir.path().join("r.jsonl")), 1);
 }
@@ -114,7 +114,7 @@ async fn seeded_sessions_persist_their_seed() {
     let _plugin = install_jsonl(&store, dir.path()).unwrap();
     let seed = common::as_events(common::sample_log());
     let (s, _reg) = store.create(Some("fork".into()), seed.clone()).unwrap();
-    s.append(EventData::StepStart { turn: 3, step: 1 });
+    s.append(EventPayload::StepStart(StepEvent { turn: 3, step: 1 }));
     store.flush(&s).await.unwrap();
     let log = load_jsonl(&dir.path().join("fork.jsonl")).unwrap();
     assert_eq!(log.events.len(), seed.len() + 1);
@@ -143,7 +143,7 @@ async fn resuming_an_existing_log_appends_after_it_and_repairs_a_torn_tail() {
     let store = SessionStore::new();
     let _plugin = install_jsonl(&store, dir.path()).unwrap();
     let (s, _reg) = store.create(Some("res".into()), loaded.events).unwrap();
-    s.append(EventData::StepEnd { turn: 1, step: 1 });
+    s.append(EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }));
     store.flush(&s).await.unwrap();
     let after = load_jsonl(&path).unwrap();
     assert!(
@@ -164,7 +164,7 @@ async fn resuming_after_a_complete_line_without_newline() {
     let store = SessionStore::new();
     let _plugin = install_jsonl(&store, dir.path()).unwrap();
     let (s, _reg) = store.create(Some("nl".into()), seed).unwrap();
-    s.append(EventData::StepEnd { turn: 1, step: 1 });
+    s.append(EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }));
     store.flush(&s).await.unwrap();
     let after = load_jsonl(&path).unwrap();
     assert_eq!(after.events.len(), 2);
@@ -185,7 +185,7 @@ async fn a_foreign_longer_log_is_a_conflict_not_a_mix() {
     let store = SessionStore::new();
     let _plugin = install_jsonl(&store, dir.path()).unwrap();
     let (s, _reg) = store.create(Some("dup".into()), vec![]).unwrap();
-    s.append(EventData::StepStart { turn: 1, step: 1 });
+    s.append(EventPayload::StepStart(StepEvent { turn: 1, step: 1 }));
     let err = store.flush(&s).await.unwrap_err();
     assert_eq!(err.code(), "SESSION_LOG_CONFLICT");
     assert!(err.message().contains("dup.jsonl"), "{}", err.message());
@@ -300,7 +300,7 @@ async fn list_summarises_sessions_oldest_first() {
     }
     store.flush(&a).await.unwrap();
     let (b, _rb) = store.create(None, vec![]).unwrap();
-    b.append(EventData::StepStart { turn: 1, step: 1 });
+    b.append(EventPayload::StepStart(StepEvent { turn: 1, step: 1 }));
     store.flush(&b).await.unwrap();
     std::fs::write(dir.path().join("notes.txt"), "ignored").unwrap();
 
@@ -326,9 +326,9 @@ async fn a_plugin_installed_late_still_persists_earlier_events() {
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::new();
     let (s, _reg) = store.create(Some("late".into()), vec![]).unwrap();
-    s.append(EventData::StepStart { turn: 1, step: 1 });
+    s.append(EventPayload::StepStart(StepEvent { turn: 1, step: 1 }));
     let _plugin = install_jsonl(&store, dir.path()).unwrap();
-    s.append(EventData::StepEnd { turn: 1, step: 1 });
+    s.append(EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }));
     store.flush(&s).await.unwrap();
     let log = load_jsonl(&dir.path().join("late.jsonl")).unwrap();
     assert_eq!(log.events.len(), 2);
@@ -378,10 +378,10 @@ async fn failed_writes_keep_events_for_the_next_flush() {
     let store = SessionStore::new();
     let _plugin = dsh_session::install_persistence(&store, backend.clone());
     let (s, _reg) = store.create(Some("f".into()), vec![]).unwrap();
-    s.append(EventData::StepStart { turn: 1, step: 1 });
+    s.append(EventPayload::StepStart(StepEvent { turn: 1, step: 1 }));
     let err = store.flush(&s).await.unwrap_err();
     assert_eq!(err.code(), "SESSION_WRITE_FAILED");
-    s.append(EventData::StepEnd { turn: 1, step: 1 });
+    s.append(EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }));
     backend.fail.store(false, Ordering::SeqCst);
     store.flush(&s).await.unwrap();
     let log = load_jsonl(&dir.path().join("f.jsonl")).unwrap();
@@ -413,10 +413,10 @@ fn flush_covers_events_not_yet_announced() {
     });
     let _plugin = install_jsonl(&store, dir.path()).unwrap();
     let (s, _reg) = store.create(Some("early".into()), vec![]).unwrap();
-    s.append(EventData::StepStart { turn: 1, step: 1 });
+    s.append(EventPayload::StepStart(StepEvent { turn: 1, step: 1 }));
     assert_eq!(*flushed_lines.lock().unwrap(), Some(1));
     // The late notification does not write it twice.
-    s.append(EventData::StepEnd { turn: 1, step: 1 });
+    s.append(EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }));
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -3,25 +3,26 @@
 //!
 //! The test re-runs this test binary as the child (`kill9_child`, switched on
 //! by the `DSH_KILL9_DIR` environment variable; a no-op otherwise).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use dsh_llm::{ContentBlock, MessageSource};
-use dsh_session::{install_jsonl, load_jsonl, EventData, SessionStore};
+use dsh_session::{install_jsonl, load_jsonl, EventPayload, MessageEvent, SessionStore};
 
 const FLUSHED: usize = 200;
 
-fn event(i: usize, big: bool) -> EventData {
+fn event(i: usize, big: bool) -> EventPayload {
     let text = if big {
         format!("{i} {}", "ü".repeat(4096))
     } else {
         format!("message {i}")
     };
-    EventData::UserMessage {
+    EventPayload::UserMessage(MessageEvent {
         content: vec![ContentBlock::text(text)],
         source: MessageSource::User,
-    }
+    })
 }
 
 /// The child side. Mode `buffer`: flush 200 events, then keep appending

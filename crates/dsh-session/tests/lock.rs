@@ -1,6 +1,7 @@
 //! Two writers never share a session log: the second is refused with
 //! `SESSION_LOCKED` until the first lets go.
 
+use dsh_kernel::ErrorCode;
 use dsh_session::{is_locked, JsonlStore, SessionPersistence};
 
 #[test]

@@ -1,11 +1,17 @@
 //! Byte-exact JSON of every event kind, against lines written by hand from
 //! the reference's field names.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dsh_llm::{ContentBlock, FinishReason, MessageSource, StreamChunk, TokenUsage};
-use dsh_session::{EventData, SessionEvent, TurnEndReason, TurnTrigger};
+use dsh_llm::{ContentBlock, FinishReason, MessageSource, StreamChunk, TokenUsage, ToolCall};
+use dsh_protocol::{ToolFailure, ToolResult};
+use dsh_session::{
+    AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
+    SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
+    TurnStartEvent, TurnTrigger, UsageEvent,
+};
 use serde_json::json;
 
-fn ev(seq: u64, data: EventData) -> SessionEvent {
+fn ev(seq: u64, data: EventPayload) -> SessionEvent {
     SessionEvent {
         seq,
         time: 1_700_000_000_123,
@@ -27,31 +33,31 @@ fn turn_and_step_boundaries() {
     check(
         ev(
             0,
-            EventData::TurnStart {
+            EventPayload::TurnStart(TurnStartEvent {
                 turn: 1,
                 trigger: TurnTrigger::Message {
                     source: MessageSource::User,
                 },
-            },
+            }),
         ),
         r#"{"type":"turn/start","seq":0,"time":1700000000123,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}"#,
     );
     check(
         ev(
             1,
-            EventData::TurnStart {
+            EventPayload::TurnStart(TurnStartEvent {
                 turn: 2,
                 trigger: TurnTrigger::Continuation,
-            },
+            }),
         ),
         r#"{"type":"turn/start","seq":1,"time":1700000000123,"data":{"turn":2,"trigger":{"kind":"continuation"}}}"#,
     );
     check(
-        ev(2, EventData::StepStart { turn: 1, step: 3 }),
+        ev(2, EventPayload::StepStart(StepEvent { turn: 1, step: 3 })),
         r#"{"type":"step/start","seq":2,"time":1700000000123,"data":{"turn":1,"step":3}}"#,
     );
     check(
-        ev(3, EventData::StepEnd { turn: 1, step: 3 }),
+        ev(3, EventPayload::StepEnd(StepEvent { turn: 1, step: 3 })),
         r#"{"type":"step/end","seq":3,"time":1700000000123,"data":{"turn":1,"step":3}}"#,
     );
 }
@@ -91,10 +97,10 @@ fn turn_end_reasons() {
         check(
             ev(
                 9,
-                EventData::TurnEnd {
+                EventPayload::TurnEnd(TurnEndEvent {
                     turn: 4,
                     reason: reason.clone(),
-                },
+                }),
             ),
             &format!(
                 r#"{{"type":"turn/end","seq":9,"time":1700000000123,"data":{{"turn":4,"reason":{json}}}}}"#
@@ -108,10 +114,10 @@ fn unknown_reason_and_trigger_kinds_round_trip() {
     let line = r#"{"type":"turn/end","seq":0,"time":5,"data":{"turn":1,"reason":{"kind":"budget","limit":3,"nested":{"a":[1,"x"]}}}}"#;
     let event: SessionEvent = serde_json::from_str(line).unwrap();
     match &event.data {
-        EventData::TurnEnd {
+        EventPayload::TurnEnd(TurnEndEvent {
             reason: TurnEndReason::Other { kind, .. },
             ..
-        } => assert_eq!(kind, "budget"),
+        }) => assert_eq!(kind, "budget"),
         other => panic!("unexpected {other:?}"),
     }
     assert_eq!(serde_json::to_string(&event).unwrap(), line);
@@ -120,10 +126,10 @@ fn unknown_reason_and_trigger_kinds_round_trip() {
     let event: SessionEvent = serde_json::from_str(line).unwrap();
     assert!(matches!(
         &event.data,
-        EventData::TurnStart {
+        EventPayload::TurnStart(TurnStartEvent {
             trigger: TurnTrigger::Other { kind, .. },
             ..
-        } if kind == "timer"
+        }) if kind == "timer"
     ));
     assert_eq!(serde_json::to_string(&event).unwrap(), line);
 }
@@ -133,40 +139,40 @@ fn messages() {
     check(
         ev(
             4,
-            EventData::UserMessage {
+            EventPayload::UserMessage(MessageEvent {
                 content: vec![ContentBlock::text("hi")],
                 source: MessageSource::User,
-            },
+            }),
         ),
         r#"{"type":"user/message","seq":4,"time":1700000000123,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}}"#,
     );
     check(
         ev(
             5,
-            EventData::ContextMessage {
+            EventPayload::ContextMessage(MessageEvent {
                 content: vec![ContentBlock::text("file changed: a.ts")],
                 source: MessageSource::plugin("watcher"),
-            },
+            }),
         ),
         r#"{"type":"context/message","seq":5,"time":1700000000123,"data":{"content":[{"type":"text","text":"file changed: a.ts"}],"source":{"kind":"plugin","plugin":"watcher"}}}"#,
     );
     check(
         ev(
             6,
-            EventData::SteeringMessage {
+            EventPayload::SteeringMessage(SteeringEvent {
                 turn: 2,
                 content: vec![ContentBlock::text("stop")],
                 source: MessageSource::Agent {
                     agent_id: "a-1".into(),
                 },
-            },
+            }),
         ),
         r#"{"type":"steering/message","seq":6,"time":1700000000123,"data":{"turn":2,"content":[{"type":"text","text":"stop"}],"source":{"kind":"agent","agentId":"a-1"}}}"#,
     );
     check(
         ev(
             7,
-            EventData::AssistantMessage {
+            EventPayload::AssistantMessage(AssistantMessageEvent {
                 turn: 1,
                 step: 1,
                 content: vec![
@@ -174,7 +180,7 @@ fn messages() {
                     ContentBlock::text("ok"),
                     ContentBlock::tool_call("call_1", "bash", r#"{"command":"ls"}"#),
                 ],
-            },
+            }),
         ),
         r#"{"type":"assistant/message","seq":7,"time":1700000000123,"data":{"turn":1,"step":1,"content":[{"type":"reasoning","text":"hmm"},{"type":"text","text":"ok"},{"type":"tool-call","id":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"}]}}"#,
     );
@@ -185,75 +191,85 @@ fn chunks_usage_and_tools() {
     check(
         ev(
             8,
-            EventData::AssistantChunk {
+            EventPayload::AssistantChunk(ChunkEvent {
                 turn: 1,
                 step: 2,
                 chunk: StreamChunk::TextDelta {
                     index: 0,
                     text: "he".into(),
                 },
-            },
+            }),
         ),
         r#"{"type":"assistant/chunk","seq":8,"time":1700000000123,"data":{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"he"}}}"#,
     );
     check(
         ev(
             9,
-            EventData::AssistantChunk {
+            EventPayload::AssistantChunk(ChunkEvent {
                 turn: 1,
                 step: 2,
                 chunk: StreamChunk::Finish {
                     reason: FinishReason::ToolCalls,
                 },
-            },
+            }),
         ),
         r#"{"type":"assistant/chunk","seq":9,"time":1700000000123,"data":{"turn":1,"step":2,"chunk":{"type":"finish","reason":{"kind":"tool-calls"}}}}"#,
     );
     check(
         ev(
             10,
-            EventData::ToolCall {
+            EventPayload::ToolCall(ToolCallEvent {
                 turn: 1,
                 step: 2,
-                call_id: "call_1".into(),
-                name: "bash".into(),
-                arguments: r#"{"command":"ls"}"#.into(),
-            },
+                call: ToolCall {
+                    call_id: "call_1".into(),
+                    name: "bash".into(),
+                    arguments: r#"{"command":"ls"}"#.into(),
+                },
+            }),
         ),
         r#"{"type":"tool/call","seq":10,"time":1700000000123,"data":{"turn":1,"step":2,"callId":"call_1","name":"bash","arguments":"{\"command\":\"ls\"}"}}"#,
     );
     check(
         ev(
             11,
-            EventData::ToolResult {
+            EventPayload::ToolResult(ToolResultEvent {
                 turn: 1,
                 step: 2,
-                call_id: "call_1".into(),
-                content: vec![ContentBlock::text("a.txt\n")],
-                is_error: false,
-                error_code: None,
-            },
+                result: ToolResult {
+                    call_id: "call_1".into(),
+                    content: vec![ContentBlock::text("a.txt\n")],
+                    is_error: false,
+                    failure: None,
+                },
+            }),
         ),
         r#"{"type":"tool/result","seq":11,"time":1700000000123,"data":{"turn":1,"step":2,"callId":"call_1","content":[{"type":"text","text":"a.txt\n"}],"isError":false}}"#,
     );
     check(
         ev(
             12,
-            EventData::ToolResult {
+            EventPayload::ToolResult(ToolResultEvent {
                 turn: 1,
                 step: 2,
-                call_id: "call_2".into(),
-                content: vec![ContentBlock::text("Error: bad")],
-                is_error: true,
-                error_code: Some("INVALID_ARGS".into()),
-            },
+                result: ToolResult {
+                    call_id: "call_2".into(),
+                    content: vec![ContentBlock::text("Error: bad")],
+                    is_error: true,
+                    failure: Some(ToolFailure {
+                        code: "INVALID_ARGS".into(),
+                        message: String::new(),
+                        violations: Vec::new(),
+                    }),
+                },
+            }),
         ),
         r#"{"type":"tool/result","seq":12,"time":1700000000123,"data":{"turn":1,"step":2,"callId":"call_2","content":[{"type":"text","text":"Error: bad"}],"isError":true,"errorCode":"INVALID_ARGS"}}"#,
     );
     check(
         ev(
             13,
-            EventData::Usage {
+            EventPayload::Usage(UsageEvent {
                 turn: 1,
                 step: 2,
                 usage: TokenUsage {
@@ -263,31 +279,31 @@ fn chunks_usage_and_tools() {
                     cache_write_tokens: None,
                     reasoning_tokens: Some(2),
                 },
-            },
+            }),
         ),
         r#"{"type":"usage","seq":13,"time":1700000000123,"data":{"turn":1,"step":2,"usage":{"inputTokens":10,"outputTokens":5,"cacheReadTokens":3,"reasoningTokens":2}}}"#,
     );
     check(
         ev(
             14,
-            EventData::Error {
+            EventPayload::Error(ErrorEvent {
                 turn: 1,
                 step: 0,
                 message: "listener failed".into(),
                 code: None,
-            },
+            }),
         ),
         r#"{"type":"error","seq":14,"time":1700000000123,"data":{"turn":1,"step":0,"message":"listener failed"}}"#,
     );
     check(
         ev(
             15,
-            EventData::Error {
+            EventPayload::Error(ErrorEvent {
                 turn: 1,
                 step: 2,
                 message: "rate limited".into(),
                 code: Some("RATE_LIMIT".into()),
-            },
+            }),
         ),
         r#"{"type":"error","seq":15,"time":1700000000123,"data":{"turn":1,"step":2,"message":"rate limited","code":"RATE_LIMIT"}}"#,
     );
@@ -302,14 +318,14 @@ fn plugin_kinds_round_trip_untouched() {
     ];
     for line in lines {
         let event: SessionEvent = serde_json::from_str(line).unwrap();
-        assert!(matches!(event.data, EventData::Other { .. }));
+        assert!(matches!(event.data, EventPayload::Other { .. }));
         assert_eq!(serde_json::to_string(&event).unwrap(), line);
     }
     let event: SessionEvent = serde_json::from_str(lines[0]).unwrap();
     assert_eq!(event.data.kind(), "plugin/metrics");
     assert_eq!(
         event.data,
-        EventData::Other {
+        EventPayload::Other {
             kind: "plugin/metrics".into(),
             data: json!({"z":1,"a":[true,null,{"k":"ü"}]}),
         }
@@ -359,7 +375,10 @@ fn envelope_key_order_does_not_matter_on_load() {
     let reordered =
         r#"{"data":{"turn":1,"step":2},"time":3,"extra":[1],"seq":0,"type":"step/start"}"#;
     let event: SessionEvent = serde_json::from_str(reordered).unwrap();
-    assert_eq!(event.data, EventData::StepStart { turn: 1, step: 2 });
+    assert_eq!(
+        event.data,
+        EventPayload::StepStart(StepEvent { turn: 1, step: 2 })
+    );
     assert_eq!(
         serde_json::to_string(&event).unwrap(),
         r#"{"type":"step/start","seq":0,"time":3,"data":{"turn":1,"step":2}}"#
@@ -368,7 +387,7 @@ fn envelope_key_order_does_not_matter_on_load() {
     let event: SessionEvent = serde_json::from_str(plugin).unwrap();
     assert_eq!(
         event.data,
-        EventData::Other {
+        EventPayload::Other {
             kind: "p/x".into(),
             data: json!({"x":1})
         }

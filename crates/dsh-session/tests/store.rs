@@ -4,12 +4,15 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use dsh_kernel::{Kernel, Scope};
+use dsh_kernel::{ErrorCode, Kernel, Scope};
 use dsh_llm::{ContentBlock, MessageSource};
-use dsh_session::{derive_messages, EventData, Session, SessionEvent, SessionStore, TurnTrigger};
+use dsh_session::{
+    derive_messages, EventPayload, MessageEvent, Session, SessionEvent, SessionStore, StepEvent,
+    TurnEndEvent, TurnStartEvent, TurnTrigger,
+};
 
-fn step(turn: u64, step: u64) -> EventData {
-    EventData::StepStart { turn, step }
+fn step(turn: u64, step: u64) -> EventPayload {
+    EventPayload::StepStart(StepEvent { turn, step })
 }
 
 #[test]
@@ -97,7 +100,7 @@ fn hooks_fire_in_order_and_stop_after_removal() {
 
     let (s, reg) = store.create(Some("x".into()), vec![]).unwrap();
     s.append(step(1, 1));
-    s.append(EventData::StepEnd { turn: 1, step: 1 });
+    s.append(EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }));
     reg.undo();
     assert!(!s.is_attached());
     assert!(store.get("x").is_none());
@@ -193,24 +196,24 @@ fn seed_is_copied_renumbered_and_continued() {
 fn last_turn_tracks_the_last_turn_start() {
     let s = Session::detached("t", vec![]);
     assert_eq!(s.last_turn(), 0);
-    s.append(EventData::TurnStart {
+    s.append(EventPayload::TurnStart(TurnStartEvent {
         turn: 4,
         trigger: TurnTrigger::Continuation,
-    });
-    s.append(EventData::TurnEnd {
+    }));
+    s.append(EventPayload::TurnEnd(TurnEndEvent {
         turn: 9,
         reason: dsh_session::TurnEndReason::Completed,
-    });
+    }));
     assert_eq!(s.last_turn(), 4);
 }
 
 #[test]
 fn events_cannot_be_mutated_through_snapshots() {
     let s = Session::detached("t", vec![]);
-    s.append(EventData::UserMessage {
+    s.append(EventPayload::UserMessage(MessageEvent {
         content: vec![ContentBlock::text("hi")],
         source: MessageSource::User,
-    });
+    }));
     let mut snapshot: Vec<Arc<SessionEvent>> = s.events();
     snapshot.clear(); // only the snapshot changes
     assert_eq!(s.len(), 1);
@@ -270,15 +273,15 @@ fn session_types_are_send_and_sync() {
 #[test]
 fn other_events_with_builtin_kinds_are_stored_typed() {
     let s = Session::detached("t", vec![]);
-    let e = s.append(EventData::Other {
+    let e = s.append(EventPayload::Other {
         kind: "user/message".into(),
         data: serde_json::json!({"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}),
     });
-    assert!(matches!(e.data, EventData::UserMessage { .. }));
+    assert!(matches!(e.data, EventPayload::UserMessage(_)));
     assert_eq!(s.derive_messages().len(), 1);
-    let e = s.append(EventData::Other {
+    let e = s.append(EventPayload::Other {
         kind: "plugin/x".into(),
         data: serde_json::json!(1),
     });
-    assert!(matches!(e.data, EventData::Other { .. }));
+    assert!(matches!(e.data, EventPayload::Other { .. }));
 }

@@ -12,6 +12,8 @@
 //! request in FIFO order. It deliberately knows nothing about DeepSeek beyond
 //! the [`ScriptedResponse::sse`] convenience constructor.
 
+// Test support: a panic is how a broken fixture reports itself.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![warn(missing_docs)]
 
 pub mod procs;

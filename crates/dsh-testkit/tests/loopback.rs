@@ -1,4 +1,5 @@
 //! The loopback server over a raw HTTP/1.1 client.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! [`ToolRegistry`] over any [`BashExecutor`], and injects a completion notice
 //! into the owning agent when a background task finishes. Argument names,
 //! descriptions and result texts follow the reference harness exactly
-//! (`shared/reference/session-loop-bash.md` §10): non-zero exits, timeouts and
+//! (`docs/reference/bash-tools.md` §10): non-zero exits, timeouts and
 //! signal deaths are ordinary results with markers, not errors.
 //!
 //! The tools know nothing about processes: that is the executor's job.
@@ -16,11 +16,13 @@ mod render;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use dsh_agent::{Agent, AgentError};
 use dsh_bash::{BashError, BashExecutor, BashRequest, TaskInfo};
+use dsh_kernel::sync::lock;
 use dsh_kernel::Registration;
+use dsh_kernel::{DshError, ErrorCode};
 use dsh_llm::{ContentBlock, MessageSource};
-use dsh_tools::{define_tool, ToolArgs, ToolContext, ToolError, ToolRegistry};
+use dsh_protocol::codes;
+use dsh_tools::{define_tool, ContextSink, ToolArgs, ToolContext, ToolError, ToolRegistry};
 use serde::{Deserialize, Serialize};
 
 pub use render::{render_run_result, render_task_read};
@@ -63,7 +65,8 @@ pub struct TaskIdArgs {
     pub task_id: String,
 }
 
-/// Remembers which agent started which background task.
+/// Remembers which agent (as its [`ContextSink`]) started which background
+/// task.
 ///
 /// The owner is known only once `start` has returned the task id, but a fast
 /// command can complete (and its listener run) before that. So while a start
@@ -78,7 +81,7 @@ struct Owners {
 #[derive(Default)]
 struct OwnersState {
     /// Running tasks by id → the agent that started them.
-    by_task: HashMap<String, Weak<dyn Agent>>,
+    by_task: HashMap<String, Weak<dyn ContextSink>>,
     /// Starts with an owner that have not recorded it yet.
     starting: usize,
     /// Completions seen while `starting > 0` with no recorded owner.
@@ -87,7 +90,7 @@ struct OwnersState {
 
 impl Owners {
     fn lock(&self) -> std::sync::MutexGuard<'_, OwnersState> {
-        self.state.lock().expect("owner map lock poisoned")
+        lock(&self.state)
     }
 
     /// Called before starting a task owned by an agent.
@@ -98,7 +101,7 @@ impl Owners {
     /// Called after that start: records the owner of `started` (if it
     /// succeeded) or, if the task already completed, returns its final
     /// snapshot so the caller delivers the notice itself.
-    fn finish_start(&self, started: Option<(&str, &Arc<dyn Agent>)>) -> Option<TaskInfo> {
+    fn finish_start(&self, started: Option<(&str, &Arc<dyn ContextSink>)>) -> Option<TaskInfo> {
         let mut state = self.lock();
         state.starting -= 1;
         let early = match started {
@@ -119,7 +122,7 @@ impl Owners {
     }
 
     /// Called on completion: the owner to notify, if one is recorded.
-    fn complete(&self, task: &TaskInfo) -> Option<Weak<dyn Agent>> {
+    fn complete(&self, task: &TaskInfo) -> Option<Weak<dyn ContextSink>> {
         let mut state = self.lock();
         let owner = state.by_task.remove(&task.id);
         if owner.is_none() && state.starting > 0 {
@@ -130,15 +133,32 @@ impl Owners {
 }
 
 /// Injects the completion notice of `task` into `agent`; a disposed agent is
-/// skipped (`AgentError::Disposed` is the one failure expected here: the
-/// agent went away while its task ran, and nobody is left to tell).
-fn notify(agent: &dyn Agent, task: &TaskInfo) -> Result<(), AgentError> {
-    match agent.inject(
+/// skipped (`AGENT_DISPOSED` is the one failure expected here: the agent went
+/// away while its task ran, and nobody is left to tell).
+fn notify(agent: &dyn ContextSink, task: &TaskInfo) -> Result<(), DshError> {
+    match agent.inject_context(
         vec![ContentBlock::text(completion_notice(task))],
         MessageSource::plugin(PLUGIN_NAME),
     ) {
-        Ok(()) | Err(AgentError::Disposed(_)) => Ok(()),
-        Err(e) => Err(e),
+        Err(e) if e.code() != codes::AGENT_DISPOSED => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The bash tools plugin: `bash`, `bash_output` and `bash_kill` on
+/// `executor`, registered in the kernel's [`ToolRegistry`] (see [`install`],
+/// which it calls).
+pub struct BashTools {
+    /// Runs the commands.
+    pub executor: Arc<dyn BashExecutor>,
+}
+
+impl dsh_kernel::Plugin for BashTools {
+    /// # Errors
+    /// `MISSING_SERVICE` without a [`ToolRegistry`]; `DUPLICATE_TOOL`.
+    fn install(self, kernel: &dsh_kernel::Kernel) -> Result<Registration, DshError> {
+        let registry = kernel.service::<ToolRegistry>().map_err(DshError::from)?;
+        install(&registry, self.executor).map_err(DshError::from)
     }
 }
 
@@ -186,13 +206,13 @@ pub fn completion_notice(task: &TaskInfo) -> String {
 }
 
 fn bash_error(e: BashError) -> ToolError {
-    ToolError::new(e.code(), e.to_string())
+    ToolError::new(e.code().to_string(), e.to_string())
 }
 
 fn nonempty(field: &str, value: &str) -> Result<(), ToolError> {
     if value.trim().is_empty() {
         return Err(ToolError::new(
-            "INVALID_ARGS",
+            codes::INVALID_ARGS,
             format!("invalid {field}: expected a non-empty string"),
         ));
     }
@@ -218,7 +238,7 @@ fn json_number(value: f64) -> String {
 fn check_task_id(id: &str) -> Result<(), ToolError> {
     if id.is_empty() {
         return Err(ToolError::new(
-            "INVALID_ARGS",
+            codes::INVALID_ARGS,
             "invalid task_id: expected a string, got \"\"",
         ));
     }
@@ -239,7 +259,7 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 if let Some(t) = args.timeout_ms {
                     if !t.is_finite() || t <= 0.0 {
                         return Err(ToolError::new(
-                            "INVALID_ARGS",
+                            codes::INVALID_ARGS,
                             format!(
                                 "invalid timeoutMs: expected a positive number, got {}",
                                 json_number(t)
@@ -255,7 +275,7 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 }
                 let spec = executor.resolve(req);
                 if args.run_in_background == Some(true) {
-                    let Some(agent) = ctx.get::<Arc<dyn Agent>>() else {
+                    let Some(agent) = ctx.sink() else {
                         let task = executor.start(spec).map_err(bash_error)?;
                         return Ok(vec![ContentBlock::text(format!(
                             "started background task {}",
@@ -281,7 +301,7 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 }
                 let result = executor.run(spec).await.map_err(bash_error)?;
                 if result.aborted {
-                    return Err(ToolError::new("ABORTED", "command aborted"));
+                    return Err(ToolError::new(codes::ABORTED, "command aborted"));
                 }
                 Ok(vec![ContentBlock::text(render_run_result(&result))])
             }

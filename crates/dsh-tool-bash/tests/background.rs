@@ -230,7 +230,7 @@ async fn cancelling_the_starting_call_token_kills_the_task() {
         "bash",
         &json!({"command": "sleep 300", "description": "Sleep", "run_in_background": true}),
     );
-    let step = exec.cancel.clone();
+    let step = exec.env.cancel.clone();
     let r = h.execute(exec).await;
     assert_eq!(ok_text(&r), "started background task bash-1");
     assert_eq!(

@@ -2,6 +2,7 @@
 //! spill file holds every byte. Ignored by default (slow, 1 GiB of disk):
 //!
 //! `cargo test -p dsh-tool-bash --release --test big_output -- --ignored --nocapture`
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Foreground `bash` calls through the registry: the exact result texts of
 //! the reference (§10.1), truncation with spill files, and lossy output.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
 mod common;
 

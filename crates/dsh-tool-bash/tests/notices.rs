@@ -6,10 +6,11 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{pids, read_fifo, write_fifo, FakeAgent, Harness, Injected};
-use dsh_agent::{Agent, AgentError};
+use common::{pids, read_fifo, write_fifo, FakeSink, Harness, Injected};
+use dsh_agent::AgentError;
 use dsh_bash::{BashExecutor, TaskInfo, TaskStatus};
 use dsh_llm::{ContentBlock, MessageSource};
+use dsh_tools::ContextSink;
 
 fn notice(text: &str) -> Injected {
     Injected {
@@ -21,12 +22,12 @@ fn notice(text: &str) -> Injected {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owner_receives_one_notice_as_plugin_context() {
     let h = Harness::new(|_| {});
-    let agent = FakeAgent::new("a1");
+    let agent = FakeSink::new("a1");
     let gate = h.fifo("gate");
     let id = h
         .start(
             &format!("read x < {}; echo done", gate.display()),
-            Some(agent.clone() as Arc<dyn Agent>),
+            Some(agent.clone() as Arc<dyn ContextSink>),
         )
         .await;
     assert!(agent.injected().is_empty(), "nothing before completion");
@@ -50,8 +51,8 @@ async fn owner_receives_one_notice_as_plugin_context() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notice_carries_the_exit_code_and_the_kill_signal() {
     let h = Harness::new(|_| {});
-    let agent = FakeAgent::new("a1");
-    let owner = Some(agent.clone() as Arc<dyn Agent>);
+    let agent = FakeSink::new("a1");
+    let owner = Some(agent.clone() as Arc<dyn ContextSink>);
     let failing = h.start("exit 4", owner.clone()).await;
     h.wait(&failing).await;
     let fifo = h.fifo("pid");
@@ -76,10 +77,12 @@ async fn notice_carries_the_exit_code_and_the_kill_signal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_without_an_owner_notify_nobody() {
     let h = Harness::new(|_| {});
-    let agent = FakeAgent::new("a1");
+    let agent = FakeSink::new("a1");
     let unowned = h.start("echo alone", None).await;
     h.wait(&unowned).await;
-    let owned = h.start("true", Some(agent.clone() as Arc<dyn Agent>)).await;
+    let owned = h
+        .start("true", Some(agent.clone() as Arc<dyn ContextSink>))
+        .await;
     h.wait(&owned).await;
     assert_eq!(
         agent.injected(),
@@ -94,9 +97,13 @@ async fn tasks_without_an_owner_notify_nobody() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notices_go_to_their_own_owner() {
     let h = Harness::new(|_| {});
-    let (a, b) = (FakeAgent::new("a"), FakeAgent::new("b"));
-    let ta = h.start("exit 1", Some(a.clone() as Arc<dyn Agent>)).await;
-    let tb = h.start("exit 2", Some(b.clone() as Arc<dyn Agent>)).await;
+    let (a, b) = (FakeSink::new("a"), FakeSink::new("b"));
+    let ta = h
+        .start("exit 1", Some(a.clone() as Arc<dyn ContextSink>))
+        .await;
+    let tb = h
+        .start("exit 2", Some(b.clone() as Arc<dyn ContextSink>))
+        .await;
     h.wait(&ta).await;
     h.wait(&tb).await;
     assert_eq!(
@@ -115,10 +122,12 @@ async fn notices_go_to_their_own_owner() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_tasks_are_announced_too() {
     let h = Harness::new(|_| {});
-    let agent = FakeAgent::new("a1");
+    let agent = FakeSink::new("a1");
     const N: usize = 100;
     for _ in 0..N {
-        let id = h.start("true", Some(agent.clone() as Arc<dyn Agent>)).await;
+        let id = h
+            .start("true", Some(agent.clone() as Arc<dyn ContextSink>))
+            .await;
         h.wait(&id).await;
     }
     let got = agent.injected();
@@ -139,12 +148,16 @@ async fn fast_tasks_are_announced_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disposed_agent_is_skipped_silently() {
     let h = Harness::new(|_| {});
-    let gone = FakeAgent::disposed("gone");
-    let id = h.start("true", Some(gone.clone() as Arc<dyn Agent>)).await;
+    let gone = FakeSink::disposed("gone");
+    let id = h
+        .start("true", Some(gone.clone() as Arc<dyn ContextSink>))
+        .await;
     h.wait(&id).await;
     assert_eq!(gone.injected().len(), 1, "tried once, not retried");
-    let live = FakeAgent::new("live");
-    let id = h.start("true", Some(live.clone() as Arc<dyn Agent>)).await;
+    let live = FakeSink::new("live");
+    let id = h
+        .start("true", Some(live.clone() as Arc<dyn ContextSink>))
+        .await;
     h.wait(&id).await;
     assert_eq!(live.injected().len(), 1);
     assert_eq!(
@@ -161,8 +174,8 @@ async fn disposed_agent_is_skipped_silently() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_disposed_failure_is_swallowed() {
     let h = Harness::new(|_| {});
-    let gone = FakeAgent::disposed("gone");
-    let broken = FakeAgent::failing(
+    let gone = FakeSink::disposed("gone");
+    let broken = FakeSink::failing(
         "broken",
         AgentError::MissingService("no session store".into()),
     );
@@ -170,13 +183,13 @@ async fn only_the_disposed_failure_is_swallowed() {
     let t1 = h
         .start(
             &format!("read x < {}", gate1.display()),
-            Some(gone.clone() as Arc<dyn Agent>),
+            Some(gone.clone() as Arc<dyn ContextSink>),
         )
         .await;
     let t2 = h
         .start(
             &format!("read x < {}", gate2.display()),
-            Some(broken.clone() as Arc<dyn Agent>),
+            Some(broken.clone() as Arc<dyn ContextSink>),
         )
         .await;
     let done = |id: &str| TaskInfo {
@@ -187,13 +200,13 @@ async fn only_the_disposed_failure_is_swallowed() {
         signal: None,
     };
     assert!(
-        h.exec.on_task_done().emit(&done(&t1)).is_ok(),
+        h.exec.on_task_done().emit_checked(&done(&t1)).is_ok(),
         "disposed agent: dropped silently"
     );
     let err = h
         .exec
         .on_task_done()
-        .emit(&done(&t2))
+        .emit_checked(&done(&t2))
         .expect_err("any other inject failure is re-raised");
     assert!(err.to_string().contains("no session store"), "{err}");
     assert_eq!((gone.injected().len(), broken.injected().len()), (1, 1));
@@ -211,13 +224,13 @@ async fn only_the_disposed_failure_is_swallowed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_agent_is_not_kept_alive() {
     let h = Harness::new(|_| {});
-    let agent = FakeAgent::new("a1");
+    let agent = FakeSink::new("a1");
     let weak = Arc::downgrade(&agent);
     let gate = h.fifo("gate");
     let id = h
         .start(
             &format!("read x < {}", gate.display()),
-            Some(agent as Arc<dyn Agent>),
+            Some(agent as Arc<dyn ContextSink>),
         )
         .await;
     assert!(weak.upgrade().is_none(), "the task does not own the agent");
@@ -231,12 +244,12 @@ async fn dropped_agent_is_not_kept_alive() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_notice_after_dispose() {
     let h = Harness::new(|_| {});
-    let agent = FakeAgent::new("a1");
+    let agent = FakeSink::new("a1");
     let fifo = h.fifo("pid");
     let id = h
         .start(
             &format!("echo $$ > {}; sleep 300", fifo.display()),
-            Some(agent.clone() as Arc<dyn Agent>),
+            Some(agent.clone() as Arc<dyn ContextSink>),
         )
         .await;
     let pid = pids(&read_fifo(&fifo).await);
@@ -248,4 +261,106 @@ async fn no_notice_after_dispose() {
         "no notice for a task killed by disposal: {:?}",
         agent.injected()
     );
+}
+
+/// End to end through a real agent loop (which puts itself into every call's
+/// extensions as the tools' `ContextSink`): the model starts a background
+/// task, and its completion notice lands in the agent's session as plugin
+/// context, without starting a turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_loop_is_the_sink_of_its_own_tasks() {
+    use dsh_agent::{AgentOptions, AgentRegistry};
+    use dsh_agent_loop::AgentLoop;
+    use dsh_bash_local::{LocalBashConfig, LocalBashExecutor};
+    use dsh_kernel::Kernel;
+    use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter};
+    use dsh_llm::LlmService;
+    use dsh_session::{EventPayload, MessageEvent, SessionStore, TurnEndEvent, TurnEndReason};
+    use dsh_tools::ToolRegistry;
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let exec = Arc::new(LocalBashExecutor::new(LocalBashConfig {
+        kill_grace: std::time::Duration::from_millis(200),
+        spill_dir: Some(tmp.path().to_path_buf()),
+        cwd: Some(tmp.path().to_path_buf()),
+        ..LocalBashConfig::default()
+    }));
+    let kernel = Kernel::new();
+    let llm = Arc::new(LlmService::new());
+    let store = Arc::new(SessionStore::new());
+    let agents = Arc::new(AgentRegistry::new());
+    let tools = Arc::new(ToolRegistry::new());
+    let model = Arc::new(ScriptedAdapter::new([
+        ReplyBuilder::new()
+            .tool_call(
+                "c1",
+                "bash",
+                &[r#"{"command": "echo bg", "description": "Echo in the background", "run_in_background": true}"#],
+            )
+            .usage(10, 2)
+            .reply(),
+        ReplyBuilder::new().text(&["started"]).usage(10, 2).reply(),
+    ]));
+    let _regs = [
+        kernel.provide(llm.clone()).expect("fresh kernel"),
+        kernel.provide(store.clone()).expect("fresh kernel"),
+        kernel.provide(agents.clone()).expect("fresh kernel"),
+        kernel.provide(tools.clone()).expect("fresh kernel"),
+        llm.register_adapter(&["m"], model.clone())
+            .expect("first adapter"),
+        dsh_tool_bash::install(&tools, exec.clone()).expect("bash tools install"),
+    ];
+    let (tx, mut turn_ends) = tokio::sync::mpsc::unbounded_channel();
+    let _tap = agents.hooks().event.on(move |e| {
+        if let EventPayload::TurnEnd(TurnEndEvent { reason, .. }) = &e.event.data {
+            // The receiver lives as long as the test.
+            let _ = tx.send(reason.clone());
+        }
+    });
+    let handle = AgentLoop::create(
+        &kernel,
+        "a1",
+        AgentOptions {
+            model: Some("m".into()),
+            ..Default::default()
+        },
+    )
+    .expect("agent created");
+    let agent = handle.agent();
+    agent
+        .send(vec![ContentBlock::text("start it")], MessageSource::User)
+        .expect("agent alive");
+    let reason = tokio::time::timeout(common::DEADLINE, turn_ends.recv())
+        .await
+        .expect("the turn ends")
+        .expect("hook alive");
+    assert_eq!(reason, TurnEndReason::Completed);
+    tokio::time::timeout(common::DEADLINE, exec.wait("bash-1"))
+        .await
+        .expect("task finished before the deadline")
+        .expect("task known");
+    let contexts: Vec<Injected> = agent
+        .session()
+        .events()
+        .iter()
+        .filter_map(|e| match &e.data {
+            EventPayload::ContextMessage(MessageEvent { content, source }) => Some(Injected {
+                content: content.clone(),
+                source: source.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        contexts,
+        [notice(
+            "background bash task bash-1 finished [status: completed, exit code: 0]. Read its output with bash_output."
+        )]
+    );
+    // The notice is context for the next request, not a wake-up.
+    assert_eq!(model.requests().len(), 2);
+    handle.dispose().await;
+    tokio::time::timeout(common::DEADLINE, exec.dispose())
+        .await
+        .expect("dispose finished before the deadline");
 }

@@ -51,7 +51,7 @@ async fn dispose_kills_an_in_flight_foreground_call() {
             "description": "Sleep",
         }),
     );
-    let call = tokio::spawn(h.registry.execute(exec));
+    let call = tokio::spawn(h.registry.execute(&exec.call, exec.env));
     let running = pids(&read_fifo(&fifo).await);
     h.dispose().await;
     assert_gone(running[0], &running);
@@ -75,7 +75,7 @@ async fn a_timed_out_call_leaves_no_process() {
             "timeoutMs": 2000,
         }),
     );
-    let call = tokio::spawn(h.registry.execute(exec));
+    let call = tokio::spawn(h.registry.execute(&exec.call, exec.env));
     let running = pids(&read_fifo(&fifo).await);
     let r = tokio::time::timeout(common::DEADLINE, call)
         .await

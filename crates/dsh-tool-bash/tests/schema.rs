@@ -3,6 +3,7 @@
 mod common;
 
 use common::Harness;
+use dsh_tools::ErrorCode;
 use serde_json::json;
 
 #[test]

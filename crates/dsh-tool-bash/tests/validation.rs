@@ -5,7 +5,7 @@ mod common;
 
 use common::{assert_error, assert_gone, ok_text, pids, read_fifo, Harness};
 use dsh_bash::BashExecutor;
-use dsh_tools::ToolInvocation;
+use dsh_tools::{ErrorCode, ToolContext};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,7 +183,7 @@ async fn cancelled_before_the_call_runs_nothing() {
         "bash",
         &json!({"command": format!("touch {}", marker.display()), "description": "Touch"}),
     );
-    exec.cancel.cancel();
+    exec.env.cancel.cancel();
     let r = h.execute(exec).await;
     assert!(r.is_error);
     assert_eq!(r.code(), Some("ABORTED"));
@@ -205,8 +205,8 @@ async fn aborting_a_running_call_through_the_registry() {
             "description": "Sleep",
         }),
     );
-    let cancel = exec.cancel.clone();
-    let call = tokio::spawn(h.registry.execute(exec));
+    let cancel = exec.env.cancel.clone();
+    let call = tokio::spawn(h.registry.execute(&exec.call, exec.env));
     let running = pids(&read_fifo(&fifo).await);
     cancel.cancel();
     let r = tokio::time::timeout(common::DEADLINE, call)
@@ -231,18 +231,16 @@ async fn the_bash_tool_reports_command_aborted() {
     let fifo = h.fifo("pids");
     let tool = h.registry.get("bash").expect("bash registered");
     let cancel = tokio_util::sync::CancellationToken::new();
-    let invocation = ToolInvocation {
-        call_id: "call-1".into(),
-        arguments: json!({
-            "command": format!("sleep 60 & echo $$ $! > {}; wait", fifo.display()),
-            "description": "Sleep",
-        })
-        .to_string(),
-        finish: None,
+    let arguments = json!({
+        "command": format!("sleep 60 & echo $$ $! > {}; wait", fifo.display()),
+        "description": "Sleep",
+    })
+    .to_string();
+    let ctx = ToolContext {
         cancel: cancel.clone(),
-        extensions: Default::default(),
+        ..ToolContext::detached("call-1", "bash")
     };
-    let call = tokio::spawn(tool.call(invocation));
+    let call = tokio::spawn(tool.call(&arguments, ctx));
     let running = pids(&read_fifo(&fifo).await);
     cancel.cancel();
     let err = tokio::time::timeout(common::DEADLINE, call)
@@ -254,7 +252,7 @@ async fn the_bash_tool_reports_command_aborted() {
     assert_eq!(err.message(), "command aborted");
     assert_gone(running[0], &running);
     // The same error through the registry's rendering.
-    let r = dsh_tools::ToolExecutionResult::failure("call-1", "bash", &err);
+    let r = dsh_tools::error_result("call-1", &err);
     assert_error(&r, "ABORTED", "Error: command aborted");
     assert_eq!(ok_text(&h.bash("echo still works").await), "still works\n");
     h.dispose().await;

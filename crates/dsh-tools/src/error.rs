@@ -6,109 +6,15 @@ use std::sync::Arc;
 
 use dsh_kernel::{DshError, ErrorCode};
 
-/// Stable error codes of this crate. Tools may use codes of their own too.
+pub use dsh_schema::{SpecError, ToolArgsError};
+
+/// The codes this crate produces (re-exported from the one table in
+/// `dsh_protocol::codes`). Tools may use codes of their own too.
 pub mod codes {
-    /// The arguments violate the tool's schema.
-    pub const INVALID_ARGS: &str = "INVALID_ARGS";
-    /// The raw argument text does not parse as JSON.
-    pub const INVALID_JSON: &str = "INVALID_JSON";
-    /// No tool of that name is registered.
-    pub const UNKNOWN_TOOL: &str = "UNKNOWN_TOOL";
-    /// The tool body failed.
-    pub const TOOL_FAILED: &str = "TOOL_FAILED";
-    /// The tool body panicked (contained).
-    pub const TOOL_PANICKED: &str = "TOOL_PANICKED";
-    /// Validation passed but deserialization failed: a bug, never the model's fault.
-    pub const ARGS_DRIFT: &str = "ARGS_DRIFT";
-    /// The call was cancelled.
-    pub const ABORTED: &str = "ABORTED";
-    /// A tool of that name is already registered.
-    pub const DUPLICATE_TOOL: &str = "DUPLICATE_TOOL";
-    /// A schema spec is malformed.
-    pub const INVALID_SPEC: &str = "INVALID_SPEC";
-    /// A `tools/execute` listener panicked (contained).
-    pub const LISTENER_PANICKED: &str = "LISTENER_PANICKED";
-}
-
-/// A malformed [`SchemaSpec`](crate::SchemaSpec) (code `INVALID_SPEC`):
-/// which property and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", render_spec_error(.path, .message))]
-pub struct SpecError {
-    path: String,
-    message: String,
-}
-
-fn render_spec_error(path: &str, message: &str) -> String {
-    if path.is_empty() {
-        format!("invalid schema spec: {message}")
-    } else {
-        format!("invalid schema spec: property \"{path}\": {message}")
-    }
-}
-
-impl SpecError {
-    /// An error at property `path` (`a.b`, `a[]` for array items; empty for
-    /// the spec as a whole).
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        SpecError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-
-    /// The property path (empty for the whole spec).
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// What is wrong, without the path.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// `INVALID_SPEC`.
-    pub fn code(&self) -> &'static str {
-        codes::INVALID_SPEC
-    }
-}
-
-impl ErrorCode for SpecError {
-    fn code(&self) -> Cow<'static, str> {
-        Cow::Borrowed(codes::INVALID_SPEC)
-    }
-}
-
-/// Arguments that violate the schema (code `INVALID_ARGS`). The message the
-/// model reads is `invalid arguments: v1; v2; …`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid arguments: {}", .violations.join("; "))]
-pub struct ToolArgsError {
-    violations: Vec<String>,
-}
-
-impl ToolArgsError {
-    /// An error listing `violations` (normally non-empty, from
-    /// [`validate_args`](crate::validate_args)).
-    pub fn new(violations: Vec<String>) -> Self {
-        ToolArgsError { violations }
-    }
-
-    /// The violations, in validation order.
-    pub fn violations(&self) -> &[String] {
-        &self.violations
-    }
-
-    /// `INVALID_ARGS`.
-    pub fn code(&self) -> &'static str {
-        codes::INVALID_ARGS
-    }
-}
-
-impl ErrorCode for ToolArgsError {
-    fn code(&self) -> Cow<'static, str> {
-        Cow::Borrowed(codes::INVALID_ARGS)
-    }
+    pub use dsh_protocol::codes::{
+        ABORTED, ARGS_DRIFT, DUPLICATE_TOOL, INVALID_ARGS, INVALID_JSON, INVALID_SPEC,
+        LISTENER_PANICKED, TOOL_FAILED, TOOL_PANICKED, UNKNOWN_TOOL,
+    };
 }
 
 /// The error of a tool call: a stable `code`, the model-facing `message`, the
@@ -181,11 +87,6 @@ impl ToolError {
         self
     }
 
-    /// The stable code.
-    pub fn code(&self) -> &str {
-        &self.code
-    }
-
     /// The model-facing message (without the `Error: ` prefix).
     pub fn message(&self) -> &str {
         &self.message
@@ -231,15 +132,15 @@ impl std::error::Error for ToolError {
 }
 
 impl ErrorCode for ToolError {
-    fn code(&self) -> Cow<'static, str> {
-        self.code.clone()
+    fn code(&self) -> &str {
+        &self.code
     }
 }
 
 impl From<ToolArgsError> for ToolError {
     fn from(e: ToolArgsError) -> Self {
         let mut out = ToolError::new(codes::INVALID_ARGS, e.to_string());
-        out.violations = e.violations;
+        out.violations = e.into_violations();
         out
     }
 }

@@ -45,33 +45,25 @@
 // Lets generated and shared code name this crate `dsh_tools` from inside.
 extern crate self as dsh_tools;
 
-mod args;
-#[cfg(doctest)]
-mod compile_fail;
-mod convert;
 mod error;
-mod load;
-mod number;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 mod readme {}
 mod registry;
-mod spec;
-mod suggest;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tool;
-mod validate;
 
-pub use args::{NoArgs, ToolArgs, ToolArgsField};
-pub use convert::to_json_schema;
+pub use dsh_kernel::ErrorCode;
+pub use dsh_protocol::{ToolCall, ToolFailure, ToolResult};
+pub use dsh_schema::{
+    is_valid, json_kind, near_miss_notes, normalize_integers, to_json_schema, validate_args,
+    NoArgs, SchemaProp, SchemaSpec, SchemaType, ToolArgs, ToolArgsField,
+};
 pub use dsh_tools_derive::ToolArgs;
 pub use error::{codes, SpecError, ToolArgsError, ToolError};
-pub use load::json_kind;
-pub use registry::{ToolExecution, ToolExecutionResult, ToolFailure, ToolRegistry};
-pub use spec::{SchemaProp, SchemaSpec, SchemaType};
+pub use registry::{error_result, success_result, unknown_tool, CallEnv, Execution, ToolRegistry};
 pub use tool::{
     define_tool, define_tool_from_spec, deserialize_validated, parse_arguments, prepare_args,
-    raw_tool, read_args, RawTool, Tool, ToolContext, ToolInvocation, ToolOutput, TypedTool,
+    raw_tool, read_args, ArgsTool, ContextSink, RawTool, Tool, ToolContext, ToolOutput, TypedTool,
 };
-pub use validate::{is_valid, near_miss_notes, normalize_integers, validate_args};

@@ -1,140 +1,75 @@
 //! [`ToolRegistry`]: registered tools, what the model is shown, and the
 //! `tools/execute` pipeline that turns every call into a result.
 
+use dsh_kernel::sync::{read, write};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use dsh_kernel::{
-    BoxFuture, EmitHook, Extensions, Kernel, KernelError, Registration, Scope, WaterfallHook,
+    BoxFuture, EmitHook, ErrorCode, Extensions, Kernel, KernelError, Registration, Scope,
+    WaterfallHook,
 };
 use dsh_llm::{ContentBlock, FinishReason, ToolSchema};
+use dsh_protocol::{CallId, ToolCall, ToolFailure, ToolResult};
 use futures_util::future::{select, Either};
 use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{codes, ToolError};
-use crate::tool::{Tool, ToolInvocation, ToolOutput};
+use crate::tool::{Tool, ToolContext, ToolOutput};
 
-/// One tool call to execute: what the `tools/execute` waterfall carries.
-#[derive(Debug, Clone)]
-pub struct ToolExecution {
-    /// The tool-call id, copied into the result.
-    pub call_id: String,
-    /// The tool name the model asked for.
-    pub name: String,
-    /// The raw argument text the model produced (`""` means `{}`).
-    pub arguments: String,
-    /// How the model step ended (`MaxTokens`: the arguments may be cut off).
+/// What the caller of [`ToolRegistry::execute`] adds to a [`ToolCall`]: how
+/// the model step ended, the cancellation token and the caller's context.
+#[derive(Debug, Clone, Default)]
+pub struct CallEnv {
+    /// How the model step that produced the call ended (`MaxTokens`: the
+    /// arguments may be cut off).
     pub finish: Option<FinishReason>,
-    /// Aborts the call: the tool's future is dropped and the result is `ABORTED`.
+    /// Aborts the call: the tool gets a short grace to answer in its own
+    /// words, then its future is dropped and the result is `ABORTED`.
     pub cancel: CancellationToken,
-    /// Caller context (the agent loop inserts its agent handle); tools look
-    /// it up by type.
+    /// Caller context (the agent loop inserts its [`ContextSink`](crate::ContextSink));
+    /// tools look it up by type through [`ToolContext`].
     pub extensions: Extensions,
 }
 
-impl ToolExecution {
-    /// A call with no finish reason, a fresh token and empty extensions.
-    pub fn new(
-        call_id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> Self {
-        ToolExecution {
-            call_id: call_id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-            finish: None,
-            cancel: CancellationToken::new(),
-            extensions: Extensions::new(),
-        }
+/// The `tools/execute` waterfall's argument: the call exactly as the model
+/// made it, and its environment. Listeners may veto or wrap; the arguments
+/// they pass on are what runs.
+pub type Execution = (ToolCall, CallEnv);
+
+/// An error result for `call_id`: the first block is `Error: <message>`,
+/// notes follow as further text blocks, and the structured failure (code,
+/// message, violations) rides along. The one place error results are
+/// rendered.
+pub fn error_result(call_id: impl Into<CallId>, error: &ToolError) -> ToolResult {
+    let mut content = vec![ContentBlock::text(format!("Error: {}", error.message()))];
+    content.extend(error.notes().iter().cloned().map(ContentBlock::text));
+    ToolResult {
+        call_id: call_id.into(),
+        content,
+        is_error: true,
+        failure: Some(ToolFailure {
+            code: error.code().to_string(),
+            message: error.message().to_string(),
+            violations: error.violations().to_vec(),
+        }),
     }
 }
 
-/// The outcome of one call; never a Rust error: failures are `is_error`
-/// results the model reads.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolExecutionResult {
-    /// The tool-call id.
-    pub call_id: String,
-    /// The content; for errors the first block is the text `Error: <message>`,
-    /// notes follow as further text blocks.
-    pub content: Vec<ContentBlock>,
-    /// Whether the call failed.
-    pub is_error: bool,
-    /// The structured failure, for plugins (retry guards, UI); `None` on success.
-    pub failure: Option<ToolFailure>,
-}
-
-/// The structured side of an error result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolFailure {
-    /// The tool name as called.
-    pub tool: String,
-    /// `INVALID_ARGS`, `INVALID_JSON`, `UNKNOWN_TOOL`, `TOOL_FAILED`,
-    /// `TOOL_PANICKED`, `ARGS_DRIFT`, `ABORTED`, or a tool's own code.
-    pub code: String,
-    /// The model-facing message (without `Error: `).
-    pub message: String,
-    /// The violations of an `INVALID_ARGS` failure.
-    pub violations: Vec<String>,
-}
-
-impl ToolExecutionResult {
-    /// A successful result: the content, then one text block per note.
-    pub fn success(call_id: impl Into<String>, output: ToolOutput) -> Self {
-        let mut content = output.content;
-        content.extend(output.notes.into_iter().map(ContentBlock::text));
-        ToolExecutionResult {
-            call_id: call_id.into(),
-            content,
-            is_error: false,
-            failure: None,
-        }
-    }
-
-    /// An error result: `Error: <message>`, then one text block per note.
-    pub fn failure(call_id: impl Into<String>, tool: impl Into<String>, error: &ToolError) -> Self {
-        let mut content = vec![ContentBlock::text(format!("Error: {}", error.message()))];
-        content.extend(error.notes().iter().cloned().map(ContentBlock::text));
-        ToolExecutionResult {
-            call_id: call_id.into(),
-            content,
-            is_error: true,
-            failure: Some(ToolFailure {
-                tool: tool.into(),
-                code: error.code().to_string(),
-                message: error.message().to_string(),
-                violations: error.violations().to_vec(),
-            }),
-        }
-    }
-
-    /// The failure code, `None` on success.
-    pub fn code(&self) -> Option<&str> {
-        self.failure.as_ref().map(|f| f.code.as_str())
-    }
-
-    /// The text blocks joined with `\n` (for logs and tests).
-    pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// The `tool-result` block for the model history.
-    pub fn to_block(&self) -> ContentBlock {
-        ContentBlock::tool_result(self.call_id.clone(), self.content.clone(), self.is_error)
-    }
+/// A successful result for `call_id`: the output's content, then one text
+/// block per note.
+pub fn success_result(call_id: impl Into<CallId>, output: ToolOutput) -> ToolResult {
+    let mut content = output.content;
+    content.extend(output.notes.into_iter().map(ContentBlock::text));
+    ToolResult::success(call_id, content)
 }
 
 /// Runs one tool's calls. The tool's body is the single listener of this
 /// hook, so its registration carries the kernel's activity gate:
 /// `Scope::close_and_wait` waits until no call of the tool is running.
-type CallHook = WaterfallHook<ToolInvocation, Result<ToolOutput, ToolError>>;
+type CallHook = WaterfallHook<(String, ToolContext), Result<ToolOutput, ToolError>>;
 
 struct Entry {
     id: u64,
@@ -146,7 +81,7 @@ struct Entry {
 struct Inner {
     tools: RwLock<Vec<Entry>>,
     next_id: AtomicU64,
-    on_execute: WaterfallHook<ToolExecution, ToolExecutionResult>,
+    on_execute: WaterfallHook<Execution, ToolResult>,
     on_change: EmitHook<()>,
 }
 
@@ -156,27 +91,18 @@ impl Inner {
     }
 
     fn entry(&self, name: &str) -> Option<(Arc<dyn Tool>, Arc<CallHook>)> {
-        self.tools
-            .read()
-            .expect("tool registry lock poisoned")
+        read(&self.tools)
             .iter()
             .find(|e| e.name == name)
             .map(|e| (e.tool.clone(), e.runner.clone()))
     }
 
     fn names(&self) -> Vec<String> {
-        self.tools
-            .read()
-            .expect("tool registry lock poisoned")
-            .iter()
-            .map(|e| e.name.clone())
-            .collect()
+        read(&self.tools).iter().map(|e| e.name.clone()).collect()
     }
 
     fn schemas(&self) -> Vec<ToolSchema> {
-        self.tools
-            .read()
-            .expect("tool registry lock poisoned")
+        read(&self.tools)
             .iter()
             .map(|e| e.tool.schema().clone())
             .collect()
@@ -184,15 +110,15 @@ impl Inner {
 
     fn notify(&self) {
         // Listener failures are contained and logged by the hook.
-        let _ = self.on_change.emit(&());
+        self.on_change.emit(&());
     }
 }
 
 /// The tool registry, a kernel service (provide it as `Arc<ToolRegistry>`).
 ///
 /// Holds tools by name in registration order, shows their schemas to the
-/// model ([`ToolRegistry::schemas`], fed to the prompt assembly by
-/// [`ToolRegistry::provide_to`]) and executes calls through the
+/// model ([`ToolRegistry::schemas`]; the composition library feeds them to
+/// the prompt assembly) and executes calls through the
 /// `tools/execute` waterfall ([`ToolRegistry::execute`]), whose core turns
 /// every failure — unknown tool, invalid arguments, tool error, panic,
 /// cancellation — into an `is_error` result. Emits `tools/change` whenever a
@@ -248,11 +174,7 @@ impl ToolRegistry {
         let name = tool.schema().name.clone();
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let gated = {
-            let mut tools = self
-                .inner
-                .tools
-                .write()
-                .expect("tool registry lock poisoned");
+            let mut tools = write(&self.inner.tools);
             if tools.iter().any(|e| e.name == name) {
                 return Err(ToolError::new(
                     codes::DUPLICATE_TOOL,
@@ -261,7 +183,9 @@ impl ToolRegistry {
             }
             let runner = Arc::new(CallHook::new("tools/call"));
             let body = tool.clone();
-            let gated = runner.on(move |invocation, _next| body.call(invocation));
+            let gated = runner.on(move |(arguments, ctx): (String, ToolContext), _next| {
+                body.call(&arguments, ctx)
+            });
             tools.push(Entry {
                 id,
                 name,
@@ -275,7 +199,7 @@ impl ToolRegistry {
         let removal = Registration::new(move || {
             if let Some(inner) = weak.upgrade() {
                 let removed = {
-                    let mut tools = inner.tools.write().expect("tool registry lock poisoned");
+                    let mut tools = write(&inner.tools);
                     let before = tools.len();
                     tools.retain(|e| e.id != id);
                     tools.len() != before
@@ -316,11 +240,7 @@ impl ToolRegistry {
 
     /// Number of registered tools.
     pub fn len(&self) -> usize {
-        self.inner
-            .tools
-            .read()
-            .expect("tool registry lock poisoned")
-            .len()
+        read(&self.inner.tools).len()
     }
 
     /// Whether no tool is registered.
@@ -331,28 +251,13 @@ impl ToolRegistry {
     /// The `tools/execute` waterfall. Listeners (sandbox, permission, retry)
     /// may rewrite the call, wrap the result, or veto by returning their own
     /// result without calling `next`.
-    pub fn on_execute(&self) -> &WaterfallHook<ToolExecution, ToolExecutionResult> {
+    pub fn on_execute(&self) -> &WaterfallHook<Execution, ToolResult> {
         &self.inner.on_execute
     }
 
     /// `tools/change`: emitted after a tool is registered or unregistered.
     pub fn on_change(&self) -> &EmitHook<()> {
         &self.inner.on_change
-    }
-
-    /// Registers this registry as a tool-schema provider of `prompt` (asked
-    /// at every assembly) and forwards `tools/change` as
-    /// `system-prompt/change`. Undo removes both.
-    pub fn provide_to(&self, prompt: &dsh_prompt::PromptService) -> Registration {
-        let weak = Arc::downgrade(&self.inner);
-        let provider = prompt.add_tool_provider(move || {
-            weak.upgrade()
-                .map(|inner| inner.schemas())
-                .unwrap_or_default()
-        });
-        let prompt = prompt.clone();
-        let forward = self.inner.on_change.on(move |_| prompt.notify_change());
-        Registration::merge(vec![provider, forward])
     }
 
     /// Executes one call through `tools/execute`. Never fails and never
@@ -369,22 +274,23 @@ impl ToolRegistry {
     ///
     /// A panicking `tools/execute` listener is contained too
     /// (`LISTENER_PANICKED`). The returned future is `'static`.
-    pub fn execute(&self, exec: ToolExecution) -> BoxFuture<'static, ToolExecutionResult> {
-        let call_id = exec.call_id.clone();
-        let name = exec.name.clone();
+    pub fn execute(&self, call: &ToolCall, env: CallEnv) -> BoxFuture<'static, ToolResult> {
+        let call_id = call.call_id.clone();
+        let name = call.name.clone();
         // Weak: an in-flight call must not keep a dropped registry alive.
         let core_inner = Arc::downgrade(&self.inner);
-        let core = move |exec: ToolExecution| {
+        let core = move |(call, env): Execution| {
             let inner = core_inner.upgrade();
             async move {
                 match inner {
-                    Some(inner) => execute_core(inner, exec).await,
-                    None => unknown_tool(&exec, &[]),
+                    Some(inner) => execute_core(inner, call, env).await,
+                    None => unknown_tool(&call, &[]),
                 }
             }
         };
-        let started =
-            std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.on_execute.call(exec, core)));
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.inner.on_execute.call((call.clone(), env), core)
+        }));
         Box::pin(async move {
             let outcome = match started {
                 Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
@@ -393,9 +299,8 @@ impl ToolRegistry {
             outcome.unwrap_or_else(|payload| {
                 let msg = panic_message(&*payload);
                 tracing::error!(target: "dsh_tools", tool = %name, "tools/execute listener panicked: {msg}");
-                ToolExecutionResult::failure(
+                error_result(
                     call_id,
-                    name,
                     &ToolError::new(
                         codes::LISTENER_PANICKED,
                         format!("a tools/execute listener panicked: {msg}"),
@@ -406,42 +311,47 @@ impl ToolRegistry {
     }
 }
 
-async fn execute_core(inner: Arc<Inner>, exec: ToolExecution) -> ToolExecutionResult {
-    let Some((_tool, runner)) = inner.entry(&exec.name) else {
+async fn execute_core(inner: Arc<Inner>, call: ToolCall, env: CallEnv) -> ToolResult {
+    let Some((_tool, runner)) = inner.entry(&call.name) else {
         let names = inner.names();
-        return unknown_tool(&exec, &names);
+        return unknown_tool(&call, &names);
     };
     drop(inner);
-    let ToolExecution {
+    let ToolCall {
         call_id,
         name,
         arguments,
+    } = call;
+    let CallEnv {
         finish,
         cancel,
         extensions,
-    } = exec;
+    } = env;
     if cancel.is_cancelled() {
-        return ToolExecutionResult::failure(call_id, &name, &aborted(&name));
+        return error_result(call_id, &aborted(&name));
     }
-    let invocation = ToolInvocation {
+    let ctx = ToolContext {
         call_id: call_id.clone(),
-        arguments,
+        tool: name.clone(),
         finish,
         cancel: cancel.clone(),
         extensions,
     };
     let run = async move {
         let fut = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            runner.call(invocation, |inv: ToolInvocation| async move {
-                // Reached only when the tool was unregistered after lookup.
-                Err(ToolError::new(
-                    codes::UNKNOWN_TOOL,
-                    format!(
-                        "tool call {} failed: the tool was unregistered",
-                        inv.call_id
-                    ),
-                ))
-            })
+            runner.call(
+                (arguments, ctx),
+                |(_, ctx): (String, ToolContext)| async move {
+                    // Reached only when the tool was unregistered after lookup.
+                    Err(ToolError::new(
+                        codes::UNKNOWN_TOOL,
+                        format!(
+                            "tool call {} failed: the tool was unregistered",
+                            ctx.call_id
+                        ),
+                    ))
+                },
+            )
         }))?;
         AssertUnwindSafe(fut).catch_unwind().await
     };
@@ -454,13 +364,13 @@ async fn execute_core(inner: Arc<Inner>, exec: ToolExecution) -> ToolExecutionRe
             // token is dropped after the grace.
             match tokio::time::timeout(ABORT_GRACE, run).await {
                 Ok(outcome) => outcome,
-                Err(_) => return ToolExecutionResult::failure(call_id, &name, &aborted(&name)),
+                Err(_) => return error_result(call_id, &aborted(&name)),
             }
         }
     };
     match outcome {
-        Ok(Ok(output)) => ToolExecutionResult::success(call_id, output),
-        Ok(Err(error)) => ToolExecutionResult::failure(call_id, &name, &error),
+        Ok(Ok(output)) => success_result(call_id, output),
+        Ok(Err(error)) => error_result(call_id, &error),
         Err(payload) => {
             let msg = panic_message(&*payload);
             tracing::error!(target: "dsh_tools", tool = %name, "tool panicked: {msg}");
@@ -468,7 +378,7 @@ async fn execute_core(inner: Arc<Inner>, exec: ToolExecution) -> ToolExecutionRe
                 codes::TOOL_PANICKED,
                 format!("tool \"{name}\" panicked: {msg}"),
             );
-            ToolExecutionResult::failure(call_id, &name, &error)
+            error_result(call_id, &error)
         }
     }
 }
@@ -480,20 +390,23 @@ fn aborted(name: &str) -> ToolError {
     ToolError::aborted(format!("tool \"{name}\" was aborted"))
 }
 
-fn unknown_tool(exec: &ToolExecution, names: &[String]) -> ToolExecutionResult {
-    let mut message = format!("unknown tool \"{}\"", exec.name);
+/// The `UNKNOWN_TOOL` result for `call` given the registered `names`: the
+/// closest name when one is near, and the list of tools.
+pub fn unknown_tool(call: &ToolCall, names: &[String]) -> ToolResult {
+    let mut message = format!("unknown tool \"{}\"", call.name);
     if names.is_empty() {
         message.push_str("; no tools are available");
     } else {
-        if let Some(best) = crate::suggest::closest(&exec.name, names.iter().map(String::as_str)) {
+        if let Some(best) =
+            dsh_schema::suggest::closest(&call.name, names.iter().map(String::as_str))
+        {
             message.push_str(&format!("; did you mean \"{best}\"?"));
         }
         let list: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
         message.push_str(&format!(" Available tools: {}", list.join(", ")));
     }
-    ToolExecutionResult::failure(
-        exec.call_id.clone(),
-        exec.name.clone(),
+    error_result(
+        call.call_id.clone(),
         &ToolError::new(codes::UNKNOWN_TOOL, message),
     )
 }

@@ -5,47 +5,55 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use dsh_kernel::{BoxFuture, Extensions};
-use dsh_llm::{ContentBlock, FinishReason, ToolSchema};
+use dsh_kernel::{BoxFuture, DshError, Extensions};
+use dsh_llm::{ContentBlock, FinishReason, MessageSource, ToolSchema};
+use dsh_protocol::CallId;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::ToolArgs;
-use crate::convert::to_json_schema;
 use crate::error::{codes, ToolArgsError, ToolError};
-use crate::spec::SchemaSpec;
-use crate::validate::{near_miss_notes, normalize_integers, validate_args};
+use dsh_schema::{
+    near_miss_notes, normalize_integers, to_json_schema, validate_args, SchemaSpec, ToolArgs,
+};
 
 /// A tool the model can call. Object safe: the registry holds `Arc<dyn Tool>`.
 ///
-/// Most tools are built with [`define_tool`]; implement the trait directly
-/// only for special cases. `call` must not block; it may panic or never
-/// finish — the registry contains panics and drops the future when the call
-/// is cancelled, so a tool must be cancel-safe (clean up on drop).
+/// Most tools are built with [`define_tool`] or a [`ArgsTool`] struct;
+/// implement the trait directly only for special cases. `call` must not
+/// block; it may panic or never finish — the registry contains panics and
+/// drops the future when the call is cancelled, so a tool must be
+/// cancel-safe (clean up on drop).
 pub trait Tool: Send + Sync + 'static {
     /// What the model is shown: name, description, JSON Schema parameters.
     fn schema(&self) -> &ToolSchema;
 
-    /// Runs one call. Errors become `is_error` results `Error: <message>`.
-    fn call(&self, invocation: ToolInvocation)
-        -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+    /// Runs one call on the raw argument text the model produced (`""`
+    /// means `{}`). Errors become `is_error` results `Error: <message>`.
+    fn call(
+        &self,
+        arguments: &str,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
 }
 
-/// One call as a tool receives it.
-#[derive(Debug, Clone)]
-pub struct ToolInvocation {
-    /// The tool-call id.
-    pub call_id: String,
-    /// The raw argument text the model produced (`""` means `{}`).
-    pub arguments: String,
-    /// How the model step that produced the call ended (`MaxTokens`: the
-    /// arguments may be cut off).
-    pub finish: Option<FinishReason>,
-    /// Cancelled when the call is aborted.
-    pub cancel: CancellationToken,
-    /// Context from the caller (the agent loop puts its agent handle here).
-    pub extensions: Extensions,
+/// Where a tool sends context for its agent's model outside its own result
+/// (a background task's completion notice): appended to the session now,
+/// visible to the next model request, without starting a turn.
+///
+/// The agent loop puts its agent into every call's extensions as
+/// `Arc<dyn ContextSink>`; tools reach it with [`ToolContext::sink`].
+pub trait ContextSink: Send + Sync + 'static {
+    /// Appends `content` from `source` as a context message.
+    ///
+    /// # Errors
+    /// The sink's owner is gone (the agent was disposed): code
+    /// `AGENT_DISPOSED`; nothing was appended.
+    fn inject_context(
+        &self,
+        content: Vec<ContentBlock>,
+        source: MessageSource,
+    ) -> Result<(), DshError>;
 }
 
 /// What a tool returns: content blocks, plus notes the registry appends as
@@ -79,13 +87,16 @@ impl From<Vec<ContentBlock>> for ToolOutput {
     }
 }
 
-/// What a tool body gets besides its arguments.
+/// What a tool body gets besides its arguments: the body's view of one call.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     /// The tool-call id.
-    pub call_id: String,
+    pub call_id: CallId,
     /// The tool's name.
     pub tool: String,
+    /// How the model step that produced the call ended (`MaxTokens`: the
+    /// arguments may be cut off).
+    pub finish: Option<FinishReason>,
     /// Cancelled when the call is aborted; long-running bodies select on it.
     pub cancel: CancellationToken,
     /// Context from the caller, looked up by type.
@@ -98,18 +109,26 @@ impl ToolContext {
         self.extensions.get::<T>()
     }
 
-    fn from_invocation(tool: &str, inv: &ToolInvocation) -> Self {
+    /// The agent's context sink, when the caller provided one.
+    pub fn sink(&self) -> Option<&Arc<dyn ContextSink>> {
+        self.extensions.get::<Arc<dyn ContextSink>>()
+    }
+
+    /// A context for `tool` with a fresh token and nothing else (tests,
+    /// direct calls).
+    pub fn detached(call_id: impl Into<CallId>, tool: impl Into<String>) -> Self {
         ToolContext {
-            call_id: inv.call_id.clone(),
-            tool: tool.to_string(),
-            cancel: inv.cancel.clone(),
-            extensions: inv.extensions.clone(),
+            call_id: call_id.into(),
+            tool: tool.into(),
+            finish: None,
+            cancel: CancellationToken::new(),
+            extensions: Extensions::new(),
         }
     }
 }
 
 type CallFn =
-    dyn Fn(ToolInvocation) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
+    dyn Fn(&str, ToolContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
 
 /// A tool whose arguments are validated against a [`SchemaSpec`] before its
 /// body runs; built by [`define_tool`] or [`define_tool_from_spec`].
@@ -153,9 +172,10 @@ impl Tool for TypedTool {
 
     fn call(
         &self,
-        invocation: ToolInvocation,
+        arguments: &str,
+        ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        (self.call)(invocation)
+        (self.call)(arguments, ctx)
     }
 }
 
@@ -187,6 +207,72 @@ where
             Ok(args) => finish_body(body(args, ctx), notes),
         },
     )
+}
+
+/// A typed tool written as a struct: stateful tools (a task table, a cache,
+/// a connection) keep their state in `self`. [`ArgsTool::into_tool`] gives it
+/// the same pipeline as [`define_tool`]: the model is shown `Args`' spec, and
+/// `run` sees only arguments that validated and deserialized.
+///
+/// ```
+/// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
+/// use dsh_tools::{ArgsTool, ToolArgs, ToolContext, ToolError};
+/// use dsh_llm::ContentBlock;
+///
+/// /// Arguments of `count`.
+/// #[derive(serde::Deserialize, ToolArgs)]
+/// struct By { /// How much to add.
+///     n: u64 }
+///
+/// #[derive(Default)]
+/// struct Counter(AtomicU64);
+///
+/// impl ArgsTool for Counter {
+///     type Args = By;
+///     fn name(&self) -> &str { "count" }
+///     fn description(&self) -> &str { "Adds n to a counter and returns the total" }
+///     async fn run(self: Arc<Self>, args: By, _ctx: ToolContext) -> Result<Vec<ContentBlock>, ToolError> {
+///         let total = self.0.fetch_add(args.n, Ordering::Relaxed) + args.n;
+///         Ok(vec![ContentBlock::text(total.to_string())])
+///     }
+/// }
+///
+/// let tool = Counter::default().into_tool();
+/// assert_eq!(tool.spec().len(), 1);
+/// ```
+pub trait ArgsTool: Send + Sync + Sized + 'static {
+    /// The argument type; its [`ToolArgs`] spec is what the model is shown.
+    type Args: ToolArgs + DeserializeOwned + Send + 'static;
+
+    /// The tool's name.
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// Runs one call with validated arguments. Errors become `is_error`
+    /// results `Error: <message>`.
+    fn run(
+        self: Arc<Self>,
+        args: Self::Args,
+        ctx: ToolContext,
+    ) -> impl Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static;
+
+    /// The registrable tool.
+    fn into_tool(self) -> TypedTool {
+        let name = self.name().to_string();
+        let description = self.description().to_string();
+        let me = Arc::new(self);
+        typed_tool(
+            name,
+            description,
+            Self::Args::schema_spec(),
+            move |value, ctx, notes| match deserialize_validated::<Self::Args>(value) {
+                Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
+                Ok(args) => finish_body(me.clone().run(args, ctx), notes),
+            },
+        )
+    }
 }
 
 /// Defines a tool declared at runtime (e.g. from configuration): the same
@@ -231,9 +317,10 @@ where
         strict: None,
     };
     let call_spec = spec.clone();
-    let call = move |inv: ToolInvocation| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let ctx = ToolContext::from_invocation(&name, &inv);
-        match prepare_args(&call_spec, &name, &inv.arguments, inv.finish.as_ref()) {
+    let call = move |arguments: &str,
+                     ctx: ToolContext|
+          -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        match prepare_args(&call_spec, &name, arguments, ctx.finish.as_ref()) {
             Err(e) => Box::pin(std::future::ready(Err(e))),
             Ok((value, notes)) => run(value, ctx, notes),
         }
@@ -276,9 +363,10 @@ impl Tool for RawTool {
 
     fn call(
         &self,
-        invocation: ToolInvocation,
+        arguments: &str,
+        ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        (self.call)(invocation)
+        (self.call)(arguments, ctx)
     }
 }
 
@@ -288,10 +376,10 @@ where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Vec<ContentBlock>, ToolError>> + Send + 'static,
 {
-    let name = schema.name.clone();
-    let call = move |inv: ToolInvocation| -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let ctx = ToolContext::from_invocation(&name, &inv);
-        match parse_arguments(&inv.arguments, inv.finish.as_ref()) {
+    let call = move |arguments: &str,
+                     ctx: ToolContext|
+          -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        match parse_arguments(arguments, ctx.finish.as_ref()) {
             Err(e) => Box::pin(std::future::ready(Err(e))),
             Ok(value) => finish_body(body(value, ctx), Vec::new()),
         }

@@ -3,12 +3,12 @@
 //! validates clean.
 
 #[path = "../src/testing.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports, unreachable_pub)]
 mod testing;
 
 use std::collections::{BTreeSet, HashSet};
 
-use dsh_tools::{NoArgs, ToolArgs};
+use dsh_tools::{ErrorCode, NoArgs, ToolArgs};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

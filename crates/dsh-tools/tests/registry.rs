@@ -1,6 +1,7 @@
 //! The registry and the execute pipeline: every failure becomes an
 //! `is_error` result, bad arguments never reach a body, raw tools are
 //! untouched.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use dsh_kernel::{Kernel, Scope};
 use dsh_llm::{ContentBlock, FinishReason, ToolSchema};
 use dsh_tools::{
-    define_tool, define_tool_from_spec, raw_tool, SchemaProp, SchemaSpec, ToolArgs, ToolContext,
-    ToolError, ToolExecution, ToolExecutionResult, ToolRegistry,
+    define_tool, define_tool_from_spec, error_result, raw_tool, success_result, CallEnv, ErrorCode,
+    Execution, SchemaProp, SchemaSpec, ToolArgs, ToolCall, ToolContext, ToolError, ToolRegistry,
+    ToolResult,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -82,9 +84,9 @@ fn setup() -> (ToolRegistry, Arc<AtomicUsize>) {
     (registry, runs)
 }
 
-async fn run(registry: &ToolRegistry, name: &str, args: &str) -> ToolExecutionResult {
+async fn run(registry: &ToolRegistry, name: &str, args: &str) -> ToolResult {
     registry
-        .execute(ToolExecution::new("call-1", name, args))
+        .execute(&ToolCall::new("call-1", name, args), CallEnv::default())
         .await
 }
 
@@ -115,7 +117,12 @@ async fn bad_args_never_reach_the_body_and_list_every_violation() {
     );
     let failure = r.failure.unwrap();
     assert_eq!(failure.code, "INVALID_ARGS");
-    assert_eq!(failure.tool, "bash");
+    // The failure no longer names its tool (the result answers call-1).
+    assert_eq!(r.call_id, "call-1");
+    assert_eq!(
+        failure.message,
+        "invalid arguments: missing required property \"command\"; missing required property \"description\"; \"timeoutMs\" must be a number; \"workdir\" must be a string"
+    );
     assert_eq!(failure.violations.len(), 4);
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 }
@@ -162,9 +169,12 @@ async fn invalid_json_says_where() {
 async fn truncated_json_at_the_token_limit_says_cut_off() {
     let (registry, _) = setup();
     let raw = r#"{"command": "cat <<EOF\nlots of text"#;
-    let mut exec = ToolExecution::new("c", "bash", raw);
-    exec.finish = Some(FinishReason::MaxTokens);
-    let r = registry.execute(exec).await;
+    let call = ToolCall::new("c", "bash", raw);
+    let env = CallEnv {
+        finish: Some(FinishReason::MaxTokens),
+        ..CallEnv::default()
+    };
+    let r = registry.execute(&call, env).await;
     assert_eq!(r.code(), Some("INVALID_JSON"));
     let text = r.text();
     assert!(
@@ -269,7 +279,8 @@ async fn a_tool_that_panics_before_returning_a_future_is_contained() {
         }
         fn call(
             &self,
-            _: dsh_tools::ToolInvocation,
+            _: &str,
+            _: ToolContext,
         ) -> dsh_kernel::BoxFuture<'static, Result<dsh_tools::ToolOutput, ToolError>> {
             panic!("eager")
         }
@@ -301,16 +312,17 @@ impl Leak for dsh_kernel::Registration {
 #[tokio::test]
 async fn cancellation_aborts_before_and_during_the_call() {
     let (registry, runs) = setup();
-    let exec = ToolExecution::new("c", "bash", r#"{"command":"ls","description":"d"}"#);
-    exec.cancel.cancel();
-    let r = registry.execute(exec).await;
+    let call = ToolCall::new("c", "bash", r#"{"command":"ls","description":"d"}"#);
+    let env = CallEnv::default();
+    env.cancel.cancel();
+    let r = registry.execute(&call, env).await;
     assert_eq!(r.code(), Some("ABORTED"));
     assert_eq!(r.text(), "Error: tool \"bash\" was aborted");
     assert_eq!(runs.load(Ordering::SeqCst), 0);
 
-    let exec = ToolExecution::new("c", "slow", "");
-    let token = exec.cancel.clone();
-    let pending = tokio::spawn(registry.execute(exec));
+    let env = CallEnv::default();
+    let token = env.cancel.clone();
+    let pending = tokio::spawn(registry.execute(&ToolCall::new("c", "slow", ""), env));
     tokio::task::yield_now().await;
     token.cancel();
     let r = pending.await.unwrap();
@@ -338,9 +350,9 @@ async fn a_cancelled_tool_that_answers_promptly_keeps_its_own_text() {
             .into_arc(),
         )
         .unwrap();
-    let exec = ToolExecution::new("c", "polite", "");
-    let token = exec.cancel.clone();
-    let pending = tokio::spawn(registry.execute(exec));
+    let env = CallEnv::default();
+    let token = env.cancel.clone();
+    let pending = tokio::spawn(registry.execute(&ToolCall::new("c", "polite", ""), env));
     tokio::task::yield_now().await;
     token.cancel();
     let r = pending.await.unwrap();
@@ -364,9 +376,9 @@ async fn a_tool_that_handles_cancellation_itself_keeps_its_text() {
         .register(tool.into_arc())
         .unwrap()
         .undo_on_drop_never();
-    let exec = ToolExecution::new("c", "polite", "");
-    let token = exec.cancel.clone();
-    let pending = tokio::spawn(registry.execute(exec));
+    let env = CallEnv::default();
+    let token = env.cancel.clone();
+    let pending = tokio::spawn(registry.execute(&ToolCall::new("c", "polite", ""), env));
     tokio::task::yield_now().await;
     token.cancel();
     let r = pending.await.unwrap();
@@ -485,15 +497,14 @@ async fn the_waterfall_can_veto_rewrite_and_wrap() {
     // Veto every call to `bash`.
     registry
         .on_execute()
-        .on(|exec: ToolExecution, next| async move {
-            if exec.name == "bash" {
-                ToolExecutionResult::failure(
-                    exec.call_id,
-                    exec.name,
+        .on(|(call, env): Execution, next| async move {
+            if call.name == "bash" {
+                error_result(
+                    call.call_id,
                     &ToolError::new("DENIED", "bash is not allowed here"),
                 )
             } else {
-                next.run(exec).await
+                next.run((call, env)).await
             }
         })
         .undo_on_drop_never();
@@ -503,11 +514,11 @@ async fn the_waterfall_can_veto_rewrite_and_wrap() {
     // A listener that panics is contained.
     registry
         .on_execute()
-        .prepend(|exec: ToolExecution, _next| async move {
-            if exec.name == "count" {
+        .prepend(|(call, _env): Execution, _next| async move {
+            if call.name == "count" {
                 panic!("listener bug");
             }
-            ToolExecutionResult::success(exec.call_id, dsh_tools::ToolOutput::text("wrapped"))
+            success_result(call.call_id, dsh_tools::ToolOutput::text("wrapped"))
         })
         .undo_on_drop_never();
     let r = run(&registry, "count", r#"{"n":1}"#).await;
@@ -532,9 +543,15 @@ async fn extensions_reach_the_body() {
         .register(tool.into_arc())
         .unwrap()
         .undo_on_drop_never();
-    let mut exec = ToolExecution::new("call-9", "who", "");
-    exec.extensions.insert(AgentId("agent-1"));
-    assert_eq!(registry.execute(exec).await.text(), "agent-1 call-9");
+    let mut env = CallEnv::default();
+    env.extensions.insert(AgentId("agent-1"));
+    assert_eq!(
+        registry
+            .execute(&ToolCall::new("call-9", "who", ""), env)
+            .await
+            .text(),
+        "agent-1 call-9"
+    );
 }
 
 #[tokio::test]
@@ -543,7 +560,17 @@ async fn schemas_feed_the_prompt_and_the_kernel() {
     let (registry, _reg) = ToolRegistry::provide(&kernel).unwrap();
     assert!(kernel.service::<ToolRegistry>().is_ok());
     let prompt = dsh_prompt::PromptService::new();
-    let link = registry.provide_to(&prompt);
+    // What `ToolRegistry::provide_to` used to do (the composition library
+    // wires it now): the registry's schemas feed the prompt, and its
+    // changes are forwarded as prompt changes.
+    let link = {
+        let weak = Arc::downgrade(&registry);
+        let provider = prompt
+            .add_tool_provider(move || weak.upgrade().map(|r| r.schemas()).unwrap_or_default());
+        let forward_to = prompt.clone();
+        let forward = registry.on_change().on(move |_| forward_to.notify_change());
+        dsh_kernel::Registration::merge(vec![provider, forward])
+    };
     let prompt_changes = Arc::new(AtomicUsize::new(0));
     let c = prompt_changes.clone();
     prompt
@@ -620,7 +647,7 @@ async fn closing_a_scope_waits_for_running_calls() {
     });
     let scope = Scope::new();
     registry.register_in(&scope, tool.into_arc()).unwrap();
-    let call = tokio::spawn(registry.execute(ToolExecution::new("c", "wait", "")));
+    let call = tokio::spawn(registry.execute(&ToolCall::new("c", "wait", ""), CallEnv::default()));
     started_rx.await.unwrap();
     let mut closing = Box::pin(scope.close_and_wait());
     // The tool is gone for new calls at once, but the running call is awaited.

@@ -2,7 +2,10 @@
 //! model, the services the loop needs and the dev-mode invariants plugin; a
 //! tap that records every agent hook emission and lets a test wait for one;
 //! small builders for replies and content.
-#![allow(dead_code)] // each test binary uses a different part of this module
+#![allow(dead_code)]
+// each test binary uses a different part of this module
+// Test helpers: pub for the test binaries, unwrap/expect allowed.
+#![allow(unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -14,7 +17,10 @@ use dsh_agent_loop::{AgentHandle, AgentLoop, LoopSetup};
 use dsh_kernel::{Kernel, Registration};
 use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter, ScriptedReply};
 use dsh_llm::{ContentBlock, LlmService, Message, MessageSource, Role};
-use dsh_session::{EventData, Session, SessionEvent, SessionStore, TurnEndReason};
+use dsh_session::{
+    ChunkEvent, ErrorEvent, EventPayload, Session, SessionEvent, SessionStore, SteeringEvent,
+    StepEvent, ToolResultEvent, TurnEndEvent, TurnEndReason, TurnStartEvent,
+};
 use dsh_tools::ToolRegistry;
 use tokio::sync::mpsc;
 
@@ -178,9 +184,9 @@ impl Tap {
         let r = Arc::new(rec);
         let mut regs = Vec::new();
         let f = r.clone();
-        regs.push(h.created.on(move |a| f(Obs::Created(a.id().into()))));
+        regs.push(h.created.on(move |a| f(Obs::Created(a.id().to_string()))));
         let f = r.clone();
-        regs.push(h.disposed.on(move |a| f(Obs::Disposed(a.id().into()))));
+        regs.push(h.disposed.on(move |a| f(Obs::Disposed(a.id().to_string()))));
         let f = r.clone();
         regs.push(h.status.on(move |c| f(Obs::Status(c.status))));
         let f = r.clone();
@@ -190,32 +196,37 @@ impl Tap {
                 steering: q.steering,
             })
         }));
+        // The boundaries, chunks, steering and errors arrive on the one
+        // `agent/event` stream, each right after its event was appended.
         let f = r.clone();
-        regs.push(h.turn_start.on(move |t| f(Obs::TurnStart(t.turn))));
-        let f = r.clone();
-        regs.push(
-            h.turn_end
-                .on(move |t| f(Obs::TurnEnd(t.turn, t.reason.clone()))),
-        );
-        let f = r.clone();
-        regs.push(h.step_start.on(move |s| f(Obs::StepStart(s.turn, s.step))));
-        let f = r.clone();
-        regs.push(h.step_end.on(move |s| f(Obs::StepEnd(s.turn, s.step))));
-        let f = r.clone();
-        regs.push(h.stream_chunk.on(move |c| f(Obs::Chunk(c.turn, c.step))));
-        let f = r.clone();
-        regs.push(
-            h.steering
-                .on(move |s| f(Obs::Steering(s.turn, text_of(&s.content)))),
-        );
-        let f = r.clone();
-        regs.push(h.error.on(move |e| {
-            f(Obs::Error {
-                turn: e.turn,
-                step: e.step,
-                code: e.error.code().to_string(),
-                message: e.error.message().to_string(),
-            })
+        regs.push(h.event.on(move |e| {
+            let o = match &e.event.data {
+                EventPayload::TurnStart(TurnStartEvent { turn, .. }) => Obs::TurnStart(*turn),
+                EventPayload::TurnEnd(TurnEndEvent { turn, reason }) => {
+                    Obs::TurnEnd(*turn, reason.clone())
+                }
+                EventPayload::StepStart(StepEvent { turn, step }) => Obs::StepStart(*turn, *step),
+                EventPayload::StepEnd(StepEvent { turn, step }) => Obs::StepEnd(*turn, *step),
+                EventPayload::AssistantChunk(ChunkEvent { turn, step, .. }) => {
+                    Obs::Chunk(*turn, *step)
+                }
+                EventPayload::SteeringMessage(SteeringEvent { turn, content, .. }) => {
+                    Obs::Steering(*turn, text_of(content))
+                }
+                EventPayload::Error(ErrorEvent {
+                    turn,
+                    step,
+                    message,
+                    code,
+                }) => Obs::Error {
+                    turn: *turn,
+                    step: *step,
+                    code: code.clone().unwrap_or_default(),
+                    message: message.clone(),
+                },
+                _ => return,
+            };
+            f(o)
         }));
         Tap {
             rx,
@@ -334,7 +345,7 @@ pub fn turn_ends(session: &Session) -> Vec<(u64, TurnEndReason)> {
         .events()
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::TurnEnd { turn, reason } => Some((*turn, reason.clone())),
+            EventPayload::TurnEnd(TurnEndEvent { turn, reason }) => Some((*turn, reason.clone())),
             _ => None,
         })
         .collect()
@@ -346,21 +357,16 @@ pub fn tool_results(session: &Session) -> Vec<(String, String, bool, Option<Stri
         .events()
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::ToolResult {
-                call_id,
-                content,
-                is_error,
-                error_code,
-                ..
-            } => Some((
-                call_id.clone(),
-                content
+            EventPayload::ToolResult(ToolResultEvent { result, .. }) => Some((
+                result.call_id.to_string(),
+                result
+                    .content
                     .iter()
                     .filter_map(ContentBlock::as_text)
                     .collect::<Vec<_>>()
                     .join("\n"),
-                *is_error,
-                error_code.clone(),
+                result.is_error,
+                result.code().map(str::to_string),
             )),
             _ => None,
         })
@@ -373,12 +379,12 @@ pub fn error_events(session: &Session) -> Vec<(u64, u64, String, Option<String>)
         .events()
         .iter()
         .filter_map(|e| match &e.data {
-            EventData::Error {
+            EventPayload::Error(ErrorEvent {
                 turn,
                 step,
                 message,
                 code,
-            } => Some((*turn, *step, message.clone(), code.clone())),
+            }) => Some((*turn, *step, message.clone(), code.clone())),
             _ => None,
         })
         .collect()
@@ -394,7 +400,7 @@ pub fn assert_calls_answered(history: &[Message]) {
                 assert!(open.is_empty(), "tool calls {open:?} left unanswered");
                 for b in &m.content {
                     if let ContentBlock::ToolCall(c) = b {
-                        open.push(c.id.clone());
+                        open.push(c.call_id.to_string());
                     }
                 }
             }

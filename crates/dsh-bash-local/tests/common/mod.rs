@@ -1,5 +1,7 @@
 //! Test support shared by the integration tests of dsh-bash-local.
 #![allow(dead_code)] // each test binary uses a different subset
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
+#![allow(unreachable_pub)] // shared by several test binaries
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -22,7 +22,7 @@ use crate::render::{self, Printer, Style};
 
 /// Arguments of `dsh chat`.
 #[derive(Debug, Default, Args)]
-pub struct ChatArgs {
+pub(crate) struct ChatArgs {
     #[command(flatten)]
     stack: StackArgs,
     /// Continue the saved session ID.
@@ -31,7 +31,7 @@ pub struct ChatArgs {
 }
 
 /// Runs `dsh chat`; returns the exit code.
-pub fn run(args: ChatArgs) -> u8 {
+pub(crate) fn run(args: ChatArgs) -> u8 {
     block_on(chat(args))
 }
 

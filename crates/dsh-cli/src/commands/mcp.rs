@@ -9,7 +9,7 @@ use crate::commands::block_on;
 
 /// Arguments of `dsh mcp`.
 #[derive(Debug, Args)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     #[command(subcommand)]
     command: McpCommand,
 }
@@ -25,7 +25,7 @@ enum McpCommand {
 }
 
 /// Runs `dsh mcp`; returns the exit code.
-pub fn run(args: McpArgs) -> u8 {
+pub(crate) fn run(args: McpArgs) -> u8 {
     let McpCommand::List { stack } = args.command;
     block_on(async {
         let resolved = match resolve(&stack) {
@@ -42,6 +42,9 @@ pub fn run(args: McpArgs) -> u8 {
             Err(e) => return crate::commands::report(&e),
         };
         let failures = app.start_mcp().await;
+        for (_, message) in &failures {
+            eprintln!("dsh: {message}");
+        }
         let mut out = std::io::stdout().lock();
         if configured.is_empty() {
             let _ = writeln!(out, "no MCP servers configured (add [mcp.servers.NAME] to dsh.toml or pass --mcp NAME=COMMAND)");

@@ -1,26 +1,25 @@
 //! One module per subcommand. Each exposes an `Args` type (clap) and
 //! `run(args) -> u8` returning the process exit code; shared helpers below.
 
-pub mod chat;
-pub mod mcp;
-pub mod run;
-pub mod schema;
-pub mod session;
-pub mod tools;
+pub(crate) mod chat;
+pub(crate) mod mcp;
+pub(crate) mod run;
+pub(crate) mod schema;
+pub(crate) mod session;
+pub(crate) mod tools;
 
 use std::sync::{Arc, Mutex};
 
-use dsh_session::TurnEndReason;
+use dsh_agent_loop::AgentHandle;
+use dsh_session::{EventPayload, TurnEndEvent, TurnEndReason};
 use tokio::sync::mpsc;
 
-use dsh_agent_loop::AgentHandle;
-
-use crate::app::{resolve, App, StackArgs, UsageError};
+use crate::app::{resolve, App, StackArgs, StackError};
 
 /// Runs a command's future on a multi-threaded tokio runtime and returns its
 /// exit code (1 when the runtime cannot start). Threads still blocked when
 /// the future is done (a line editor waiting on stdin) are not waited for.
-pub fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
+pub(crate) fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
     match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -40,20 +39,26 @@ pub fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
 
 /// Resolves the configuration, builds the plugin stack and starts the MCP
 /// servers; on failure the error is reported and its exit code returned.
-pub async fn start_app(stack: &StackArgs) -> Result<App, u8> {
+pub(crate) async fn start_app(stack: &StackArgs) -> Result<App, u8> {
     let resolved = resolve(stack).map_err(|e| report(&e))?;
     let mut app = App::build(resolved).map_err(|e| report(&e))?;
-    app.start_mcp().await;
+    for (_, message) in app.start_mcp().await {
+        eprintln!("dsh: {message}");
+    }
     Ok(app)
 }
 
 /// [`start_app`], then the agent (resuming session `resume` when given).
-pub async fn start_agent(
+pub(crate) async fn start_agent(
     stack: &StackArgs,
     resume: Option<&str>,
 ) -> Result<(App, AgentHandle), u8> {
     let app = start_app(stack).await?;
-    match app.create_agent(resume) {
+    let created = app.create_agent(resume);
+    for warning in app.take_warnings() {
+        eprintln!("dsh: {warning}");
+    }
+    match created {
         Ok(handle) => Ok((app, handle)),
         Err(e) => {
             app.shutdown().await;
@@ -64,18 +69,17 @@ pub async fn start_agent(
 
 /// Prints an error on stderr and returns its exit code: 2 for usage and
 /// configuration errors, 1 otherwise.
-pub fn report(err: &anyhow::Error) -> u8 {
-    eprintln!("dsh: {err:#}");
-    if err.downcast_ref::<UsageError>().is_some() {
-        2
-    } else {
-        1
+pub(crate) fn report(err: &StackError) -> u8 {
+    eprintln!("dsh: {err}");
+    match err {
+        StackError::Usage(_) => 2,
+        StackError::Failed(_) => 1,
     }
 }
 
 /// Exit code of a finished turn: 0 completed, 130 aborted or disposed, 1
 /// otherwise (the reason is printed on stderr).
-pub fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
+pub(crate) fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
     match reason {
         Some(TurnEndReason::Completed) => 0,
         Some(TurnEndReason::Aborted { reason }) => {
@@ -91,7 +95,10 @@ pub fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
             1
         }
         Some(TurnEndReason::MaxSteps) => {
-            eprintln!("dsh: error [MAX_STEPS]: the turn hit the step limit");
+            eprintln!(
+                "dsh: error [{}]: the turn hit the step limit",
+                dsh_protocol::codes::MAX_STEPS
+            );
             1
         }
         Some(other) => {
@@ -105,21 +112,21 @@ pub fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
     }
 }
 
-/// Receives every `agent/turn-end` reason of the app's agents.
-pub struct TurnEnds {
+/// Receives every `turn/end` reason of the app's agents.
+pub(crate) struct TurnEnds {
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<TurnEndReason>>,
     _listener: ListenerGuard,
 }
 
 impl TurnEnds {
     /// The next turn end, `None` when the listener is gone.
-    pub async fn recv(&self) -> Option<TurnEndReason> {
+    pub(crate) async fn recv(&self) -> Option<TurnEndReason> {
         self.rx.lock().await.recv().await
     }
 }
 
 /// Undoes a hook registration when dropped.
-pub struct ListenerGuard(Mutex<Option<dsh_kernel::Registration>>);
+pub(crate) struct ListenerGuard(Mutex<Option<dsh_kernel::Registration>>);
 
 impl Drop for ListenerGuard {
     fn drop(&mut self) {
@@ -131,17 +138,19 @@ impl Drop for ListenerGuard {
 
 impl ListenerGuard {
     /// Guards `reg`.
-    pub fn new(reg: dsh_kernel::Registration) -> Self {
+    pub(crate) fn new(reg: dsh_kernel::Registration) -> Self {
         Self(Mutex::new(Some(reg)))
     }
 }
 
-/// Subscribes to `agent/turn-end`.
-pub fn wait_turn_end(app: &App) -> Arc<TurnEnds> {
+/// Subscribes to the agents' `turn/end` events.
+pub(crate) fn wait_turn_end(app: &App) -> Arc<TurnEnds> {
     let (tx, rx) = mpsc::unbounded_channel();
-    let reg = app.agents.hooks().turn_end.on(move |e| {
-        // The receiver is gone only when nobody waits any more.
-        let _ = tx.send(e.reason.clone());
+    let reg = app.agents.hooks().event.on(move |e| {
+        if let EventPayload::TurnEnd(TurnEndEvent { reason, .. }) = &e.event.data {
+            // The receiver is gone only when nobody waits any more.
+            let _ = tx.send(reason.clone());
+        }
     });
     Arc::new(TurnEnds {
         rx: tokio::sync::Mutex::new(rx),

@@ -5,18 +5,19 @@
 //! turn completed, 1 it ended in error (message with code on stderr), 130 it
 //! was aborted (Ctrl-C), 2 usage or configuration error.
 
+use dsh_kernel::ErrorCode;
 use std::io::Write;
 
 use clap::Args;
 use dsh_llm::{ContentBlock, MessageSource};
-use dsh_session::{EventData, TurnEndReason};
+use dsh_session::{AssistantMessageEvent, ErrorEvent, EventPayload, TurnEndReason};
 
 use crate::app::StackArgs;
 use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end};
 
 /// Arguments of `dsh run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     #[command(flatten)]
     stack: StackArgs,
     /// Continue the saved session ID (its log is replayed, new events are appended).
@@ -31,7 +32,7 @@ pub struct RunArgs {
 }
 
 /// Runs `dsh run`; returns the exit code.
-pub fn run(args: RunArgs) -> u8 {
+pub(crate) fn run(args: RunArgs) -> u8 {
     block_on(run_async(args))
 }
 
@@ -58,10 +59,17 @@ async fn run_async(args: RunArgs) -> u8 {
     // runs after turn/end); that must not look like success.
     let persistence_errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let errors = persistence_errors.clone();
-    let error_listener = app.agents.hooks().error.on(move |e| {
-        if e.error.code().starts_with("SESSION_") {
-            if let Ok(mut v) = errors.lock() {
-                v.push(format!("[{}]: {}", e.error.code(), e.error.message()));
+    let error_listener = app.agents.hooks().event.on(move |e| {
+        if let EventPayload::Error(ErrorEvent {
+            code: Some(code),
+            message,
+            ..
+        }) = &e.event.data
+        {
+            if code.starts_with("SESSION_") {
+                if let Ok(mut v) = errors.lock() {
+                    v.push(format!("[{code}]: {message}"));
+                }
             }
         }
     });
@@ -117,7 +125,7 @@ fn final_answer(events: &[std::sync::Arc<dsh_session::SessionEvent>]) -> String 
         .iter()
         .rev()
         .find_map(|e| match &e.data {
-            EventData::AssistantMessage { content, .. } => Some(
+            EventPayload::AssistantMessage(AssistantMessageEvent { content, .. }) => Some(
                 content
                     .iter()
                     .filter_map(|b| b.as_text())

@@ -11,11 +11,14 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use dsh_tools::{parse_arguments, to_json_schema, validate_args, SchemaSpec};
+use dsh_schema::{to_json_schema, validate_args, SchemaSpec};
+// The raw-text parser of the typed call path, so that `validate` reports
+// unparsable arguments exactly as a tool call would (INVALID_JSON).
+use dsh_tools::parse_arguments;
 
 /// Arguments of `dsh schema`.
 #[derive(Debug, Args)]
-pub struct SchemaArgs {
+pub(crate) struct SchemaArgs {
     #[command(subcommand)]
     command: SchemaCommand,
 }
@@ -46,7 +49,7 @@ enum SchemaCommand {
 }
 
 /// Runs `dsh schema`; returns the exit code.
-pub fn run(args: SchemaArgs) -> u8 {
+pub(crate) fn run(args: SchemaArgs) -> u8 {
     match args.command {
         SchemaCommand::JsonSchema { spec, compact } => match load_spec(&spec) {
             Ok(spec) => {

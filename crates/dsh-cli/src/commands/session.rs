@@ -9,14 +9,16 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use dsh_llm::{ContentBlock, MessageSource, StreamChunk, TokenUsage};
+use dsh_protocol::{ToolCall, ToolResult};
 use dsh_session::{
-    list_sessions, load_jsonl, EventData, LoadedLog, SessionEvent, SessionStore, TurnEndReason,
-    TurnTrigger,
+    list_sessions, load_jsonl, AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload,
+    LoadedLog, MessageEvent, SessionEvent, SessionStore, SteeringEvent, StepEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndEvent, TurnEndReason, TurnStartEvent, TurnTrigger, UsageEvent,
 };
 
 /// Arguments of `dsh session`.
 #[derive(Debug, Args)]
-pub struct SessionArgs {
+pub(crate) struct SessionArgs {
     #[command(subcommand)]
     command: SessionCommand,
 }
@@ -47,7 +49,7 @@ enum SessionCommand {
 }
 
 /// Runs `dsh session`; returns the exit code.
-pub fn run(args: SessionArgs) -> u8 {
+pub(crate) fn run(args: SessionArgs) -> u8 {
     match args.command {
         SessionCommand::Show { file, chunks } => match load(&file) {
             Ok(log) => {
@@ -245,7 +247,7 @@ fn render_timeline(file: &Path, events: &[SessionEvent], show_chunks: bool) -> S
 /// `(indent, text)` of one event, `None` to skip it; updates the totals.
 fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(usize, String)> {
     Some(match &event.data {
-        EventData::TurnStart { turn, trigger } => {
+        EventPayload::TurnStart(TurnStartEvent { turn, trigger }) => {
             t.turns += 1;
             let why = match trigger {
                 TurnTrigger::Message { source } => format!("message from {}", source_label(source)),
@@ -254,7 +256,7 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
             };
             (0, format!("turn {turn} start ({why})"))
         }
-        EventData::TurnEnd { turn, reason } => {
+        EventPayload::TurnEnd(TurnEndEvent { turn, reason }) => {
             let why = match reason {
                 TurnEndReason::Completed => "completed".to_string(),
                 TurnEndReason::Aborted { reason } => match reason {
@@ -270,12 +272,12 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
             };
             (0, format!("turn {turn} end: {why}"))
         }
-        EventData::StepStart { step, .. } => {
+        EventPayload::StepStart(StepEvent { step, .. }) => {
             t.steps += 1;
             (2, format!("step {step} start"))
         }
-        EventData::StepEnd { step, .. } => (2, format!("step {step} end")),
-        EventData::UserMessage { content, source } => (
+        EventPayload::StepEnd(StepEvent { step, .. }) => (2, format!("step {step} end")),
+        EventPayload::UserMessage(MessageEvent { content, source }) => (
             0,
             format!(
                 "user message ({}):{}",
@@ -283,7 +285,7 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 blocks(content)
             ),
         ),
-        EventData::ContextMessage { content, source } => (
+        EventPayload::ContextMessage(MessageEvent { content, source }) => (
             0,
             format!(
                 "context message ({}):{}",
@@ -291,9 +293,9 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 blocks(content)
             ),
         ),
-        EventData::SteeringMessage {
+        EventPayload::SteeringMessage(SteeringEvent {
             content, source, ..
-        } => (
+        }) => (
             2,
             format!(
                 "steering message ({}):{}",
@@ -301,58 +303,63 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 blocks(content)
             ),
         ),
-        EventData::AssistantChunk { chunk, .. } => {
+        EventPayload::AssistantChunk(ChunkEvent { chunk, .. }) => {
             t.chunks += 1;
             if !show_chunks {
                 return None;
             }
             (4, format!("chunk {}", chunk_label(chunk)))
         }
-        EventData::AssistantMessage { content, .. } => {
+        EventPayload::AssistantMessage(AssistantMessageEvent { content, .. }) => {
             (4, format!("assistant message:{}", blocks(content)))
         }
-        EventData::ToolCall {
-            call_id,
-            name,
-            arguments,
-            ..
-        } => {
+        EventPayload::ToolCall(ToolCallEvent { call, .. }) => {
+            let ToolCall {
+                call_id,
+                name,
+                arguments,
+            } = call;
             t.tool_calls += 1;
             (
                 4,
                 format!("tool call {name} [{call_id}] {}", clip(arguments, 400)),
             )
         }
-        EventData::ToolResult {
-            call_id,
-            content,
-            is_error,
-            error_code,
-            ..
-        } => {
+        EventPayload::ToolResult(ToolResultEvent { result, .. }) => {
+            let ToolResult {
+                call_id,
+                content,
+                is_error,
+                failure,
+            } = result;
             if *is_error {
                 t.tool_errors += 1;
             }
-            (
-                4,
-                format!(
-                    "tool result [{call_id}] is_error={is_error}{}:{}",
-                    code_label(error_code.as_deref()),
-                    blocks(content)
-                ),
-            )
+            let mut text = format!(
+                "tool result [{call_id}] is_error={is_error}{}:{}",
+                code_label(result.code()),
+                blocks(content)
+            );
+            if let Some(f) = failure.as_ref().filter(|f| !f.violations.is_empty()) {
+                text.push_str("\n      violations:");
+                for v in &f.violations {
+                    text.push_str("\n        - ");
+                    text.push_str(v);
+                }
+            }
+            (4, text)
         }
-        EventData::Usage { usage, .. } => {
+        EventPayload::Usage(UsageEvent { usage, .. }) => {
             t.usage_reports += 1;
             add_usage(t, usage);
             (4, format!("usage: {}", usage_label(usage)))
         }
-        EventData::Error {
+        EventPayload::Error(ErrorEvent {
             message,
             code,
             step,
             ..
-        } => {
+        }) => {
             t.errors += 1;
             let indent = if *step == 0 { 0 } else { 4 };
             (
@@ -360,7 +367,7 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 format!("error{}: {message}", code_label(code.as_deref())),
             )
         }
-        EventData::Other { kind, data } => (
+        EventPayload::Other { kind, data } => (
             0,
             format!(
                 "{kind}: {}",
@@ -447,7 +454,7 @@ fn blocks(content: &[ContentBlock]) -> String {
                     s,
                     "tool-call {} [{}] {}",
                     b.name,
-                    b.id,
+                    b.call_id,
                     clip(&b.arguments, 400)
                 );
             }

@@ -9,7 +9,7 @@ use crate::commands::{block_on, start_app};
 
 /// Arguments of `dsh tools`.
 #[derive(Debug, Args)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     #[command(subcommand)]
     command: ToolsCommand,
 }
@@ -24,7 +24,7 @@ enum ToolsCommand {
 }
 
 /// Runs `dsh tools`; returns the exit code.
-pub fn run(args: ToolsArgs) -> u8 {
+pub(crate) fn run(args: ToolsArgs) -> u8 {
     let ToolsCommand::List { stack } = args.command;
     block_on(async {
         let app = match start_app(&stack).await {

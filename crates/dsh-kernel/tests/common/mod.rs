@@ -1,6 +1,9 @@
 //! Support shared by the kernel's behaviour tests: an ordered log, one-shot
 //! signals usable from `Fn` listeners, and a hang guard.
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code)]
+// each test binary uses a different subset
+// Test helpers: pub for the test binaries, unwrap/expect allowed.
+#![allow(unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::future::Future;
 use std::pin::Pin;

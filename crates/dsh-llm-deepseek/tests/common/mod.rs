@@ -2,10 +2,11 @@
 //! example (§f) and helpers to run the adapter against the loopback server.
 #![allow(dead_code)]
 
+use dsh_kernel::ErrorCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_llm::{GenerateOptions, LlmAdapter, LlmError, Message, StreamChunk};
+use dsh_llm::{LlmAdapter, LlmError, Message, ModelRequest, StreamChunk};
 use dsh_llm_deepseek::{DeepSeekAdapter, DeepSeekConfig, SseParser, Translator};
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -86,8 +87,8 @@ pub fn adapter(base_url: &str) -> Arc<DeepSeekAdapter> {
 }
 
 /// Options for a one-message conversation.
-pub fn options() -> GenerateOptions {
-    GenerateOptions {
+pub fn options() -> ModelRequest {
+    ModelRequest {
         model: "deepseek-v4-flash".into(),
         messages: vec![Message::user_text("hi")].into(),
         ..Default::default()
@@ -97,7 +98,7 @@ pub fn options() -> GenerateOptions {
 /// Drains one call.
 pub async fn run(
     adapter: &dyn LlmAdapter,
-    options: GenerateOptions,
+    options: ModelRequest,
 ) -> Vec<Result<StreamChunk, LlmError>> {
     tokio::time::timeout(
         Duration::from_secs(30),
@@ -162,12 +163,13 @@ pub fn translate_pieces<'a>(
     (out, err)
 }
 
-/// The shared fixture stream, if present on this machine.
-pub fn fixture() -> Option<Vec<u8>> {
+/// The recorded 2,000-event stream `testdata/deepseek-stream-2000.sse`
+/// (described in `testdata/README.md`). Panics with the path when the file
+/// cannot be read: the fixture is part of the repository, so a missing file
+/// is a broken checkout, not a reason to skip.
+pub fn fixture() -> Vec<u8> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/deepseek-stream-2000.sse");
-    std::fs::read(&path).ok().or_else(|| {
-        eprintln!("fixture {} not found: skipping", path.display());
-        None
-    })
+        .join("../../testdata/deepseek-stream-2000.sse");
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("cannot read the SSE fixture {}: {e}", path.display()))
 }

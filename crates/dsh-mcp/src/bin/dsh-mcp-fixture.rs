@@ -189,6 +189,7 @@ impl Fixture {
             }
             "stubborn" => {
                 // SAFETY: SIG_IGN installs no handler code.
+                #[allow(unsafe_code)]
                 let ignored = unsafe {
                     nix::sys::signal::signal(
                         nix::sys::signal::Signal::SIGTERM,

@@ -1,43 +1,50 @@
 //! Shared test support: a realistic sample log and proptest strategies.
 #![allow(dead_code)]
+// Test helpers: pub for the test binaries.
+#![allow(unreachable_pub)]
 
-use dsh_llm::{ContentBlock, FinishReason, MessageSource, StreamChunk, TokenUsage};
-use dsh_session::{EventData, SessionEvent, TurnEndReason, TurnTrigger};
+use dsh_llm::{ContentBlock, FinishReason, MessageSource, StreamChunk, TokenUsage, ToolCall};
+use dsh_protocol::{ToolFailure, ToolResult};
+use dsh_session::{
+    AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
+    SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
+    TurnStartEvent, TurnTrigger, UsageEvent,
+};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
 /// A two-turn conversation with tool calls, an injection, steering, usage,
 /// an error and a plugin event.
-pub fn sample_log() -> Vec<EventData> {
+pub fn sample_log() -> Vec<EventPayload> {
     vec![
-        EventData::UserMessage {
+        EventPayload::UserMessage(MessageEvent {
             content: vec![ContentBlock::text("list files")],
             source: MessageSource::User,
-        },
-        EventData::TurnStart {
+        }),
+        EventPayload::TurnStart(TurnStartEvent {
             turn: 1,
             trigger: TurnTrigger::Message {
                 source: MessageSource::User,
             },
-        },
-        EventData::StepStart { turn: 1, step: 1 },
-        EventData::AssistantChunk {
+        }),
+        EventPayload::StepStart(StepEvent { turn: 1, step: 1 }),
+        EventPayload::AssistantChunk(ChunkEvent {
             turn: 1,
             step: 1,
             chunk: StreamChunk::TextDelta {
                 index: 0,
                 text: "Let me".into(),
             },
-        },
-        EventData::AssistantMessage {
+        }),
+        EventPayload::AssistantMessage(AssistantMessageEvent {
             turn: 1,
             step: 1,
             content: vec![
                 ContentBlock::text("Let me look."),
                 ContentBlock::tool_call("call_1", "bash", r#"{"command":"ls"}"#),
             ],
-        },
-        EventData::Usage {
+        }),
+        EventPayload::Usage(UsageEvent {
             turn: 1,
             step: 1,
             usage: TokenUsage {
@@ -47,92 +54,112 @@ pub fn sample_log() -> Vec<EventData> {
                 cache_write_tokens: None,
                 reasoning_tokens: None,
             },
-        },
-        EventData::ToolCall {
+        }),
+        EventPayload::ToolCall(ToolCallEvent {
             turn: 1,
             step: 1,
-            call_id: "call_1".into(),
-            name: "bash".into(),
-            arguments: r#"{"command":"ls"}"#.into(),
-        },
-        EventData::ToolResult {
+            call: ToolCall::new("call_1", "bash", r#"{"command":"ls"}"#),
+        }),
+        EventPayload::ToolResult(ToolResultEvent {
             turn: 1,
             step: 1,
-            call_id: "call_1".into(),
-            content: vec![ContentBlock::text("a.ts\nb.ts\n")],
-            is_error: false,
-            error_code: None,
-        },
-        EventData::ContextMessage {
+            result: tool_result(
+                "call_1",
+                vec![ContentBlock::text("a.ts\nb.ts\n")],
+                false,
+                None,
+            ),
+        }),
+        EventPayload::ContextMessage(MessageEvent {
             content: vec![ContentBlock::text("file changed: a.ts")],
             source: MessageSource::plugin("watcher"),
-        },
-        EventData::StepEnd { turn: 1, step: 1 },
-        EventData::SteeringMessage {
+        }),
+        EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }),
+        EventPayload::SteeringMessage(SteeringEvent {
             turn: 1,
             content: vec![ContentBlock::text("only .ts please")],
             source: MessageSource::User,
-        },
-        EventData::StepStart { turn: 1, step: 2 },
-        EventData::AssistantMessage {
+        }),
+        EventPayload::StepStart(StepEvent { turn: 1, step: 2 }),
+        EventPayload::AssistantMessage(AssistantMessageEvent {
             turn: 1,
             step: 2,
             content: vec![ContentBlock::text("a.ts and b.ts")],
-        },
-        EventData::StepEnd { turn: 1, step: 2 },
-        EventData::TurnEnd {
+        }),
+        EventPayload::StepEnd(StepEvent { turn: 1, step: 2 }),
+        EventPayload::TurnEnd(TurnEndEvent {
             turn: 1,
             reason: TurnEndReason::Completed,
-        },
-        EventData::Other {
+        }),
+        EventPayload::Other {
             kind: "plugin/note".into(),
             data: json!({"text": "ünïcode ✓"}),
         },
-        EventData::UserMessage {
+        EventPayload::UserMessage(MessageEvent {
             content: vec![ContentBlock::text("run it")],
             source: MessageSource::User,
-        },
-        EventData::TurnStart {
+        }),
+        EventPayload::TurnStart(TurnStartEvent {
             turn: 2,
             trigger: TurnTrigger::Message {
                 source: MessageSource::User,
             },
-        },
-        EventData::StepStart { turn: 2, step: 1 },
-        EventData::ToolCall {
+        }),
+        EventPayload::StepStart(StepEvent { turn: 2, step: 1 }),
+        EventPayload::ToolCall(ToolCallEvent {
             turn: 2,
             step: 1,
-            call_id: "call_2".into(),
-            name: "bash".into(),
-            arguments: "{not json".into(),
-        },
-        EventData::ToolResult {
+            call: ToolCall::new("call_2", "bash", "{not json"),
+        }),
+        EventPayload::ToolResult(ToolResultEvent {
             turn: 2,
             step: 1,
-            call_id: "call_2".into(),
-            content: vec![ContentBlock::text("Error: invalid JSON")],
-            is_error: true,
-            error_code: Some("INVALID_JSON".into()),
-        },
-        EventData::Error {
+            result: tool_result(
+                "call_2",
+                vec![ContentBlock::text("Error: invalid JSON")],
+                true,
+                Some("INVALID_JSON".into()),
+            ),
+        }),
+        EventPayload::Error(ErrorEvent {
             turn: 2,
             step: 1,
             message: "model stream aborted".into(),
             code: Some("ABORTED".into()),
-        },
-        EventData::StepEnd { turn: 2, step: 1 },
-        EventData::TurnEnd {
+        }),
+        EventPayload::StepEnd(StepEvent { turn: 2, step: 1 }),
+        EventPayload::TurnEnd(TurnEndEvent {
             turn: 2,
             reason: TurnEndReason::Error {
                 message: "model stream aborted".into(),
                 code: Some("ABORTED".into()),
             },
-        },
+        }),
     ]
 }
 
+/// A tool result as the old flat record had it: `error_code` becomes a
+/// failure with that code and no message or violations.
+pub fn tool_result(
+    call_id: &str,
+    content: Vec<ContentBlock>,
+    is_error: bool,
+    error_code: Option<String>,
+) -> ToolResult {
+    ToolResult {
+        call_id: call_id.into(),
+        content,
+        is_error,
+        failure: error_code.map(|code| ToolFailure {
+            code,
+            message: String::new(),
+            violations: Vec::new(),
+        }),
+    }
+}
+
 /// `data` as events with `seq` = position and a fixed time.
-pub fn as_events(data: Vec<EventData>) -> Vec<SessionEvent> {
+pub fn as_events(data: Vec<EventPayload>) -> Vec<SessionEvent> {
     data.into_iter()
         .enumerate()
         .map(|(i, data)| SessionEvent {
@@ -251,19 +278,21 @@ fn any_chunk() -> impl Strategy<Value = StreamChunk> {
 }
 
 /// Events that contribute a message to the history.
-pub fn message_event() -> impl Strategy<Value = EventData> {
+pub fn message_event() -> impl Strategy<Value = EventPayload> {
     let t = 0u64..5;
     prop_oneof![
-        (blocks(), any_source())
-            .prop_map(|(content, source)| EventData::UserMessage { content, source }),
-        (blocks(), any_source())
-            .prop_map(|(content, source)| EventData::ContextMessage { content, source }),
+        (blocks(), any_source()).prop_map(|(content, source)| EventPayload::UserMessage(
+            MessageEvent { content, source }
+        )),
+        (blocks(), any_source()).prop_map(|(content, source)| EventPayload::ContextMessage(
+            MessageEvent { content, source }
+        )),
         (t.clone(), t.clone(), blocks()).prop_map(|(turn, step, content)| {
-            EventData::AssistantMessage {
+            EventPayload::AssistantMessage(AssistantMessageEvent {
                 turn,
                 step,
                 content,
-            }
+            })
         }),
         (
             t.clone(),
@@ -274,73 +303,72 @@ pub fn message_event() -> impl Strategy<Value = EventData> {
             prop::option::of("[A-Z_]{1,8}")
         )
             .prop_map(|(turn, step, call_id, content, is_error, error_code)| {
-                EventData::ToolResult {
+                EventPayload::ToolResult(ToolResultEvent {
                     turn,
                     step,
-                    call_id,
-                    content,
-                    is_error,
-                    error_code,
-                }
+                    result: tool_result(&call_id, content, is_error, error_code),
+                })
             }),
         (t, blocks(), any_source()).prop_map(|(turn, content, source)| {
-            EventData::SteeringMessage {
+            EventPayload::SteeringMessage(SteeringEvent {
                 turn,
                 content,
                 source,
-            }
+            })
         }),
     ]
 }
 
 /// Events that contribute nothing to the history.
-pub fn non_message_event() -> impl Strategy<Value = EventData> {
+pub fn non_message_event() -> impl Strategy<Value = EventPayload> {
     let t = 0u64..5;
     prop_oneof![
-        (t.clone(), any_source()).prop_map(|(turn, source)| EventData::TurnStart {
-            turn,
-            trigger: TurnTrigger::Message { source },
+        (t.clone(), any_source()).prop_map(|(turn, source)| EventPayload::TurnStart(
+            TurnStartEvent {
+                turn,
+                trigger: TurnTrigger::Message { source },
+            }
+        )),
+        t.clone()
+            .prop_map(|turn| EventPayload::TurnStart(TurnStartEvent {
+                turn,
+                trigger: TurnTrigger::Continuation,
+            })),
+        (t.clone(), any_reason())
+            .prop_map(|(turn, reason)| EventPayload::TurnEnd(TurnEndEvent { turn, reason })),
+        (t.clone(), t.clone())
+            .prop_map(|(turn, step)| EventPayload::StepStart(StepEvent { turn, step })),
+        (t.clone(), t.clone())
+            .prop_map(|(turn, step)| EventPayload::StepEnd(StepEvent { turn, step })),
+        (t.clone(), t.clone(), any_chunk()).prop_map(|(turn, step, chunk)| {
+            EventPayload::AssistantChunk(ChunkEvent { turn, step, chunk })
         }),
-        t.clone().prop_map(|turn| EventData::TurnStart {
-            turn,
-            trigger: TurnTrigger::Continuation,
-        }),
-        (t.clone(), any_reason()).prop_map(|(turn, reason)| EventData::TurnEnd { turn, reason }),
-        (t.clone(), t.clone()).prop_map(|(turn, step)| EventData::StepStart { turn, step }),
-        (t.clone(), t.clone()).prop_map(|(turn, step)| EventData::StepEnd { turn, step }),
-        (t.clone(), t.clone(), any_chunk())
-            .prop_map(|(turn, step, chunk)| EventData::AssistantChunk { turn, step, chunk }),
         (t.clone(), t.clone(), any_id(), any_id(), any_text()).prop_map(
-            |(turn, step, call_id, name, arguments)| EventData::ToolCall {
+            |(turn, step, call_id, name, arguments)| EventPayload::ToolCall(ToolCallEvent {
                 turn,
                 step,
-                call_id,
-                name,
-                arguments,
-            }
+                call: ToolCall::new(call_id, name, arguments),
+            })
         ),
-        (t.clone(), t.clone(), any_usage()).prop_map(|(turn, step, usage)| EventData::Usage {
-            turn,
-            step,
-            usage
-        }),
+        (t.clone(), t.clone(), any_usage())
+            .prop_map(|(turn, step, usage)| EventPayload::Usage(UsageEvent { turn, step, usage })),
         (t.clone(), t, any_text(), prop::option::of("[A-Z_]{1,8}")).prop_map(
-            |(turn, step, message, code)| EventData::Error {
+            |(turn, step, message, code)| EventPayload::Error(ErrorEvent {
                 turn,
                 step,
                 message,
                 code,
-            }
+            })
         ),
         ("(plugin|x)/[a-z]{1,6}", any_json())
-            .prop_map(|(kind, data)| EventData::Other { kind, data }),
+            .prop_map(|(kind, data)| EventPayload::Other { kind, data }),
     ]
 }
 
-pub fn any_event_data() -> impl Strategy<Value = EventData> {
+pub fn any_event_data() -> impl Strategy<Value = EventPayload> {
     prop_oneof![message_event(), non_message_event()]
 }
 
-pub fn any_log(max: usize) -> impl Strategy<Value = Vec<EventData>> {
+pub fn any_log(max: usize) -> impl Strategy<Value = Vec<EventPayload>> {
     prop::collection::vec(any_event_data(), 0..max)
 }

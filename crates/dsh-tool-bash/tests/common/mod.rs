@@ -1,24 +1,33 @@
 //! Test support shared by the integration tests of dsh-tool-bash: a registry
 //! with the bash tools over a real [`LocalBashExecutor`], a recording fake
-//! agent, and process probes from /proc.
+//! context sink (the agent's side of completion notices), and process probes
+//! from /proc.
 #![allow(dead_code)] // each test binary uses a different subset
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
+#![allow(unreachable_pub)] // shared by several test binaries
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_agent::{Agent, AgentError, AgentOptions, AgentStatus};
+use dsh_agent::AgentError;
 use dsh_bash::{BashExecutor, TaskInfo};
 use dsh_bash_local::{LocalBashConfig, LocalBashExecutor};
-use dsh_kernel::Registration;
+use dsh_kernel::{DshError, Registration};
 use dsh_llm::{ContentBlock, MessageSource};
-use dsh_session::Session;
-use dsh_tools::{ToolExecution, ToolExecutionResult, ToolRegistry};
+use dsh_tools::{CallEnv, ContextSink, ToolCall, ToolRegistry, ToolResult};
 use serde_json::Value;
 use tempfile::TempDir;
 
 /// Upper bound for anything a test waits on; hitting it is a failure.
 pub const DEADLINE: Duration = Duration::from_secs(20);
+
+/// One call to execute: the call as the model made it and its environment
+/// (token, extensions).
+pub struct Exec {
+    pub call: ToolCall,
+    pub env: CallEnv,
+}
 
 /// A registry with `bash`, `bash_output` and `bash_kill` installed over a
 /// local executor whose cwd and spill directory live in a private temp dir.
@@ -54,38 +63,41 @@ impl Harness {
         }
     }
 
-    /// A call of `tool` with `args` (serialized), a fresh token, no agent.
-    pub fn execution(&self, tool: &str, args: &Value) -> ToolExecution {
+    /// A call of `tool` with `args` (serialized), a fresh token, no sink.
+    pub fn execution(&self, tool: &str, args: &Value) -> Exec {
         self.execution_raw(tool, &args.to_string())
     }
 
     /// A call of `tool` with the raw argument text `args`.
-    pub fn execution_raw(&self, tool: &str, args: &str) -> ToolExecution {
+    pub fn execution_raw(&self, tool: &str, args: &str) -> Exec {
         let n = self
             .next_call
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        ToolExecution::new(format!("call-{n}"), tool, args)
+        Exec {
+            call: ToolCall::new(format!("call-{n}"), tool, args),
+            env: CallEnv::default(),
+        }
     }
 
     /// Executes `exec` through the registry, failing after [`DEADLINE`].
-    pub async fn execute(&self, exec: ToolExecution) -> ToolExecutionResult {
-        tokio::time::timeout(DEADLINE, self.registry.execute(exec))
+    pub async fn execute(&self, exec: Exec) -> ToolResult {
+        tokio::time::timeout(DEADLINE, self.registry.execute(&exec.call, exec.env))
             .await
             .expect("tool call finished before the deadline")
     }
 
     /// Calls `tool` with `args` through the registry.
-    pub async fn call(&self, tool: &str, args: Value) -> ToolExecutionResult {
+    pub async fn call(&self, tool: &str, args: Value) -> ToolResult {
         self.execute(self.execution(tool, &args)).await
     }
 
     /// Calls `tool` with the raw argument text `args`.
-    pub async fn call_raw(&self, tool: &str, args: &str) -> ToolExecutionResult {
+    pub async fn call_raw(&self, tool: &str, args: &str) -> ToolResult {
         self.execute(self.execution_raw(tool, args)).await
     }
 
     /// Runs `command` through the `bash` tool in the foreground.
-    pub async fn bash(&self, command: &str) -> ToolExecutionResult {
+    pub async fn bash(&self, command: &str) -> ToolResult {
         self.call(
             "bash",
             serde_json::json!({"command": command, "description": "Run a test command"}),
@@ -94,8 +106,9 @@ impl Harness {
     }
 
     /// Starts `command` through the `bash` tool in the background, with
-    /// `agent` (if any) as the owning agent; returns the task id.
-    pub async fn start(&self, command: &str, agent: Option<Arc<dyn Agent>>) -> String {
+    /// `sink` (if any) in the extensions as the owning agent's context sink;
+    /// returns the task id.
+    pub async fn start(&self, command: &str, sink: Option<Arc<dyn ContextSink>>) -> String {
         let mut exec = self.execution(
             "bash",
             &serde_json::json!({
@@ -104,8 +117,8 @@ impl Harness {
                 "run_in_background": true
             }),
         );
-        if let Some(agent) = agent {
-            exec.extensions.insert(agent);
+        if let Some(sink) = sink {
+            exec.env.extensions.insert(sink);
         }
         let result = self.execute(exec).await;
         let text = ok_text(&result);
@@ -152,7 +165,7 @@ impl Harness {
 }
 
 /// The text of a successful single-block result; fails the test otherwise.
-pub fn ok_text(result: &ToolExecutionResult) -> String {
+pub fn ok_text(result: &ToolResult) -> String {
     assert!(
         !result.is_error,
         "expected a success, got error {:?}",
@@ -171,7 +184,7 @@ pub fn ok_text(result: &ToolExecutionResult) -> String {
 }
 
 /// Asserts an error result with exactly `text` (one block) and `code`.
-pub fn assert_error(result: &ToolExecutionResult, code: &str, text: &str) {
+pub fn assert_error(result: &ToolResult, code: &str, text: &str) {
     assert!(
         result.is_error,
         "expected an error, got {:?}",
@@ -211,42 +224,41 @@ pub async fn write_fifo(path: &Path, text: &str) {
 #[allow(unused_imports)]
 pub use dsh_testkit::procs::{assert_gone, group_members, is_alive, pids};
 
-/// One recorded `inject` call.
+/// One recorded `inject_context` call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Injected {
     pub content: Vec<ContentBlock>,
     pub source: MessageSource,
 }
 
-/// A fake agent that records `inject` calls; [`FakeAgent::disposed`] and
-/// [`FakeAgent::failing`] make `inject` fail (after recording the attempt).
-pub struct FakeAgent {
-    id: String,
-    options: AgentOptions,
+/// A fake agent context sink that records `inject_context` calls;
+/// [`FakeSink::disposed`] and [`FakeSink::failing`] make it fail (after
+/// recording the attempt) with the error the agent would return. (A sink can
+/// only inject context: a completion notice can neither send nor steer.)
+pub struct FakeSink {
     error: Option<AgentError>,
     pub injected: Mutex<Vec<Injected>>,
 }
 
-impl FakeAgent {
-    /// A live agent.
-    pub fn new(id: &str) -> Arc<Self> {
-        Self::build(id, None)
+impl FakeSink {
+    /// A live agent's sink.
+    pub fn new(_id: &str) -> Arc<Self> {
+        Self::build(None)
     }
 
-    /// An agent whose `inject` fails with `AgentError::Disposed`.
+    /// A disposed agent's sink: fails with `AgentError::Disposed`
+    /// (`AGENT_DISPOSED`).
     pub fn disposed(id: &str) -> Arc<Self> {
-        Self::build(id, Some(AgentError::Disposed(id.to_string())))
+        Self::build(Some(AgentError::Disposed(id.into())))
     }
 
-    /// An agent whose `inject` fails with `error`.
-    pub fn failing(id: &str, error: AgentError) -> Arc<Self> {
-        Self::build(id, Some(error))
+    /// A sink that fails with `error`.
+    pub fn failing(_id: &str, error: AgentError) -> Arc<Self> {
+        Self::build(Some(error))
     }
 
-    fn build(id: &str, error: Option<AgentError>) -> Arc<Self> {
+    fn build(error: Option<AgentError>) -> Arc<Self> {
         Arc::new(Self {
-            id: id.to_string(),
-            options: AgentOptions::default(),
             error,
             injected: Mutex::new(Vec::new()),
         })
@@ -256,51 +268,21 @@ impl FakeAgent {
     pub fn injected(&self) -> Vec<Injected> {
         self.injected.lock().expect("inject log lock").clone()
     }
-
-    fn gate(&self) -> Result<(), AgentError> {
-        match &self.error {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
-    }
 }
 
-impl Agent for FakeAgent {
-    fn id(&self) -> &str {
-        &self.id
-    }
-
-    fn options(&self) -> &AgentOptions {
-        &self.options
-    }
-
-    fn session(&self) -> Arc<Session> {
-        Session::detached(self.id.clone(), vec![])
-    }
-
-    fn status(&self) -> AgentStatus {
-        if matches!(self.error, Some(AgentError::Disposed(_))) {
-            AgentStatus::Disposed
-        } else {
-            AgentStatus::Idle
-        }
-    }
-
-    fn send(&self, _content: Vec<ContentBlock>, _source: MessageSource) -> Result<(), AgentError> {
-        panic!("a completion notice must not send (it is not a wake-up)");
-    }
-
-    fn steer(&self, _content: Vec<ContentBlock>, _source: MessageSource) -> Result<(), AgentError> {
-        panic!("a completion notice must not steer");
-    }
-
-    fn inject(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError> {
+impl ContextSink for FakeSink {
+    fn inject_context(
+        &self,
+        content: Vec<ContentBlock>,
+        source: MessageSource,
+    ) -> Result<(), DshError> {
         self.injected
             .lock()
             .expect("inject log lock")
             .push(Injected { content, source });
-        self.gate()
+        match &self.error {
+            Some(e) => Err(e.clone().into()),
+            None => Ok(()),
+        }
     }
-
-    fn abort(&self, _reason: Option<String>) {}
 }

@@ -1,0 +1,295 @@
+//! Every stable error code dsh produces, in one table.
+//!
+//! A code is SCREAMING_SNAKE_CASE and never changes when a message is
+//! reworded; plugins, logs (`errorCode`) and tests route on it. Each entry
+//! says what it means, whether retrying the same thing can help
+//! ([`Code::transient`]) and where the failure goes
+//! ([`Code::disposition`]): back to the model as an error tool result it can
+//! act on, ending the turn, or to the embedder that set the stack up.
+//!
+//! `docs/error-codes.md` is generated from [`ALL`] by [`markdown`]; a test
+//! fails when the file is stale (regenerate it with
+//! `DSH_BLESS=1 cargo test -p dsh-protocol`).
+//!
+//! Tools may return codes of their own (an MCP server's, a plugin's); those
+//! are not in the table and [`lookup`] returns `None` for them.
+
+/// Where a failure with this code goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// It becomes an error tool result: the model reads it and can correct
+    /// itself on the next step; the turn goes on.
+    RespondToModel,
+    /// It ends the turn (`turn/end` with reason `error` or `aborted`).
+    EndTurn,
+    /// It is returned to the caller while setting up or using the stack
+    /// (configuration, registration, session files); it never reaches a
+    /// model.
+    Caller,
+}
+
+impl Disposition {
+    /// `respond to model`, `end turn` or `caller`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Disposition::RespondToModel => "respond to model",
+            Disposition::EndTurn => "end turn",
+            Disposition::Caller => "caller",
+        }
+    }
+}
+
+/// One entry of the code table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code {
+    /// The code itself (`HTTP_<status>` stands for the family `HTTP_402`, …).
+    pub name: &'static str,
+    /// The layer that produces it (`tools`, `llm`, `session`, …).
+    pub layer: &'static str,
+    /// Whether retrying the same request may succeed.
+    pub transient: bool,
+    /// Where the failure goes.
+    pub disposition: Disposition,
+    /// What it means, for people reading logs.
+    pub meaning: &'static str,
+}
+
+/// Anything that carries a stable, machine-readable error code. Every coded
+/// error type of dsh implements it.
+pub trait ErrorCode {
+    /// The stable code of this error (an entry of [`ALL`] for dsh's own
+    /// errors; tools may use codes of their own).
+    fn code(&self) -> &str;
+
+    /// The table entry of [`ErrorCode::code`], `None` for codes dsh does not
+    /// define.
+    fn code_info(&self) -> Option<&'static Code> {
+        lookup(self.code())
+    }
+}
+
+/// The table entry of `code`; `HTTP_402` and the like resolve to the
+/// `HTTP_<status>` entry. `None` for codes dsh does not define.
+pub fn lookup(code: &str) -> Option<&'static Code> {
+    let key = match code.strip_prefix("HTTP_") {
+        Some(rest) if !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()) => {
+            "HTTP_<status>"
+        }
+        _ => code,
+    };
+    ALL.iter().find(|c| c.name == key)
+}
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $konst:ident = $name:literal, $layer:literal, $transient:literal, $disp:ident, $meaning:literal; )*) => {
+        $(
+            $(#[$doc])*
+            #[doc = concat!("`", $name, "`: ", $meaning)]
+            pub const $konst: &str = $name;
+        )*
+
+        /// Every code, grouped by layer, in documentation order.
+        pub const ALL: &[Code] = &[
+            $( Code {
+                name: $name,
+                layer: $layer,
+                transient: $transient,
+                disposition: Disposition::$disp,
+                meaning: $meaning,
+            }, )*
+        ];
+    };
+}
+
+codes! {
+    // The model boundary and the tool registry.
+    INVALID_ARGS = "INVALID_ARGS", "tools", false, RespondToModel,
+        "The arguments violate the tool's schema; the result lists every violation.";
+    INVALID_JSON = "INVALID_JSON", "tools", false, RespondToModel,
+        "The argument text is not JSON (or was cut off at the model's output limit).";
+    UNKNOWN_TOOL = "UNKNOWN_TOOL", "tools", false, RespondToModel,
+        "No tool of that name is registered; the result suggests the closest name.";
+    TOOL_FAILED = "TOOL_FAILED", "tools", false, RespondToModel,
+        "The tool body failed with a message of its own.";
+    TOOL_PANICKED = "TOOL_PANICKED", "tools", false, RespondToModel,
+        "The tool body panicked; the panic was contained.";
+    ARGS_DRIFT = "ARGS_DRIFT", "tools", false, RespondToModel,
+        "Arguments passed validation but did not deserialize: a bug in the tool's argument type, never the model's fault.";
+    ABORTED = "ABORTED", "agent", false, EndTurn,
+        "The call, the model request or the step was cancelled (Ctrl-C, abort, dispose).";
+    DUPLICATE_TOOL = "DUPLICATE_TOOL", "tools", false, Caller,
+        "A tool of that name is already registered.";
+    INVALID_SPEC = "INVALID_SPEC", "schema", false, Caller,
+        "A schema spec is malformed (names the property and the problem).";
+    // The kernel.
+    MISSING_SERVICE = "MISSING_SERVICE", "kernel", false, Caller,
+        "A service the plugin needs is not provided; load its plugin first.";
+    DUPLICATE_SERVICE = "DUPLICATE_SERVICE", "kernel", false, Caller,
+        "A service of that type is already provided.";
+    LISTENER_FAILED = "LISTENER_FAILED", "kernel", false, EndTurn,
+        "A hook listener returned an error (a checked emit or a waterfall stops on it).";
+    LISTENER_PANICKED = "LISTENER_PANICKED", "kernel", false, EndTurn,
+        "A hook listener panicked; the panic was contained.";
+    // The LLM layer and its adapters.
+    NO_ADAPTER = "NO_ADAPTER", "llm", false, EndTurn,
+        "No adapter serves the requested model.";
+    DUPLICATE_ADAPTER = "DUPLICATE_ADAPTER", "llm", false, Caller,
+        "A model name is already served by another adapter.";
+    UNSUPPORTED = "UNSUPPORTED", "llm", false, EndTurn,
+        "The request uses a feature the adapter does not support (for example prefill on DeepSeek).";
+    AUTH = "AUTH", "llm", false, EndTurn,
+        "No API key, or the provider rejected it (HTTP 401/403).";
+    RATE_LIMIT = "RATE_LIMIT", "llm", true, EndTurn,
+        "The provider rate-limited the request (HTTP 429); retried with backoff before any output.";
+    INVALID_REQUEST = "INVALID_REQUEST", "llm", false, EndTurn,
+        "The provider rejected the request as malformed (HTTP 400).";
+    SERVER = "SERVER", "llm", true, EndTurn,
+        "The provider failed (HTTP 5xx); retried with backoff before any output.";
+    HTTP_STATUS = "HTTP_<status>", "llm", false, EndTurn,
+        "Any other non-2xx status, for example HTTP_402 (insufficient balance).";
+    EMPTY_RESPONSE = "EMPTY_RESPONSE", "llm", false, EndTurn,
+        "A 2xx answer without a body (204/205).";
+    STREAM_CLOSED = "STREAM_CLOSED", "llm", false, EndTurn,
+        "The stream ended before its end marker.";
+    MALFORMED_RESPONSE = "MALFORMED_RESPONSE", "llm", false, EndTurn,
+        "A stream payload could not be parsed.";
+    NETWORK = "NETWORK", "llm", true, EndTurn,
+        "Connecting or reading failed; retried before any output.";
+    TIMEOUT = "TIMEOUT", "llm", true, EndTurn,
+        "A configured timeout elapsed (a model request, or an MCP call, which the model then reads).";
+    INCOMPLETE_BLOCK = "INCOMPLETE_BLOCK", "llm", false, EndTurn,
+        "A chunk sequence could not be assembled into a message.";
+    MODEL_ERROR = "MODEL_ERROR", "llm", false, EndTurn,
+        "The stream ended with an in-band error that carried no code of its own.";
+    CONTENT_FILTER = "CONTENT_FILTER", "llm", false, EndTurn,
+        "The provider stopped the answer (a finish reason dsh does not model, upper-cased; content_filter is the common one).";
+    // The agent and its loop.
+    NO_MODEL = "NO_MODEL", "agent", false, EndTurn,
+        "Neither the agent's options nor the agent/request waterfall named a model.";
+    MAX_STEPS = "MAX_STEPS", "agent", false, EndTurn,
+        "The turn reached the step limit (max_steps) and ended with reason max-steps.";
+    AGENT_DISPOSED = "AGENT_DISPOSED", "agent", false, Caller,
+        "The agent was disposed; it accepts no more messages.";
+    DUPLICATE_AGENT = "DUPLICATE_AGENT", "agent", false, Caller,
+        "An agent with that id is already registered.";
+    // Sessions.
+    DUPLICATE_SESSION = "DUPLICATE_SESSION", "session", false, Caller,
+        "A session with that id already exists in the store.";
+    INVALID_SESSION_ID = "INVALID_SESSION_ID", "session", false, Caller,
+        "A session id that cannot name a file (empty, a path separator, …).";
+    SESSION_DIR_UNWRITABLE = "SESSION_DIR_UNWRITABLE", "session", false, Caller,
+        "The session directory cannot be created or written.";
+    CORRUPT_LOG = "CORRUPT_LOG", "session", false, Caller,
+        "A complete line of a session log is not a valid event (names the line).";
+    SESSION_NOT_FOUND = "SESSION_NOT_FOUND", "session", false, Caller,
+        "No log for that session id.";
+    SESSION_READ_FAILED = "SESSION_READ_FAILED", "session", false, Caller,
+        "A session log could not be read.";
+    SESSION_WRITE_FAILED = "SESSION_WRITE_FAILED", "session", false, Caller,
+        "A session log could not be written or synced.";
+    SESSION_LOG_CONFLICT = "SESSION_LOG_CONFLICT", "session", false, Caller,
+        "The log on disk does not match the session being appended to it.";
+    SESSION_LOCKED = "SESSION_LOCKED", "session", false, Caller,
+        "Another dsh process is writing the session log.";
+    SESSION_TASK_FAILED = "SESSION_TASK_FAILED", "session", false, Caller,
+        "The background writer of a session log failed.";
+    // The composition library and its front ends.
+    INVALID_CONFIG = "INVALID_CONFIG", "dsh", false, Caller,
+        "The configuration, a flag or a named file is unusable (the message names it); the CLI exits 2.";
+    // Bash.
+    BAD_WORKDIR = "BAD_WORKDIR", "bash", false, RespondToModel,
+        "The command's working directory does not exist or is not a directory.";
+    SPAWN_FAILED = "SPAWN_FAILED", "bash", false, RespondToModel,
+        "bash could not be started.";
+    UNKNOWN_TASK = "UNKNOWN_TASK", "bash", false, RespondToModel,
+        "No background task with that id.";
+    DISPOSED = "DISPOSED", "bash", false, RespondToModel,
+        "The bash executor was disposed; it runs nothing any more.";
+    WAIT_FAILED = "WAIT_FAILED", "bash", false, RespondToModel,
+        "Waiting for the shell failed; the process state is unknown.";
+    // MCP.
+    MCP_START_FAILED = "MCP_START_FAILED", "mcp", false, Caller,
+        "An MCP server could not be started or did not complete the handshake.";
+    MCP_INVALID_CONFIG = "MCP_INVALID_CONFIG", "mcp", false, Caller,
+        "An MCP server's configuration is unusable.";
+    MCP_TOOL_ERROR = "MCP_TOOL_ERROR", "mcp", false, RespondToModel,
+        "The MCP tool answered with isError: true.";
+    MCP_CALL_FAILED = "MCP_CALL_FAILED", "mcp", false, RespondToModel,
+        "The MCP request failed (protocol or transport error).";
+    MCP_SERVER_EXITED = "MCP_SERVER_EXITED", "mcp", false, RespondToModel,
+        "The MCP server exited; its tools were unregistered.";
+}
+
+/// The code table as Markdown: what `docs/error-codes.md` holds.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Error codes\n\n\
+         Generated from `crates/dsh-protocol/src/codes.rs` (`dsh_protocol::codes::ALL`); \
+         do not edit by hand: run `DSH_BLESS=1 cargo test -p dsh-protocol` after changing the table.\n\n\
+         A code never changes when a message is reworded. *Transient*: retrying the same request may succeed. \
+         *Goes to*: `respond to model` — an error tool result the model reads and can act on, the turn goes on; \
+         `end turn` — the turn ends with this code; `caller` — returned to whoever set up or used the stack, \
+         never to a model.\n\n\
+         Tools may return codes of their own (MCP servers, plugins); those are not listed here.\n\n\
+         | code | layer | transient | goes to | meaning |\n|---|---|---|---|---|\n",
+    );
+    for c in ALL {
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            c.name,
+            c.layer,
+            if c.transient { "yes" } else { "no" },
+            c.disposition.as_str(),
+            c.meaning
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_screaming_snake_case() {
+        for (i, c) in ALL.iter().enumerate() {
+            assert!(
+                ALL[i + 1..].iter().all(|d| d.name != c.name),
+                "{} listed twice",
+                c.name
+            );
+            let plain = c.name.replace("<status>", "STATUS");
+            assert!(
+                plain.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+                "{}",
+                c.name
+            );
+        }
+    }
+
+    #[test]
+    fn lookup_resolves_the_http_family() {
+        assert_eq!(lookup("HTTP_402").map(|c| c.name), Some("HTTP_<status>"));
+        assert_eq!(lookup("HTTP_").map(|c| c.name), None);
+        assert_eq!(
+            lookup("INVALID_ARGS").map(|c| c.disposition),
+            Some(Disposition::RespondToModel)
+        );
+        assert!(lookup("RATE_LIMIT").is_some_and(|c| c.transient));
+        assert_eq!(lookup("SOMETHING_ELSE"), None);
+    }
+
+    #[test]
+    fn docs_error_codes_md_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/error-codes.md");
+        let want = markdown();
+        if std::env::var_os("DSH_BLESS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/error-codes.md is stale: run `DSH_BLESS=1 cargo test -p dsh-protocol`"
+        );
+    }
+}

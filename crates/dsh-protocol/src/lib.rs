@@ -1,0 +1,37 @@
+//! The records dsh speaks, one struct per fact, serde only (no runtime, no
+//! locks).
+//!
+//! - [`content`]: message content ([`ContentBlock`], [`Message`]), stream
+//!   chunks, usage and tool schemas, serialized with the reference
+//!   harness's names so logs interchange;
+//! - [`tool`]: [`ToolCall`] and [`ToolResult`], the same records from the
+//!   model's stream through validation, the tool body, the session log and
+//!   the next request;
+//! - [`event`]: the session log's [`SessionEvent`] envelope and its
+//!   [`EventPayload`] kinds;
+//! - [`ids`]: [`CallId`], [`SessionId`], [`AgentId`];
+//! - [`codes`]: every stable error code with its meaning, whether it is
+//!   transient and whether it goes back to the model or ends the turn, and
+//!   the [`ErrorCode`] trait every coded error implements.
+//!
+//! Every other dsh crate depends on this one; it depends on nothing of dsh.
+
+pub mod codes;
+pub mod content;
+pub mod event;
+pub mod ids;
+pub mod open;
+pub mod tool;
+
+pub use codes::{Code, Disposition, ErrorCode};
+pub use content::{
+    ContentBlock, FinishReason, ImageBlock, Message, MessageSource, ReasoningBlock, Role,
+    StreamChunk, TextBlock, TokenUsage, ToolResultBlock, ToolSchema,
+};
+pub use event::{
+    AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
+    SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
+    TurnStartEvent, TurnTrigger, UsageEvent, EVENT_KINDS,
+};
+pub use ids::{AgentId, CallId, SessionId};
+pub use tool::{ToolCall, ToolFailure, ToolResult};

@@ -1,0 +1,70 @@
+//! `to_json_schema`: the spec as the JSON Schema the model is shown.
+
+use serde_json::{Map, Value};
+
+use crate::spec::{SchemaProp, SchemaSpec};
+
+/// Converts a spec to the JSON Schema the model is shown:
+/// `{"type":"object","properties":{…},"required":[…]}`.
+///
+/// Total. Property order is kept; `required` lists the `required: true` keys
+/// at every level and is omitted when empty; `description` is copied when
+/// non-empty (an empty one is omitted, at every level); `enum`, `default`,
+/// `minimum`, `maximum` are copied when present; `properties` only
+/// for objects that have them (`{}` at the top level), `items` only for arrays
+/// that have them. No `additionalProperties`: extra keys are allowed.
+pub fn to_json_schema(spec: &SchemaSpec) -> Value {
+    let mut out = Map::new();
+    out.insert("type".into(), Value::String("object".into()));
+    let (props, required) = object_parts(spec);
+    out.insert("properties".into(), props);
+    if let Some(required) = required {
+        out.insert("required".into(), required);
+    }
+    Value::Object(out)
+}
+
+fn object_parts(spec: &SchemaSpec) -> (Value, Option<Value>) {
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for (name, prop) in spec {
+        props.insert(name.to_string(), prop_schema(prop));
+        if prop.required {
+            required.push(Value::String(name.to_string()));
+        }
+    }
+    let required = (!required.is_empty()).then_some(Value::Array(required));
+    (Value::Object(props), required)
+}
+
+fn prop_schema(prop: &SchemaProp) -> Value {
+    let mut out = Map::new();
+    out.insert("type".into(), Value::String(prop.ty.as_str().into()));
+    // An empty description tells the model nothing: leave the key out.
+    if let Some(d) = prop.description.as_ref().filter(|d| !d.is_empty()) {
+        out.insert("description".into(), Value::String(d.clone()));
+    }
+    if let Some(e) = &prop.enum_values {
+        out.insert("enum".into(), Value::Array(e.clone()));
+    }
+    if let Some(d) = &prop.default {
+        out.insert("default".into(), d.clone());
+    }
+    if let Some(m) = &prop.minimum {
+        out.insert("minimum".into(), Value::Number(m.clone()));
+    }
+    if let Some(m) = &prop.maximum {
+        out.insert("maximum".into(), Value::Number(m.clone()));
+    }
+    if let Some(spec) = &prop.properties {
+        let (props, required) = object_parts(spec);
+        out.insert("properties".into(), props);
+        if let Some(required) = required {
+            out.insert("required".into(), required);
+        }
+    }
+    if let Some(items) = &prop.items {
+        out.insert("items".into(), prop_schema(items));
+    }
+    Value::Object(out)
+}

@@ -1,0 +1,63 @@
+//! `validate_args` allocates nothing on a valid value (paths and messages
+//! are built only for violations).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use dsh_schema::{validate_args, SchemaProp, SchemaSpec};
+use serde_json::json;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: delegates every allocation to `System` unchanged; it only counts.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // try_with: the thread-local may be gone during thread teardown.
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCS.with(Cell::get);
+    f();
+    ALLOCS.with(Cell::get) - before
+}
+
+#[test]
+fn the_valid_path_does_not_allocate() {
+    let item = SchemaSpec::new()
+        .with("c", SchemaProp::string_enum(["x", "y"]).required(true))
+        .with(
+            "n",
+            SchemaProp::integer().with_range(Some(0.into()), Some(9.into())),
+        );
+    let spec = SchemaSpec::new()
+        .with("command", SchemaProp::string().required(true))
+        .with("timeoutMs", SchemaProp::number())
+        .with("list", SchemaProp::array_of(SchemaProp::object_with(item)));
+    let valid = json!({"command": "ls", "timeoutMs": 5, "list": [{"c": "x", "n": 3}, {"c": "y"}], "extra": 1});
+    let invalid = json!({"list": [{"c": "z"}]});
+    let mut result = Vec::new();
+    assert_eq!(
+        allocations_during(|| result = validate_args(&spec, &valid)),
+        0
+    );
+    assert!(result.is_empty());
+    assert!(allocations_during(|| result = validate_args(&spec, &invalid)) > 0);
+    assert_eq!(result.len(), 2);
+}

@@ -1,0 +1,386 @@
+//! Properties over generated specs: conversion and validation agree on
+//! `required` at every level, never panic, a generated valid value validates
+//! clean, and one injected fault yields exactly one violation at its path.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../src/testing.rs"]
+#[allow(dead_code)]
+#[allow(unreachable_pub)]
+mod testing;
+
+use dsh_schema::{to_json_schema, validate_args, SchemaProp, SchemaSpec, SchemaType};
+use proptest::prelude::*;
+use proptest::sample::Index;
+use serde_json::{json, Number, Value};
+
+const CASES: u32 = 256;
+
+fn name() -> impl Strategy<Value = String> {
+    // Now and then a key named `""`, whose children join without a dot.
+    prop_oneof![
+        9 => "[a-z][a-zA-Z0-9_]{0,5}",
+        1 => Just(String::new()),
+    ]
+}
+
+fn finite() -> impl Strategy<Value = f64> {
+    prop_oneof![-1e6f64..1e6, any::<i32>().prop_map(f64::from)]
+}
+
+fn scalar_prop() -> BoxedStrategy<SchemaProp> {
+    let string =
+        proptest::option::of(proptest::collection::vec("[a-z]{1,4}", 1..4)).prop_map(|e| {
+            let p = SchemaProp::string();
+            match e {
+                Some(values) => p.with_enum(values.into_iter().map(Value::String)),
+                None => p,
+            }
+        });
+    let integer = prop_oneof![
+        Just(SchemaProp::integer()),
+        proptest::collection::vec(any::<i32>(), 1..4)
+            .prop_map(|v| SchemaProp::integer().with_enum(v.into_iter().map(Value::from))),
+        (any::<i32>(), any::<i32>()).prop_map(|(a, b)| {
+            let (lo, hi) = (a.min(b), a.max(b));
+            SchemaProp::integer().with_range(Some(lo.into()), Some(hi.into()))
+        }),
+    ];
+    let number = prop_oneof![
+        Just(SchemaProp::number()),
+        proptest::collection::vec(finite(), 1..4).prop_map(|v| {
+            SchemaProp::number().with_enum(
+                v.into_iter()
+                    .filter_map(Number::from_f64)
+                    .map(Value::Number),
+            )
+        }),
+        (finite(), finite()).prop_map(|(a, b)| {
+            let (lo, hi) = (a.min(b), a.max(b));
+            SchemaProp::number().with_range(Number::from_f64(lo), Number::from_f64(hi))
+        }),
+    ];
+    let boolean = prop_oneof![
+        Just(SchemaProp::boolean()),
+        Just(SchemaProp::boolean().with_enum([json!(true)])),
+        Just(SchemaProp::boolean().with_enum([json!(false)])),
+        Just(SchemaProp::boolean().with_enum([json!(true), json!(false)])),
+    ];
+    prop_oneof![
+        string,
+        integer,
+        number,
+        boolean,
+        Just(SchemaProp::object()),
+        Just(SchemaProp::array())
+    ]
+    .boxed()
+}
+
+fn with_flags(p: impl Strategy<Value = SchemaProp>) -> impl Strategy<Value = SchemaProp> {
+    (p, any::<bool>(), proptest::option::of("[a-z ]{0,8}")).prop_map(|(p, required, d)| {
+        let p = p.required(required);
+        match d {
+            Some(d) => p.with_description(d),
+            None => p,
+        }
+    })
+}
+
+fn prop() -> BoxedStrategy<SchemaProp> {
+    with_flags(scalar_prop())
+        .prop_recursive(3, 32, 4, |inner| {
+            prop_oneof![
+                with_flags(
+                    proptest::collection::vec((name(), inner.clone()), 0..4)
+                        .prop_map(|props| { SchemaProp::object_with(props.into_iter().collect()) })
+                ),
+                with_flags(inner.prop_map(SchemaProp::array_of)),
+            ]
+        })
+        .boxed()
+}
+
+fn spec() -> impl Strategy<Value = SchemaSpec> {
+    proptest::collection::vec((name(), prop()), 0..6).prop_map(|props| props.into_iter().collect())
+}
+
+fn spec_and_value() -> impl Strategy<Value = (SchemaSpec, Value)> {
+    spec().prop_flat_map(|spec| {
+        let value = testing::valid_value(&spec);
+        (Just(spec), value)
+    })
+}
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        finite().prop_map(Value::from),
+        "\\PC{0,6}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 5, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            proptest::collection::vec(("[a-z]{1,3}", inner), 0..5)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+/// `required` of the conversion equals the `required: true` keys, at every
+/// level (object properties and array items, recursively).
+fn required_agrees(spec: &SchemaSpec, schema: &Value) -> Result<(), String> {
+    let expected: Vec<Value> = spec
+        .iter()
+        .filter(|(_, p)| p.required)
+        .map(|(n, _)| Value::String(n.to_string()))
+        .collect();
+    match schema.get("required") {
+        None if expected.is_empty() => {}
+        Some(Value::Array(got)) if !got.is_empty() && *got == expected => {}
+        other => return Err(format!("required {other:?} but expected {expected:?}")),
+    }
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .ok_or("no properties")?;
+    let names: Vec<&str> = props.keys().map(String::as_str).collect();
+    let spec_names: Vec<&str> = spec.names().collect();
+    if names != spec_names {
+        return Err(format!("order {names:?} != {spec_names:?}"));
+    }
+    for (name, prop) in spec {
+        prop_agrees(prop, &props[name])?;
+    }
+    Ok(())
+}
+
+fn prop_agrees(prop: &SchemaProp, schema: &Value) -> Result<(), String> {
+    if schema["type"] != prop.ty.as_str() {
+        return Err(format!("type {} != {}", schema["type"], prop.ty));
+    }
+    // Only a non-empty description is copied.
+    let description = prop.description.as_deref().filter(|d| !d.is_empty());
+    if schema.get("description").and_then(Value::as_str) != description {
+        return Err(format!(
+            "description {:?} for {:?}",
+            schema.get("description"),
+            prop.description
+        ));
+    }
+    match &prop.properties {
+        Some(props) => required_agrees(props, schema)?,
+        None => {
+            if schema.get("properties").is_some() || schema.get("required").is_some() {
+                return Err("properties without spec".into());
+            }
+        }
+    }
+    match &prop.items {
+        Some(items) => prop_agrees(items, &schema["items"])?,
+        None => {
+            if schema.get("items").is_some() {
+                return Err("items without spec".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A place where one fault can be injected, and the violation it must cause.
+struct Site {
+    /// JSON pointer of the value (for drops: of the key to remove).
+    pointer: String,
+    /// Parent pointer and key, for drops.
+    drop: Option<(String, String)>,
+    replacement: Value,
+    expected: String,
+}
+
+fn collect_sites(
+    spec: &SchemaSpec,
+    value: &Value,
+    pointer: &str,
+    path: &str,
+    swap_null: bool,
+    out: &mut Vec<Site>,
+) {
+    let Value::Object(map) = value else { return };
+    for (name, prop) in spec {
+        let Some(v) = map.get(name) else { continue };
+        let p = format!("{pointer}/{name}");
+        let display = if path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{path}.{name}")
+        };
+        if prop.required {
+            out.push(Site {
+                pointer: p.clone(),
+                drop: Some((pointer.to_string(), name.to_string())),
+                replacement: Value::Null,
+                expected: format!("missing required property \"{display}\""),
+            });
+        }
+        collect_value_sites(prop, v, &p, &display, swap_null, out);
+    }
+}
+
+fn collect_value_sites(
+    prop: &SchemaProp,
+    v: &Value,
+    pointer: &str,
+    path: &str,
+    swap_null: bool,
+    out: &mut Vec<Site>,
+) {
+    let wrong = if swap_null {
+        Value::Null
+    } else {
+        match prop.ty {
+            SchemaType::String => json!(1),
+            SchemaType::Number => json!("1"),
+            SchemaType::Integer => json!(1.5),
+            SchemaType::Boolean => json!("true"),
+            SchemaType::Object => json!([]),
+            SchemaType::Array => json!({}),
+        }
+    };
+    out.push(Site {
+        pointer: pointer.to_string(),
+        drop: None,
+        replacement: wrong,
+        expected: format!(
+            "\"{path}\" must be {}",
+            match prop.ty {
+                SchemaType::String => "a string",
+                SchemaType::Number => "a number",
+                SchemaType::Integer => "an integer",
+                SchemaType::Boolean => "a boolean",
+                SchemaType::Object => "an object",
+                SchemaType::Array => "an array",
+            }
+        ),
+    });
+    if let Some(members) = &prop.enum_values {
+        let outside = match prop.ty {
+            SchemaType::String => Some(Value::String(
+                members.iter().filter_map(Value::as_str).collect::<String>() + "~",
+            )),
+            SchemaType::Integer | SchemaType::Number => {
+                let max = members
+                    .iter()
+                    .filter_map(Value::as_f64)
+                    .fold(f64::MIN, f64::max);
+                Some(Value::from(max.floor() as i64 + 1))
+            }
+            SchemaType::Boolean => {
+                let has = |b: bool| members.contains(&Value::Bool(b));
+                match (has(true), has(false)) {
+                    (true, false) => Some(json!(false)),
+                    (false, true) => Some(json!(true)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(outside) = outside {
+            out.push(Site {
+                pointer: pointer.to_string(),
+                drop: None,
+                replacement: outside,
+                expected: format!(
+                    "\"{path}\" must be one of {}",
+                    serde_json::to_string(members).unwrap()
+                ),
+            });
+        }
+    }
+    match v {
+        Value::Object(_) => {
+            if let Some(props) = &prop.properties {
+                collect_sites(props, v, pointer, path, swap_null, out);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = &prop.items {
+                for (i, x) in items.iter().enumerate() {
+                    collect_value_sites(
+                        item,
+                        x,
+                        &format!("{pointer}/{i}"),
+                        &format!("{path}[{i}]"),
+                        swap_null,
+                        out,
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn conversion_required_matches_spec_at_every_level(spec in spec()) {
+        let schema = to_json_schema(&spec);
+        prop_assert_eq!(&schema["type"], "object");
+        if let Err(e) = required_agrees(&spec, &schema) {
+            return Err(TestCaseError::fail(format!("{e} in {schema}")));
+        }
+    }
+
+    #[test]
+    fn generated_specs_pass_the_load_checks_and_round_trip(spec in spec()) {
+        prop_assert_eq!(spec.check(), Ok(()));
+        let back: SchemaSpec = serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
+        prop_assert_eq!(&back, &spec);
+        // Through text too (serde_json's float parsing may differ in the last
+        // bit, so compare the structure only).
+        let text = serde_json::to_string(&spec).unwrap();
+        let back = SchemaSpec::from_json_str(&text).unwrap();
+        prop_assert_eq!(back.names().collect::<Vec<_>>(), spec.names().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn never_panics_on_any_value(spec in spec(), value in arbitrary_json()) {
+        let _ = validate_args(&spec, &value);
+        let _ = to_json_schema(&spec);
+        let _ = dsh_schema::near_miss_notes(&spec, &value, "t");
+        let mut v = value.clone();
+        dsh_schema::normalize_integers(&spec, &mut v);
+        let _ = SchemaSpec::from_value(&value);
+    }
+
+    #[test]
+    fn generated_values_validate_clean((spec, value) in spec_and_value()) {
+        let violations = validate_args(&spec, &value);
+        prop_assert!(violations.is_empty(), "{:?} for {}", violations, value);
+    }
+
+    #[test]
+    fn one_fault_one_violation_at_its_path(
+        (spec, value) in spec_and_value(),
+        pick in any::<Index>(),
+        swap_null in any::<bool>(),
+    ) {
+        let mut sites = Vec::new();
+        collect_sites(&spec, &value, "", "", swap_null, &mut sites);
+        prop_assume!(!sites.is_empty());
+        let site = &sites[pick.index(sites.len())];
+        let mut broken = value.clone();
+        match &site.drop {
+            Some((parent, key)) => {
+                let obj = broken.pointer_mut(parent).and_then(Value::as_object_mut).unwrap();
+                obj.shift_remove(key);
+            }
+            None => *broken.pointer_mut(&site.pointer).unwrap() = site.replacement.clone(),
+        }
+        let violations = validate_args(&spec, &broken);
+        prop_assert_eq!(violations, vec![site.expected.clone()], "value {} broken {}", value, broken);
+    }
+}

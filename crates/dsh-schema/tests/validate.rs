@@ -1,0 +1,308 @@
+//! The violation texts, their order, and the edge cases of `validate_args`.
+
+use dsh_schema::{validate_args, SchemaProp, SchemaSpec};
+use serde_json::{json, Value};
+
+fn bash_spec() -> SchemaSpec {
+    SchemaSpec::new()
+        .with("command", SchemaProp::string().required(true))
+        .with("description", SchemaProp::string().required(true))
+        .with("timeoutMs", SchemaProp::number())
+        .with("workdir", SchemaProp::string())
+        .with("run_in_background", SchemaProp::boolean())
+}
+
+fn nested_spec() -> SchemaSpec {
+    let item = SchemaSpec::new()
+        .with("c", SchemaProp::string_enum(["x", "y"]).required(true))
+        .with("n", SchemaProp::integer());
+    SchemaSpec::new().with(
+        "a",
+        SchemaProp::object_with(
+            SchemaSpec::new()
+                .with("b", SchemaProp::string().required(true))
+                .with("list", SchemaProp::array_of(SchemaProp::object_with(item))),
+        )
+        .required(true),
+    )
+}
+
+fn v(spec: &SchemaSpec, value: Value) -> Vec<String> {
+    validate_args(spec, &value)
+}
+
+#[test]
+fn valid_args_have_no_violations() {
+    assert!(v(
+        &bash_spec(),
+        json!({"command": "ls", "description": "list"})
+    )
+    .is_empty());
+    assert!(v(
+        &bash_spec(),
+        json!({"command": "ls", "description": "d", "timeoutMs": 1.5, "workdir": "/", "run_in_background": false, "extra": [1]})
+    )
+    .is_empty());
+}
+
+#[test]
+fn top_level_must_be_an_object() {
+    for bad in [
+        json!([]),
+        json!("x"),
+        json!(null),
+        json!(1),
+        json!(true),
+        json!([{"command": "ls"}]),
+    ] {
+        assert_eq!(v(&bash_spec(), bad), ["\"arguments\" must be an object"]);
+    }
+    // Even an empty spec needs an object.
+    assert_eq!(
+        v(&SchemaSpec::new(), json!([])),
+        ["\"arguments\" must be an object"]
+    );
+    assert!(v(&SchemaSpec::new(), json!({})).is_empty());
+}
+
+#[test]
+fn every_violation_in_spec_order() {
+    assert_eq!(
+        v(
+            &bash_spec(),
+            json!({"timeoutMs": "5", "workdir": 3, "run_in_background": "yes"})
+        ),
+        [
+            "missing required property \"command\"",
+            "missing required property \"description\"",
+            "\"timeoutMs\" must be a number",
+            "\"workdir\" must be a string",
+            "\"run_in_background\" must be a boolean",
+        ]
+    );
+}
+
+#[test]
+fn null_is_a_present_value_of_the_wrong_type() {
+    assert_eq!(
+        v(
+            &bash_spec(),
+            json!({"command": null, "description": "d", "workdir": null})
+        ),
+        [
+            "\"command\" must be a string",
+            "\"workdir\" must be a string"
+        ]
+    );
+}
+
+#[test]
+fn every_type_noun() {
+    let spec = SchemaSpec::new()
+        .with("s", SchemaProp::string())
+        .with("n", SchemaProp::number())
+        .with("i", SchemaProp::integer())
+        .with("b", SchemaProp::boolean())
+        .with("o", SchemaProp::object())
+        .with("a", SchemaProp::array());
+    assert_eq!(
+        v(
+            &spec,
+            json!({"s": 1, "n": "1", "i": 1.5, "b": 0, "o": [], "a": {}})
+        ),
+        [
+            "\"s\" must be a string",
+            "\"n\" must be a number",
+            "\"i\" must be an integer",
+            "\"b\" must be a boolean",
+            "\"o\" must be an object",
+            "\"a\" must be an array",
+        ]
+    );
+}
+
+#[test]
+fn integers_are_numbers_without_fraction() {
+    let spec = SchemaSpec::new().with("i", SchemaProp::integer());
+    for ok in [
+        json!(1),
+        json!(-3),
+        json!(1.0),
+        json!(1e3),
+        json!(u64::MAX),
+        json!(i64::MIN),
+    ] {
+        assert!(v(&spec, json!({ "i": ok })).is_empty(), "{ok}");
+    }
+    for bad in [json!(1.5), json!(-0.1), json!("1")] {
+        assert_eq!(v(&spec, json!({ "i": bad })), ["\"i\" must be an integer"]);
+    }
+}
+
+#[test]
+fn nested_paths_and_enum_rendering() {
+    let spec = nested_spec();
+    assert_eq!(
+        v(
+            &spec,
+            json!({"a": {"list": [{"c": "x"}, {"c": "x", "n": 1.5}, {"c": "z"}, {}, 7]}})
+        ),
+        [
+            "missing required property \"a.b\"",
+            "\"a.list[1].n\" must be an integer",
+            "\"a.list[2].c\" must be one of [\"x\",\"y\"]",
+            "missing required property \"a.list[3].c\"",
+            "\"a.list[4]\" must be an object",
+        ]
+    );
+    assert_eq!(v(&spec, json!({})), ["missing required property \"a\""]);
+    assert_eq!(v(&spec, json!({"a": null})), ["\"a\" must be an object"]);
+}
+
+#[test]
+fn enum_is_checked_only_after_the_type() {
+    let spec = SchemaSpec::new().with("c", SchemaProp::string_enum(["x"]));
+    assert_eq!(v(&spec, json!({"c": 1})), ["\"c\" must be a string"]);
+    assert_eq!(
+        v(&spec, json!({"c": "X"})),
+        ["\"c\" must be one of [\"x\"]"]
+    );
+}
+
+#[test]
+fn enum_numbers_compare_by_value() {
+    let spec = SchemaSpec::new()
+        .with("n", SchemaProp::number().with_enum([json!(1), json!(2.5)]))
+        .with("i", SchemaProp::integer().with_enum([json!(1.0), json!(3)]))
+        .with("b", SchemaProp::boolean().with_enum([json!(true)]));
+    assert!(v(&spec, json!({"n": 1.0, "i": 1, "b": true})).is_empty());
+    assert!(v(&spec, json!({"n": 2.5, "i": 3.0})).is_empty());
+    assert_eq!(
+        v(&spec, json!({"n": 2, "i": 2, "b": false})),
+        [
+            "\"n\" must be one of [1,2.5]",
+            "\"i\" must be one of [1.0,3]",
+            "\"b\" must be one of [true]",
+        ]
+    );
+}
+
+#[test]
+fn strings_compare_by_exact_code_points() {
+    // "é" precomposed vs. "e" + combining accent: different members.
+    let spec = SchemaSpec::new().with("s", SchemaProp::string_enum(["caf\u{e9}"]));
+    assert!(v(&spec, json!({"s": "caf\u{e9}"})).is_empty());
+    assert_eq!(v(&spec, json!({"s": "cafe\u{301}"})).len(), 1);
+}
+
+#[test]
+fn bounds_are_inclusive_and_exact() {
+    let spec = SchemaSpec::new().with(
+        "n",
+        SchemaProp::integer().with_range(Some(0.into()), Some(u64::MAX.into())),
+    );
+    assert!(v(&spec, json!({"n": 0})).is_empty());
+    assert!(v(&spec, json!({"n": u64::MAX})).is_empty());
+    assert_eq!(v(&spec, json!({"n": -1})), ["\"n\" must be at least 0"]);
+    // 2^64 parses as a float: beyond u64::MAX, exactly.
+    let big: Value = serde_json::from_str(r#"{"n": 18446744073709551616}"#).unwrap();
+    assert_eq!(
+        validate_args(&spec, &big),
+        ["\"n\" must be at most 18446744073709551615"]
+    );
+    let small = SchemaSpec::new().with(
+        "x",
+        SchemaProp::number().with_range(Some(0.into()), Some(255.into())),
+    );
+    assert_eq!(
+        v(&small, json!({"x": 255.5})),
+        ["\"x\" must be at most 255"]
+    );
+    assert_eq!(v(&small, json!({"x": -0.5})), ["\"x\" must be at least 0"]);
+    assert!(v(&small, json!({"x": 254.5})).is_empty());
+}
+
+#[test]
+fn default_is_not_applied_and_objects_without_properties_only_check_type() {
+    let spec = SchemaSpec::new()
+        .with(
+            "d",
+            SchemaProp::string().required(true).with_default(json!("x")),
+        )
+        .with("o", SchemaProp::object())
+        .with("a", SchemaProp::array());
+    assert_eq!(
+        v(&spec, json!({"o": {"any": [null]}, "a": [null, {}, 1]})),
+        ["missing required property \"d\""]
+    );
+}
+
+#[test]
+fn array_of_arrays_paths() {
+    let spec = SchemaSpec::new().with(
+        "m",
+        SchemaProp::array_of(SchemaProp::array_of(SchemaProp::integer())),
+    );
+    assert_eq!(
+        v(&spec, json!({"m": [[1, 2], [3, "x"], 5]})),
+        [
+            "\"m[1][1]\" must be an integer",
+            "\"m[2]\" must be an array"
+        ]
+    );
+}
+
+#[test]
+fn a_key_named_empty_joins_without_a_leading_dot() {
+    // A segment is joined with `.` only to a non-empty prefix: the child
+    // `a` of key `""` is `a`, not `.a`.
+    let inner = SchemaSpec::new()
+        .with("a", SchemaProp::string().required(true))
+        .with("n", SchemaProp::integer());
+    let spec = SchemaSpec::new()
+        .with("", SchemaProp::object_with(inner.clone()).required(true))
+        .with(
+            "list",
+            SchemaProp::array_of(SchemaProp::object_with(
+                SchemaSpec::new().with("", SchemaProp::object_with(inner.clone())),
+            )),
+        )
+        .with(
+            "o",
+            SchemaProp::object_with(SchemaSpec::new().with(
+                "",
+                SchemaProp::object_with(SchemaSpec::new().with("", SchemaProp::object_with(inner))),
+            )),
+        );
+    assert_eq!(v(&spec, json!({})), [r#"missing required property """#]);
+    assert_eq!(v(&spec, json!({"": 1})), [r#""" must be an object"#]);
+    assert_eq!(
+        v(&spec, json!({"": {"n": "x"}})),
+        [
+            r#"missing required property "a""#,
+            r#""n" must be an integer"#
+        ]
+    );
+    assert_eq!(
+        v(&spec, json!({"": {"a": "ok"}, "list": [{"": {"a": 1}}]})),
+        [r#""list[0]..a" must be a string"#]
+    );
+    assert_eq!(
+        v(&spec, json!({"": {"a": "ok"}, "o": {"": {"": {}}}})),
+        [r#"missing required property "o...a""#]
+    );
+}
+
+#[test]
+fn near_miss_notes_under_a_key_named_empty_join_the_same_way() {
+    let spec = SchemaSpec::new().with(
+        "",
+        SchemaProp::object_with(SchemaSpec::new().with("timeoutMs", SchemaProp::number())),
+    );
+    assert_eq!(
+        dsh_schema::near_miss_notes(&spec, &json!({"": {"timeout_ms": 5}}), "bash"),
+        [
+            r#"note: argument "timeout_ms" is not a parameter of bash and was ignored; did you mean "timeoutMs"?"#
+        ]
+    );
+}

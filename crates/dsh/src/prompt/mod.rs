@@ -1,0 +1,99 @@
+//! The coding agent's system prompt: built-in sections whose model-facing
+//! text lives in the `.md` files beside this module, the environment, and
+//! the project's `AGENTS.md`.
+
+use std::path::Path;
+
+use dsh_prompt::Section;
+
+/// Who the agent is and how it works.
+pub const IDENTITY: &str = include_str!("identity.md");
+/// How to use the bash tool.
+pub const BASH_RULES: &str = include_str!("bash-rules.md");
+
+/// The coding-agent system-prompt sections, in order: identity and working
+/// rules, bash rules, the environment (working directory, OS, date), and
+/// `AGENTS.md` from `cwd` when present and non-empty.
+pub fn coding_sections(cwd: &Path) -> Vec<Section> {
+    let mut sections = vec![
+        Section::fixed("identity", 0, IDENTITY.trim_end()),
+        Section::fixed("bash-rules", 10, BASH_RULES.trim_end()),
+    ];
+    let cwd_text = cwd.display().to_string();
+    sections.push(Section::computed("environment", 20, move || {
+        format!(
+            "Environment: working directory {cwd_text}; OS {} ({}); date {}.",
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            today()
+        )
+    }));
+    let agents_md = cwd.join("AGENTS.md");
+    if let Ok(text) = std::fs::read_to_string(&agents_md) {
+        if !text.trim().is_empty() {
+            sections.push(Section::fixed(
+                "agents-md",
+                30,
+                format!(
+                    "Project instructions from AGENTS.md:\n\n{}",
+                    text.trim_end()
+                ),
+            ));
+        }
+    }
+    sections
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`, from the system clock.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn today_is_a_plausible_date() {
+        let t = today();
+        assert_eq!(t.len(), 10);
+        let year: i32 = t[..4].parse().unwrap();
+        assert!(year >= 2024, "{t}");
+    }
+
+    #[test]
+    fn agents_md_is_included_when_present() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(coding_sections(dir.path()).len(), 3);
+        std::fs::write(dir.path().join("AGENTS.md"), "Use tabs.\n").unwrap();
+        let s = coding_sections(dir.path());
+        assert_eq!(s.len(), 4);
+        assert!(s[3].text.evaluate().ends_with("Use tabs."));
+    }
+
+    #[test]
+    fn prompt_text_comes_from_the_md_files() {
+        let s = coding_sections(Path::new("/"));
+        assert!(s[0]
+            .text
+            .evaluate()
+            .starts_with("You are dsh, a coding agent"));
+        assert!(s[1].text.evaluate().starts_with("Rules for the bash tool"));
+    }
+}

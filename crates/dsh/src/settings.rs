@@ -1,0 +1,190 @@
+//! From what the user said to what the stack is built from: [`Settings`]
+//! (flags, or an embedder's choices) + environment + `dsh.toml` →
+//! [`Resolved`].
+//!
+//! Precedence, highest first: [`Settings`], the environment
+//! (`DEEPSEEK_API_KEY`, `DEEPSEEK_BASE_URL`, `DSH_MODEL`), the config file.
+
+use std::path::PathBuf;
+
+use dsh_bash_local::LocalBashConfig;
+
+use crate::config::{self, EffortSetting, LoadedConfig, ThinkingSetting};
+use crate::echo_model::ECHO_MODEL;
+use crate::StackError;
+
+/// What the caller chose; every field is optional and overrides the
+/// environment and the config file.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// The model (default: `deepseek-v4-flash` with an API key, else `echo`).
+    pub model: Option<String>,
+    /// Directory of session logs (default `$XDG_DATA_HOME/dsh/sessions`).
+    pub session_dir: Option<PathBuf>,
+    /// A file whose text is appended to the system prompt.
+    pub system_prompt: Option<PathBuf>,
+    /// The config file (default `./dsh.toml`, then
+    /// `$XDG_CONFIG_HOME/dsh/dsh.toml`).
+    pub config: Option<PathBuf>,
+    /// MCP servers as `NAME=COMMAND ARGS…` (override configured servers of
+    /// the same name).
+    pub mcp: Vec<String>,
+    /// The agent's working directory (default: the process's).
+    pub cwd: Option<PathBuf>,
+}
+
+/// Everything the stack is built from, resolved.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The model to run.
+    pub model: String,
+    /// DeepSeek settings, when a key is configured.
+    pub deepseek: Option<dsh_llm_deepseek::DeepSeekConfig>,
+    /// Retries of transient model failures.
+    pub max_retries: u32,
+    /// Session directory.
+    pub session_dir: PathBuf,
+    /// Text appended to the system prompt.
+    pub system_prompt: Option<String>,
+    /// Working directory of the agent.
+    pub cwd: PathBuf,
+    /// Bash executor settings.
+    pub bash: LocalBashConfig,
+    /// Step cap per turn.
+    pub max_steps: u32,
+    /// MCP servers from the file and the settings, in order.
+    pub mcp: Vec<dsh_mcp::McpServerConfig>,
+}
+
+/// Resolves `settings` against the environment and the config file.
+///
+/// # Errors
+/// [`StackError::Usage`] for an unreadable or invalid config file, an
+/// unknown model, a DeepSeek model without a key, an unreadable system
+/// prompt file or a malformed MCP server entry.
+pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
+    let cwd = match &settings.cwd {
+        Some(cwd) => cwd.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            StackError::Usage(format!("cannot determine the working directory: {e}"))
+        })?,
+    };
+    let LoadedConfig { path, file } = config::load(settings.config.as_deref(), &cwd)
+        .map_err(|e| StackError::Usage(e.to_string()))?;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let api_key = env("DEEPSEEK_API_KEY").or_else(|| file.deepseek.api_key.clone());
+    let deepseek = api_key.map(|key| {
+        let mut cfg = dsh_llm_deepseek::DeepSeekConfig {
+            api_key: Some(key),
+            base_url: env("DEEPSEEK_BASE_URL").or_else(|| file.deepseek.base_url.clone()),
+            ..Default::default()
+        };
+        for m in &file.deepseek.models {
+            if !cfg.models.contains(m) {
+                cfg.models.push(m.clone());
+            }
+        }
+        cfg.thinking = file.deepseek.thinking.map(|t| match t {
+            ThinkingSetting::Enabled => dsh_llm_deepseek::Thinking::Enabled,
+            ThinkingSetting::Disabled => dsh_llm_deepseek::Thinking::Disabled,
+        });
+        cfg.reasoning_effort = file.deepseek.reasoning_effort.map(|e| match e {
+            EffortSetting::High => dsh_llm_deepseek::ReasoningEffort::High,
+            EffortSetting::Max => dsh_llm_deepseek::ReasoningEffort::Max,
+        });
+        cfg
+    });
+    let mut models = vec![ECHO_MODEL.to_string()];
+    if let Some(cfg) = &deepseek {
+        models.extend(cfg.models.iter().cloned());
+    }
+    let default_model = match &deepseek {
+        Some(_) => dsh_llm_deepseek::DEFAULT_MODELS
+            .first()
+            .map_or(ECHO_MODEL, |m| *m)
+            .to_string(),
+        None => ECHO_MODEL.to_string(),
+    };
+    let model = settings
+        .model
+        .clone()
+        .or_else(|| env("DSH_MODEL"))
+        .or_else(|| file.model.clone())
+        .unwrap_or(default_model);
+    if !models.contains(&model) {
+        let hint = if deepseek.is_none()
+            && (dsh_llm_deepseek::DEFAULT_MODELS.contains(&model.as_str())
+                || file.deepseek.models.contains(&model))
+        {
+            " (DeepSeek models need an API key: set DEEPSEEK_API_KEY or [deepseek] api_key in dsh.toml)"
+        } else {
+            ""
+        };
+        return Err(StackError::Usage(format!(
+            "unknown model \"{model}\"{hint}; available models: {}",
+            models.join(", ")
+        )));
+    }
+    let session_dir = settings
+        .session_dir
+        .clone()
+        .or_else(|| file.session_dir.clone())
+        .unwrap_or_else(config::default_session_dir);
+    let prompt_file = settings
+        .system_prompt
+        .clone()
+        .or_else(|| file.system_prompt.clone());
+    let system_prompt = match prompt_file {
+        Some(p) => Some(std::fs::read_to_string(&p).map_err(|e| {
+            StackError::Usage(format!(
+                "cannot read system prompt file {}: {e}",
+                p.display()
+            ))
+        })?),
+        None => None,
+    };
+    let config_name = path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "dsh.toml".into());
+    let mut mcp: Vec<dsh_mcp::McpServerConfig> = Vec::new();
+    for (name, spec) in &file.mcp.servers {
+        let cfg = spec
+            .clone()
+            .into_config(name)
+            .map_err(|e| StackError::Usage(format!("{config_name}: {e}")))?;
+        mcp.push(cfg);
+    }
+    for flag in &settings.mcp {
+        let cfg = dsh_mcp::parse_mcp_flag(flag).map_err(|e| StackError::Usage(e.to_string()))?;
+        mcp.retain(|c| c.name != cfg.name);
+        mcp.push(cfg);
+    }
+    let mut bash = LocalBashConfig {
+        cwd: Some(cwd.clone()),
+        ..Default::default()
+    };
+    if let Some(v) = file.bash.timeout_ms {
+        bash.timeout_ms = v;
+    }
+    if let Some(v) = file.bash.max_timeout_ms {
+        bash.max_timeout_ms = v;
+    }
+    if let Some(v) = file.bash.max_output_bytes {
+        bash.max_output_bytes = v;
+    }
+    if let Some(v) = file.bash.keep_spill_files {
+        bash.keep_spill_files = v;
+    }
+    Ok(Resolved {
+        model,
+        deepseek,
+        max_retries: file.deepseek.max_retries.unwrap_or(3),
+        session_dir,
+        system_prompt,
+        cwd,
+        bash,
+        max_steps: file.max_steps.unwrap_or(100),
+        mcp,
+    })
+}

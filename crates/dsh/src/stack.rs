@@ -1,0 +1,307 @@
+//! [`Stack`]: the whole dsh plugin stack, built from a [`Resolved`]
+//! configuration.
+//!
+//! Kernel → LLM service (the offline `echo` model always; the DeepSeek
+//! adapter and the retry plugin when a key is configured) → sessions →
+//! prompt assembly (coding-agent sections, tool schemas from the registry) →
+//! tool registry (the built-in tools) → agent registry. MCP servers start
+//! with [`Stack::start_mcp`]; session persistence starts with the first
+//! agent. Everything is registered in one [`Scope`]; [`Stack::shutdown`]
+//! stops MCP servers, disposes the bash executor (killing what still runs)
+//! and closes the scope (flushing session files).
+
+use std::sync::Arc;
+
+use dsh_agent::{AgentOptions, AgentRegistry};
+use dsh_agent_loop::{AgentHandle, AgentLoop, LoopSetup};
+use dsh_bash::BashExecutor;
+use dsh_bash_local::LocalBashExecutor;
+use dsh_kernel::{DshError, Kernel, Plugin, Registration, Scope};
+use dsh_llm::{LlmAdapter, LlmService};
+use dsh_prompt::PromptService;
+use dsh_session::SessionStore;
+use dsh_tools::ToolRegistry;
+
+use crate::echo_model::{self, ECHO_MODEL};
+use crate::prompt::coding_sections;
+use crate::settings::Resolved;
+use crate::StackError;
+
+/// The running plugin stack.
+pub struct Stack {
+    /// The kernel with every service.
+    pub kernel: Kernel,
+    /// Everything registered, undone at shutdown.
+    pub scope: Scope,
+    /// The LLM service (adapters by model name).
+    pub llm: Arc<LlmService>,
+    /// The session store.
+    pub store: Arc<SessionStore>,
+    /// The system-prompt assembly.
+    pub prompt: Arc<PromptService>,
+    /// The tool registry.
+    pub tools: Arc<ToolRegistry>,
+    /// The agent registry (hooks).
+    pub agents: Arc<AgentRegistry>,
+    /// The bash executor.
+    pub executor: Arc<LocalBashExecutor>,
+    /// What the stack was built from.
+    pub resolved: Resolved,
+    /// Which parts it includes.
+    pub options: StackOptions,
+    /// MCP servers that started (see [`Stack::start_mcp`]).
+    pub mcp: Vec<dsh_mcp::McpServer>,
+    /// Notices for the user that did not stop anything (see
+    /// [`Stack::take_warnings`]).
+    warnings: std::sync::Mutex<Vec<String>>,
+}
+
+/// What [`Stack::build_with`] includes beyond the services; everything is
+/// on by default ([`Stack::build`]). An embedder that brings its own tools or
+/// prompt, or keeps sessions in memory, turns parts off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackOptions {
+    /// The coding-agent system-prompt sections (identity, rules,
+    /// environment, `AGENTS.md`).
+    pub coding_prompt: bool,
+    /// The built-in tools (`echo`, the bash family).
+    pub builtin_tools: bool,
+    /// JSONL session files in the session directory (from the first agent
+    /// on); off keeps sessions in memory only.
+    pub persist_sessions: bool,
+}
+
+impl Default for StackOptions {
+    fn default() -> Self {
+        Self {
+            coding_prompt: true,
+            builtin_tools: true,
+            persist_sessions: true,
+        }
+    }
+}
+
+impl Stack {
+    /// Builds the whole stack ([`StackOptions::default`]). Must run inside a
+    /// tokio runtime. Starts no process and touches no file.
+    ///
+    /// # Errors
+    /// A registration conflict (only possible when the configuration names a
+    /// model twice).
+    pub fn build(resolved: Resolved) -> Result<Stack, StackError> {
+        Self::build_with(resolved, StackOptions::default())
+    }
+
+    /// Builds the stack with the parts `options` selects.
+    ///
+    /// # Errors
+    /// As [`Stack::build`].
+    pub fn build_with(resolved: Resolved, options: StackOptions) -> Result<Stack, StackError> {
+        let kernel = Kernel::new();
+        let scope = Scope::new();
+        let llm = Arc::new(LlmService::new());
+        scope.add(kernel.provide(llm.clone()).map_err(DshError::from)?);
+        scope.add(llm.register_adapter(&[ECHO_MODEL], Arc::new(echo_model::adapter()))?);
+        if let Some(cfg) = &resolved.deepseek {
+            scope.add(cfg.clone().install(&kernel)?);
+            let retry = dsh_llm::RetryConfig {
+                max_retries: resolved.max_retries,
+                ..Default::default()
+            };
+            scope.add(retry.install(&kernel)?);
+        }
+
+        let store = Arc::new(SessionStore::new());
+        scope.add(kernel.provide(store.clone()).map_err(DshError::from)?);
+
+        let prompt = Arc::new(PromptService::new());
+        scope.add(kernel.provide(prompt.clone()).map_err(DshError::from)?);
+        if options.coding_prompt {
+            for section in coding_sections(&resolved.cwd) {
+                scope.add(prompt.add_section(section));
+            }
+        }
+
+        let tools = Arc::new(ToolRegistry::new());
+        scope.add(kernel.provide(tools.clone()).map_err(DshError::from)?);
+        scope.add(feed_prompt(&prompt, &tools));
+        let executor = Arc::new(LocalBashExecutor::new(resolved.bash.clone()));
+        let dyn_exec: Arc<dyn BashExecutor> = executor.clone();
+        if options.builtin_tools {
+            scope.add(crate::tools::BuiltinTools { executor: dyn_exec }.install(&kernel)?);
+        }
+
+        let agents = Arc::new(AgentRegistry::new());
+        scope.add(kernel.provide(agents.clone()).map_err(DshError::from)?);
+        Ok(Stack {
+            kernel,
+            scope,
+            llm,
+            store,
+            prompt,
+            tools,
+            agents,
+            executor,
+            resolved,
+            options,
+            mcp: Vec::new(),
+            warnings: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Takes the notices collected so far (a torn last line ignored on
+    /// resume, …), oldest first; a front end shows them to the user.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *dsh_kernel::sync::lock(&self.warnings))
+    }
+
+    /// Serves `models` with `adapter` too (an embedder's own provider, a
+    /// test's scripted model); undone at shutdown.
+    ///
+    /// # Errors
+    /// `DUPLICATE_ADAPTER` when a model is already served.
+    pub fn add_adapter(
+        &self,
+        models: &[&str],
+        adapter: Arc<dyn LlmAdapter>,
+    ) -> Result<(), StackError> {
+        self.scope.add(self.llm.register_adapter(models, adapter)?);
+        Ok(())
+    }
+
+    /// Starts the configured MCP servers concurrently and registers their
+    /// tools. A server that fails to start is left out (the others and the
+    /// agent work); returns the failures as `(name, message)`.
+    pub async fn start_mcp(&mut self) -> Vec<(String, String)> {
+        let configs = self.resolved.mcp.clone();
+        let mut failures = Vec::new();
+        for (name, result) in dsh_mcp::start_all(configs, &self.tools).await {
+            match result {
+                Ok(server) => self.mcp.push(server),
+                Err(e) => failures.push((name, e.to_string())),
+            }
+        }
+        failures
+    }
+
+    /// Creates the `main` agent on the resolved model, resuming session
+    /// `resume` from the session directory when given (the log is seeded and
+    /// new events append to the same file).
+    ///
+    /// # Errors
+    /// [`StackError::Usage`]: an unusable session directory; a resume id
+    /// whose log is missing, corrupt or in use.
+    pub fn create_agent(&self, resume: Option<&str>) -> Result<AgentHandle, StackError> {
+        let (session_id, seed) = match resume {
+            Some(id) => (id.to_string(), self.load_for_resume(id)?),
+            None => (dsh_session::new_session_id(), Vec::new()),
+        };
+        let options = AgentOptions {
+            model: Some(self.resolved.model.clone()),
+            system_prompt: self.resolved.system_prompt.clone(),
+            max_steps: self.resolved.max_steps,
+            ..Default::default()
+        };
+        self.spawn_agent(
+            "main",
+            options,
+            LoopSetup {
+                session_id: Some(session_id),
+                seed,
+            },
+        )
+    }
+
+    /// Creates agent `id` with explicit options and session setup, with
+    /// persistence to the session directory.
+    ///
+    /// # Errors
+    /// [`StackError::Usage`] for an unusable session directory; a duplicate
+    /// agent or session id.
+    pub fn spawn_agent(
+        &self,
+        id: &str,
+        options: AgentOptions,
+        setup: LoopSetup,
+    ) -> Result<AgentHandle, StackError> {
+        self.ensure_persistence()?;
+        AgentLoop::create_with(&self.kernel, id, options, setup)
+            .map_err(|e| StackError::Failed(e.into()))
+    }
+
+    /// Persistence starts with the first agent: commands that make none
+    /// (`tools list`, `mcp list`) never touch the session directory.
+    fn ensure_persistence(&self) -> Result<(), StackError> {
+        if !self.options.persist_sessions
+            || self.kernel.try_service::<PersistenceStarted>().is_some()
+        {
+            return Ok(());
+        }
+        let persistence = dsh_session::JsonlPersistence {
+            dir: self.resolved.session_dir.clone(),
+        };
+        self.scope.add(
+            persistence
+                .install(&self.kernel)
+                .map_err(|e| StackError::Usage(e.to_string()))?,
+        );
+        if let Ok(reg) = self.kernel.provide(Arc::new(PersistenceStarted)) {
+            self.scope.add(reg);
+        }
+        Ok(())
+    }
+
+    fn load_for_resume(&self, id: &str) -> Result<Vec<dsh_session::SessionEvent>, StackError> {
+        let dir = &self.resolved.session_dir;
+        let path = dir.join(format!("{id}.jsonl"));
+        if !path.is_file() {
+            return Err(StackError::Usage(format!(
+                "no session \"{id}\" in {} (see `dsh session list`)",
+                dir.display()
+            )));
+        }
+        if dsh_session::is_locked(&path) {
+            return Err(StackError::Usage(format!(
+                "session \"{id}\" is in use by another dsh process ({})",
+                path.display()
+            )));
+        }
+        let log = dsh_session::load_jsonl(&path).map_err(|e| StackError::Usage(e.to_string()))?;
+        if let Some(torn) = &log.torn_tail {
+            dsh_kernel::sync::lock(&self.warnings).push(format!(
+                "{}: ignoring a torn last line {} (a write cut short)",
+                path.display(),
+                torn.line_no
+            ));
+        }
+        Ok(log.events)
+    }
+
+    /// Stops the MCP servers, kills every bash task still running and closes
+    /// the scope (session files are flushed and synced).
+    pub async fn shutdown(self) {
+        for server in &self.mcp {
+            server.shutdown().await;
+        }
+        self.executor.dispose().await;
+        self.scope.close_and_wait().await;
+    }
+}
+
+/// Marks a stack whose session persistence is installed.
+struct PersistenceStarted;
+
+/// Makes the registry's schemas the prompt's tool list (asked at every
+/// assembly) and forwards `tools/change` as `system-prompt/change`. Undo
+/// removes both.
+pub fn feed_prompt(prompt: &Arc<PromptService>, tools: &Arc<ToolRegistry>) -> Registration {
+    let weak = Arc::downgrade(tools);
+    let provider = prompt.add_tool_provider(move || {
+        weak.upgrade()
+            .map(|tools| tools.schemas())
+            .unwrap_or_default()
+    });
+    let prompt = prompt.clone();
+    let forward = tools.on_change().on(move |_| prompt.notify_change());
+    Registration::merge(vec![provider, forward])
+}

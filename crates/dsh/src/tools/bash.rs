@@ -1,0 +1,19 @@
+//! `bash`, `bash_output`, `bash_kill`: the shell tools of `dsh-tool-bash`
+//! on the configured executor.
+
+use std::sync::Arc;
+
+use dsh_bash::BashExecutor;
+use dsh_kernel::{DshError, Registration};
+use dsh_tools::ToolRegistry;
+
+/// Registers the bash tool family on `executor`.
+///
+/// # Errors
+/// `DUPLICATE_TOOL` when one of the names is taken.
+pub(super) fn install(
+    registry: &ToolRegistry,
+    executor: Arc<dyn BashExecutor>,
+) -> Result<Registration, DshError> {
+    dsh_tool_bash::install(registry, executor).map_err(DshError::from)
+}
