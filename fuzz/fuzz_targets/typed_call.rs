@@ -2,7 +2,7 @@
 //! deserialize never panics and never reports ARGS_DRIFT.
 #![no_main]
 
-use dsh_tools::{read_args, ToolArgs};
+use dsh_tools::{read_args, ErrorCode, ToolArgs};
 use libfuzzer_sys::fuzz_target;
 use serde::Deserialize;
 

@@ -56,7 +56,7 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
     // disposal) is a new log: its checks start over.
     let t2 = tracks.clone();
     let created = store.on_created().on(move |session| {
-        lock(&t2).remove(session.id());
+        lock(&t2).remove(session.id().as_str());
     });
     let i2 = inv.clone();
     let events = store.on_event().on(move |(session, event)| {

@@ -293,7 +293,7 @@ pub(crate) fn install(
     let p = printer.clone();
     let sid = session_id.to_string();
     let events = app.agents.hooks().event.on(move |e| {
-        if e.agent.session().id() == sid {
+        if *e.agent.session().id() == sid {
             p.on_event(&e.event.data);
         }
     });

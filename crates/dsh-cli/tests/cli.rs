@@ -499,19 +499,21 @@ async fn the_model_boundary_through_the_binary() {
 }
 
 /// The MCP test fixture server, built by `dsh-mcp`'s tests into the same
-/// target directory; `None` when only this crate was built.
-fn mcp_fixture() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_BIN_EXE_dsh")).parent()?;
-    let p = dir.join("dsh-mcp-fixture");
-    p.is_file().then_some(p)
+/// target directory (`cargo test --workspace` builds it before any test
+/// runs). Missing, the test fails rather than passing without checking.
+fn mcp_fixture() -> PathBuf {
+    let p = Path::new(env!("CARGO_BIN_EXE_dsh")).with_file_name("dsh-mcp-fixture");
+    assert!(
+        p.is_file(),
+        "{} is not built: run the workspace tests (cargo test --workspace), or build it with `cargo build -p dsh-mcp --features fixture`",
+        p.display()
+    );
+    p
 }
 
 #[tokio::test]
 async fn mcp_servers_from_the_flag_and_the_config() {
-    let Some(fixture) = mcp_fixture() else {
-        eprintln!("skipped: dsh-mcp-fixture is not built (run the workspace tests)");
-        return;
-    };
+    let fixture = mcp_fixture();
     let sb = Sandbox::new();
     let flag = format!("fx={}", fixture.display());
     let mut c = sb.dsh();

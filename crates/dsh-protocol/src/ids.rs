@@ -108,6 +108,12 @@ macro_rules! id_type {
             }
         }
 
+        impl PartialEq<&$name> for String {
+            fn eq(&self, other: &&$name) -> bool {
+                *self == other.0
+            }
+        }
+
         impl PartialEq<$name> for str {
             fn eq(&self, other: &$name) -> bool {
                 self == other.0

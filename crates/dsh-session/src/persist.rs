@@ -121,10 +121,10 @@ pub fn install_persistence(
     });
     let w = writer.clone();
     let on_removed = store.on_removed().on(move |session| {
-        let tracked = w.tracked_lock().remove(session.id());
+        let tracked = w.tracked_lock().remove(session.id().as_str());
         if let Some(t) = tracked {
             if let Err(e) = w.flush_tracked(&t) {
-                tracing::error!(session = session.id(), code = e.code(), "{e}");
+                tracing::error!(session = %session.id(), code = e.code(), "{e}");
             }
         }
         w.backend.close(session.id());
@@ -205,7 +205,7 @@ impl Writer {
     /// sight.
     fn track(&self, session: &Arc<Session>) -> Arc<Tracked> {
         let mut map = self.tracked_lock();
-        if let Some(t) = map.get(session.id()) {
+        if let Some(t) = map.get(session.id().as_str()) {
             return t.clone();
         }
         let events = session.events();

@@ -12,7 +12,7 @@ use dsh_llm::History;
 
 use crate::derive::derive_message;
 use crate::error::SessionError;
-use dsh_protocol::{EventPayload, SessionEvent, EVENT_KINDS};
+use dsh_protocol::{EventPayload, SessionEvent, SessionId, EVENT_KINDS};
 
 /// An append-only, typed event log: the only state of a conversation.
 ///
@@ -22,7 +22,7 @@ use dsh_protocol::{EventPayload, SessionEvent, EVENT_KINDS};
 /// append costs O(1) (amortised) whatever the log length, and
 /// [`Session::derive_messages`] is an O(1) snapshot.
 pub struct Session {
-    id: String,
+    id: SessionId,
     me: Weak<Session>,
     state: Mutex<LogState>,
     /// The store whose `session/event` hook this session notifies.
@@ -57,11 +57,11 @@ impl Session {
     /// A session that belongs to no store (nothing is notified on append),
     /// seeded with `seed` (see [`SessionStore::create`] for how seeds are
     /// copied).
-    pub fn detached(id: impl Into<String>, seed: Vec<SessionEvent>) -> Arc<Session> {
+    pub fn detached(id: impl Into<SessionId>, seed: Vec<SessionEvent>) -> Arc<Session> {
         Self::build(id.into(), seed, Weak::new())
     }
 
-    fn build(id: String, seed: Vec<SessionEvent>, store: Weak<StoreShared>) -> Arc<Session> {
+    fn build(id: SessionId, seed: Vec<SessionEvent>, store: Weak<StoreShared>) -> Arc<Session> {
         // Headroom past the seed: a resumed session keeps appending, and a
         // log exactly at capacity would copy itself on its first append.
         let capacity = seed.len() + seed.len() / 2 + 64;
@@ -88,7 +88,7 @@ impl Session {
     }
 
     /// The session id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &SessionId {
         &self.id
     }
 
@@ -238,8 +238,8 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// A new time-ordered, globally unique session id: `s-<UUIDv7>`.
-pub fn new_session_id() -> String {
-    format!("s-{}", uuid::Uuid::now_v7())
+pub fn new_session_id() -> SessionId {
+    SessionId::new(format!("s-{}", uuid::Uuid::now_v7()))
 }
 
 /// Checks that `id` can name a session (and its log file): non-empty, at
@@ -332,17 +332,17 @@ impl SessionStore {
         let id = match id {
             Some(id) => {
                 validate_session_id(&id)?;
-                id
+                SessionId::new(id)
             }
             None => new_session_id(),
         };
         let session = {
             let mut sessions = lock(&self.shared.sessions);
-            if sessions.by_id.contains_key(&id) {
-                return Err(SessionError::DuplicateSession(id));
+            if sessions.by_id.contains_key(id.as_str()) {
+                return Err(SessionError::DuplicateSession(id.into_string()));
             }
             let session = Session::build(id.clone(), seed, Arc::downgrade(&self.shared));
-            sessions.by_id.insert(id, session.clone());
+            sessions.by_id.insert(id.into_string(), session.clone());
             sessions.order.push(session.clone());
             session
         };
@@ -359,10 +359,10 @@ impl SessionStore {
                 let mut sessions = lock(&shared.sessions);
                 let present = sessions
                     .by_id
-                    .get(removed.id())
+                    .get(removed.id().as_str())
                     .is_some_and(|s| Arc::ptr_eq(s, &removed));
                 if present {
-                    sessions.by_id.remove(removed.id());
+                    sessions.by_id.remove(removed.id().as_str());
                     sessions.order.retain(|s| !Arc::ptr_eq(s, &removed));
                 }
                 present

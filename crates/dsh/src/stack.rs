@@ -194,7 +194,7 @@ impl Stack {
     pub fn create_agent(&self, resume: Option<&str>) -> Result<AgentHandle, StackError> {
         let (session_id, seed) = match resume {
             Some(id) => (id.to_string(), self.load_for_resume(id)?),
-            None => (dsh_session::new_session_id(), Vec::new()),
+            None => (dsh_session::new_session_id().into_string(), Vec::new()),
         };
         let options = AgentOptions {
             model: Some(self.resolved.model.clone()),

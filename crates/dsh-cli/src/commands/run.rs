@@ -46,7 +46,7 @@ async fn run_async(args: RunArgs) -> u8 {
     let json_listener = args.json.then(|| {
         let sid = session.id().to_string();
         app.store.on_event().on(move |(s, event)| {
-            if s.id() == sid {
+            if *s.id() == sid {
                 let line = serde_json::to_string(&**event).unwrap_or_default();
                 let mut out = std::io::stdout().lock();
                 // A closed stdout (e.g. `| head`) must not kill the turn.
