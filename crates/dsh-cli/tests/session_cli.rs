@@ -226,3 +226,49 @@ fn list_defaults_to_the_xdg_data_dir() {
     assert!(stdout(&out).is_empty());
     assert!(stderr(&out).contains("no sessions"));
 }
+
+#[test]
+fn a_failed_call_logs_its_violations_and_show_lists_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let out = dsh(
+        &[
+            "run",
+            "--model",
+            "echo",
+            "--session-dir",
+            sessions.to_str().unwrap(),
+            r#"call echo {"text": 5, "extra": true}"#,
+        ],
+        &[("XDG_CONFIG_HOME", dir.path())],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a session log");
+    // The structured failure is in the log, additive to the reference fields.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(r#"{"type":"tool/result""#))
+        .expect("a tool/result line");
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["data"]["isError"], true);
+    assert_eq!(v["data"]["errorCode"], "INVALID_ARGS");
+    assert_eq!(
+        v["data"]["errorMessage"],
+        r#"invalid arguments: "text" must be a string"#
+    );
+    assert_eq!(
+        v["data"]["violations"],
+        serde_json::json!([r#""text" must be a string"#])
+    );
+    let shown = dsh(&["session", "show", log.to_str().unwrap()], &[]);
+    let s = stdout(&shown);
+    assert!(
+        s.contains("violations:") && s.contains(r#"- "text" must be a string"#),
+        "{s}"
+    );
+}

@@ -341,9 +341,9 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 blocks(content)
             );
             if let Some(f) = failure.as_ref().filter(|f| !f.violations.is_empty()) {
-                text.push_str("\n      violations:");
+                text.push_str("\nviolations:");
                 for v in &f.violations {
-                    text.push_str("\n        - ");
+                    text.push_str("\n  - ");
                     text.push_str(v);
                 }
             }
