@@ -150,6 +150,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
     }))?;
 
     let guard = Arc::new(TurnGuard::new(agent.options.repeat_failure_limit));
+    let extensions = call_extensions(agent, &guard);
     let mut reason = TurnEndReason::Completed;
     let mut step = 0u64;
     loop {
@@ -172,7 +173,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
                 cancel.cancel();
             }
         }
-        let outcome = run_step(agent, boundary, &cancel, &guard).await;
+        let outcome = run_step(agent, boundary, &cancel, &guard, &extensions).await;
         let abort_reason = agent.lock().step.take().and_then(|s| s.reason);
 
         match outcome {
@@ -252,9 +253,10 @@ async fn run_step(
     at: StepEvent,
     cancel: &CancellationToken,
     guard: &Arc<TurnGuard>,
+    extensions: &Extensions,
 ) -> Result<bool, DshError> {
     let reply = stream_step(agent, at, cancel).await?;
-    dispatch_tools(agent, at, reply, cancel, guard).await
+    dispatch_tools(agent, at, reply, cancel, guard, extensions).await
 }
 
 /// What [`stream_step`] produced: the assistant message (after
@@ -359,6 +361,7 @@ async fn dispatch_tools(
     reply: Reply,
     cancel: &CancellationToken,
     guard: &Arc<TurnGuard>,
+    extensions: &Extensions,
 ) -> Result<bool, DshError> {
     let StepEvent { turn, step } = at;
     let Reply {
@@ -396,9 +399,12 @@ async fn dispatch_tools(
         }));
         let result = match &agent.services.tools {
             Some(tools) => {
-                tools
-                    .execute(call, call_env(agent, &finish, cancel, guard))
-                    .await
+                let env = CallEnv {
+                    finish: Some(finish.clone()),
+                    cancel: cancel.clone(),
+                    extensions: extensions.clone(),
+                };
+                tools.execute(call, env).await
             }
             None => unknown_tool(call, &[]),
         };
@@ -422,24 +428,15 @@ async fn dispatch_tools(
     Ok(!calls.is_empty())
 }
 
-/// The environment of one tool call: the step's finish reason and token, and
-/// the agent (as `Arc<dyn Agent>` and as the tools' [`ContextSink`]) and the
-/// turn's retry guard in the extensions.
-fn call_env(
-    agent: &Arc<LoopAgent>,
-    finish: &FinishReason,
-    cancel: &CancellationToken,
-    guard: &Arc<TurnGuard>,
-) -> CallEnv {
+/// What every tool call of a turn carries in its extensions: the agent (as
+/// `Arc<dyn Agent>` and as the tools' [`ContextSink`]) and the turn's retry
+/// guard. Built once per turn; each call shares it.
+fn call_extensions(agent: &Arc<LoopAgent>, guard: &Arc<TurnGuard>) -> Extensions {
     let mut extensions = Extensions::new();
     extensions.insert::<Arc<dyn Agent>>(agent.handle());
     extensions.insert::<Arc<dyn ContextSink>>(agent.clone());
     extensions.insert::<Arc<TurnGuard>>(guard.clone());
-    CallEnv {
-        finish: Some(finish.clone()),
-        cancel: cancel.clone(),
-        extensions,
-    }
+    extensions
 }
 
 /// Assembles the prompt and builds the step's request.

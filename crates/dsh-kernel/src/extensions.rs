@@ -8,10 +8,11 @@ use std::sync::Arc;
 ///
 /// Lets a caller hand context to a callee that does not know the caller's
 /// crate (the agent loop puts its agent handle into a tool call's extensions;
-/// a tool that needs it looks it up by type). Cloning is cheap.
+/// a tool that needs it looks it up by type). Cloning is O(1) (the map is
+/// shared; an insert into a shared map copies it first).
 #[derive(Clone, Default)]
 pub struct Extensions {
-    map: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    map: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Extensions {
@@ -22,7 +23,7 @@ impl Extensions {
 
     /// Stores `value` as `T`, replacing a previous `T`.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
-        self.map.insert(TypeId::of::<T>(), Arc::new(value));
+        Arc::make_mut(&mut self.map).insert(TypeId::of::<T>(), Arc::new(value));
     }
 
     /// The stored `T`, if any.

@@ -31,17 +31,21 @@ struct Slot<F: ?Sized> {
     f: Box<F>,
 }
 
+/// The listeners of one hook, copied on write: a dispatch takes the current
+/// list with one reference-count increment, never an allocation.
+type SlotList<F> = Arc<[Arc<Slot<F>>]>;
+
 /// The listener list shared by the three hook kinds.
 struct Listeners<F: ?Sized> {
     name: &'static str,
-    slots: Arc<Mutex<Vec<Arc<Slot<F>>>>>,
+    slots: Arc<Mutex<SlotList<F>>>,
 }
 
 impl<F: ?Sized + Send + Sync + 'static> Listeners<F> {
     fn new(name: &'static str) -> Self {
         Self {
             name,
-            slots: Arc::new(Mutex::new(Vec::new())),
+            slots: Arc::new(Mutex::new(Arc::from(Vec::new()))),
         }
     }
 
@@ -53,25 +57,35 @@ impl<F: ?Sized + Send + Sync + 'static> Listeners<F> {
         });
         {
             let mut slots = lock(&self.slots);
+            let mut next: Vec<Arc<Slot<F>>> = Vec::with_capacity(slots.len() + 1);
             if prepend {
-                slots.insert(0, slot.clone());
+                next.push(slot.clone());
+                next.extend(slots.iter().cloned());
             } else {
-                slots.push(slot.clone());
+                next.extend(slots.iter().cloned());
+                next.push(slot.clone());
             }
+            *slots = Arc::from(next);
         }
         let list = Arc::downgrade(&self.slots);
         let gate = slot.gate.clone();
         Registration::new(move || {
             slot.alive.store(false, Ordering::SeqCst);
             if let Some(list) = list.upgrade() {
-                lock(&list).retain(|s| !Arc::ptr_eq(s, &slot));
+                let mut slots = lock(&list);
+                let next: Vec<Arc<Slot<F>>> = slots
+                    .iter()
+                    .filter(|s| !Arc::ptr_eq(s, &slot))
+                    .cloned()
+                    .collect();
+                *slots = Arc::from(next);
             }
         })
         .with_gate(gate)
     }
 
-    fn snapshot(&self) -> Arc<[Arc<Slot<F>>]> {
-        lock(&self.slots).as_slice().into()
+    fn snapshot(&self) -> SlotList<F> {
+        lock(&self.slots).clone()
     }
 
     fn len(&self) -> usize {
