@@ -15,9 +15,9 @@ use dsh_llm::{
 };
 use dsh_protocol::codes;
 use dsh_session::{
-    AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
-    SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
-    TurnStartEvent, TurnTrigger, UsageEvent,
+    AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload, MessageEvent, SteeringEvent,
+    StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason, TurnStartEvent,
+    TurnTrigger, UsageEvent,
 };
 use dsh_tools::{error_result, unknown_tool, CallEnv, ContextSink, ToolCall, ToolError};
 use futures_util::StreamExt;
@@ -68,13 +68,10 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
 impl LoopAgent {
     /// Appends `data` to the session and emits `agent/event` (listener
     /// failures contained and logged).
-    pub(crate) fn record(&self, data: EventPayload) -> Arc<SessionEvent> {
-        let event = self.session.append(data);
-        self.services.registry.hooks().event.emit(&AgentEvent {
-            agent: self.handle(),
-            event: event.clone(),
-        });
-        event
+    pub(crate) fn record(&self, data: EventPayload) {
+        // The failure was logged by the hook; observers of these kinds
+        // cannot stop the turn.
+        let _ = self.record_checked(data);
     }
 
     /// [`LoopAgent::record`] for the events whose observers may stop the

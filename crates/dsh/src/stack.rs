@@ -54,6 +54,9 @@ pub struct Stack {
     /// Notices for the user that did not stop anything (see
     /// [`Stack::take_warnings`]).
     warnings: std::sync::Mutex<Vec<String>>,
+    /// Whether session persistence is installed (it starts with the first
+    /// agent).
+    persisting: std::sync::Mutex<bool>,
 }
 
 /// What [`Stack::build_with`] includes beyond the services; everything is
@@ -146,6 +149,7 @@ impl Stack {
             options,
             mcp: Vec::new(),
             warnings: std::sync::Mutex::new(Vec::new()),
+            persisting: std::sync::Mutex::new(false),
         })
     }
 
@@ -225,16 +229,14 @@ impl Stack {
         setup: LoopSetup,
     ) -> Result<AgentHandle, StackError> {
         self.ensure_persistence()?;
-        AgentLoop::create_with(&self.kernel, id, options, setup)
-            .map_err(|e| StackError::Failed(e.into()))
+        AgentLoop::create_with(&self.kernel, id, options, setup).map_err(StackError::from)
     }
 
     /// Persistence starts with the first agent: commands that make none
     /// (`tools list`, `mcp list`) never touch the session directory.
     fn ensure_persistence(&self) -> Result<(), StackError> {
-        if !self.options.persist_sessions
-            || self.kernel.try_service::<PersistenceStarted>().is_some()
-        {
+        let mut started = dsh_kernel::sync::lock(&self.persisting);
+        if !self.options.persist_sessions || *started {
             return Ok(());
         }
         let persistence = dsh_session::JsonlPersistence {
@@ -245,9 +247,7 @@ impl Stack {
                 .install(&self.kernel)
                 .map_err(|e| StackError::Usage(e.to_string()))?,
         );
-        if let Ok(reg) = self.kernel.provide(Arc::new(PersistenceStarted)) {
-            self.scope.add(reg);
-        }
+        *started = true;
         Ok(())
     }
 
@@ -287,9 +287,6 @@ impl Stack {
         self.scope.close_and_wait().await;
     }
 }
-
-/// Marks a stack whose session persistence is installed.
-struct PersistenceStarted;
 
 /// Makes the registry's schemas the prompt's tool list (asked at every
 /// assembly) and forwards `tools/change` as `system-prompt/change`. Undo
