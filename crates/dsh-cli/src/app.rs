@@ -24,6 +24,14 @@ pub(crate) struct StackArgs {
     /// (split like a shell; repeatable; overrides a configured server of the same name).
     #[arg(long = "mcp", value_name = "NAME=COMMAND ARGS…")]
     pub mcp: Vec<String>,
+    /// Trust the working directory's dsh.toml for this run (its MCP servers,
+    /// base_url, system_prompt… apply) without recording it; see `dsh trust`.
+    #[arg(long)]
+    pub trust_project: bool,
+    /// What the command does with an untrusted project config (set by the
+    /// command, not a flag).
+    #[arg(skip)]
+    pub untrusted: dsh::ProjectTrust,
 }
 
 impl StackArgs {
@@ -36,6 +44,11 @@ impl StackArgs {
             config: self.config.clone(),
             mcp: self.mcp.clone(),
             cwd: None,
+            project_trust: if self.trust_project {
+                dsh::ProjectTrust::Trust
+            } else {
+                self.untrusted
+            },
         }
     }
 }
@@ -46,4 +59,70 @@ impl StackArgs {
 /// As [`dsh::resolve`].
 pub(crate) fn resolve(args: &StackArgs) -> Result<Resolved, StackError> {
     dsh::resolve(&args.settings())
+}
+
+/// Asks on the terminal whether to trust an undecided project config that
+/// sets unsafe keys, records the answer and sets `stack.untrusted` for this
+/// run. Does nothing without a terminal on stdin and stderr, with
+/// `--config` or `--trust-project`, or when the config is harmless or
+/// already decided (resolving then refuses, or applies the harmless keys,
+/// as the decision says).
+pub(crate) fn ask_about_project(stack: &mut StackArgs) {
+    use std::io::{BufRead, IsTerminal, Write};
+    if stack.trust_project
+        || stack.config.is_some()
+        || !std::io::stdin().is_terminal()
+        || !std::io::stderr().is_terminal()
+    {
+        return;
+    }
+    let Ok(cwd) = std::env::current_dir() else {
+        return;
+    };
+    // Errors surface when the command resolves the configuration.
+    let Ok(dsh::config::LoadedConfig {
+        project: Some(project),
+        ..
+    }) = dsh::config::load(None, &cwd)
+    else {
+        return;
+    };
+    if project.file.unsafe_keys().is_empty() {
+        return;
+    }
+    let Ok(mut store) = dsh::trust::TrustStore::open() else {
+        return;
+    };
+    let changed = match store.decision(&project.path, &project.text) {
+        dsh::trust::Decision::Unknown { changed } => changed,
+        _ => return,
+    };
+    let dir = project.path.parent().unwrap_or(&cwd).display().to_string();
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "dsh: {} project config {}:",
+        if changed { "a changed" } else { "an untrusted" },
+        project.path.display()
+    );
+    for line in dsh::trust::describe_unsafe(&project.file) {
+        let _ = writeln!(err, "  - {line}");
+    }
+    let _ = write!(
+        err,
+        "trust the configuration in {dir}? it can run commands and change where your key is sent [y/N] "
+    );
+    let _ = err.flush();
+    drop(err);
+    let mut answer = String::new();
+    let yes = std::io::stdin().lock().read_line(&mut answer).is_ok()
+        && matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    if let Err(e) = store.record(&project.path, &project.text, yes) {
+        eprintln!("dsh: {e} (the answer applies to this run only)");
+    }
+    stack.untrusted = if yes {
+        dsh::ProjectTrust::Trust
+    } else {
+        dsh::ProjectTrust::IgnoreUnsafe
+    };
 }

@@ -40,6 +40,8 @@ enum Command {
     Session(commands::session::SessionArgs),
     /// MCP servers: list their state and tools.
     Mcp(commands::mcp::McpArgs),
+    /// Trust the working directory's dsh.toml (its MCP servers, base_url…).
+    Trust(commands::trust::TrustArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Some(Command::Schema(args)) => commands::schema::run(args),
         Some(Command::Session(args)) => commands::session::run(args),
         Some(Command::Mcp(args)) => commands::mcp::run(args),
+        Some(Command::Trust(args)) => commands::trust::run(args),
         None => commands::chat::run(cli.chat),
     };
     ExitCode::from(code)

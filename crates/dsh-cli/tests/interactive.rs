@@ -1,6 +1,7 @@
 //! Interactive `dsh chat` on a real terminal, driven through tmux: a line
 //! typed while a turn runs steers it, Ctrl-C aborts the running step, Ctrl-D
-//! exits. Skipped (with a message) where tmux is not installed.
+//! exits; an untrusted project config is asked about before anything runs.
+//! Skipped (with a message) where tmux is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -67,7 +68,7 @@ impl Drop for Tmux {
     }
 }
 
-fn start(dir: &Path) -> Tmux {
+fn start(dir: &Path, tag: &str) -> Tmux {
     let script = dir.join("run-dsh.sh");
     let q = |p: &Path| format!("'{}'", p.display());
     std::fs::write(
@@ -79,7 +80,7 @@ fn start(dir: &Path) -> Tmux {
         ),
     )
     .unwrap();
-    let socket = format!("dsh-test-{}", std::process::id());
+    let socket = format!("dsh-test-{}-{tag}", std::process::id());
     let t = Tmux { socket };
     let out = t.cmd(&[
         "new-session",
@@ -108,7 +109,7 @@ fn steer_abort_and_exit_on_a_terminal() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let t = start(dir.path());
+    let t = start(dir.path(), "steer");
     t.wait_for("the prompt", |s| s.contains("› "));
 
     // A plain turn.
@@ -155,4 +156,51 @@ fn steer_abort_and_exit_on_a_terminal() {
         "steering is logged"
     );
     assert!(log.contains("\"reason\":{\"kind\":\"aborted\",\"reason\":\"user interrupt\"}"));
+}
+
+#[test]
+fn chat_asks_before_trusting_a_project_config_and_remembers_the_answer() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("pwned");
+    std::fs::write(
+        dir.path().join("dsh.toml"),
+        format!(
+            "[mcp.servers.evil]\ncommand = \"touch\"\nargs = [\"{}\"]\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let t = start(dir.path(), "trust-no");
+    let screen = t.wait_for("the trust question", |s| {
+        s.contains("it can run commands and change where your key is sent [y/N]")
+    });
+    assert!(screen.contains("trust the configuration in"), "{screen}");
+    assert!(
+        screen.contains(r#"mcp server "evil" runs the command "touch""#),
+        "the question shows what the config would do: {screen}"
+    );
+    assert!(!marker.exists(), "nothing ran before the answer");
+    t.keys(&["n", "Enter"]);
+    t.wait_for("the prompt after refusing", |s| s.contains("› "));
+    let screen = t.screen();
+    assert!(screen.contains("ignoring mcp"), "{screen}");
+    assert!(!marker.exists(), "refused: the MCP command never ran");
+    t.keys(&["C-d"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while t.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let record = std::fs::read_to_string(dir.path().join("config/dsh/trusted.toml")).unwrap();
+    assert!(record.contains("trusted = false"), "{record}");
+    drop(t);
+
+    // The refusal is remembered: no question the second time.
+    let t = start(dir.path(), "trust-again");
+    let screen = t.wait_for("the prompt", |s| s.contains("› "));
+    assert!(!screen.contains("[y/N]"), "{screen}");
+    assert!(!marker.exists());
 }

@@ -1,13 +1,33 @@
-//! Configuration: `dsh.toml`, then environment, then flags.
+//! Configuration files: the user's `dsh.toml`, the project's `dsh.toml`, or
+//! one named by `--config`.
 //!
-//! The file is searched in the working directory, then in
-//! `$XDG_CONFIG_HOME/dsh/` (default `~/.config/dsh/`), unless `--config` names
-//! one. Unknown keys and bad values are errors naming the key and the file.
+//! Sources, lowest precedence first:
+//!
+//! 1. the **user config** `$XDG_CONFIG_HOME/dsh/dsh.toml` (default
+//!    `~/.config/dsh/dsh.toml`): trusted;
+//! 2. the **project config** `./dsh.toml` in the working directory: a cloned
+//!    repository wrote it, so it is *untrusted* until the user trusts it (see
+//!    [`crate::trust`]). Until then only its harmless keys apply
+//!    ([`FileConfig::unsafe_keys`] lists the others: they can run commands,
+//!    read local files into the prompt, or change where the API key goes).
+//!
+//! `--config FILE` replaces both and is trusted (the user named it). Unknown
+//! keys and bad values are errors naming the key and the file; a `dsh.toml`
+//! that is a directory or cannot be read is an error naming it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+/// Default of `max_result_bytes`: 1 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
+/// Default of `max_tool_calls`.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 128;
+/// Default of `max_step_output_bytes`: 4 MiB.
+pub const DEFAULT_MAX_STEP_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+/// Largest accepted `[bash] max_output_bytes`: 8 MiB.
+pub const MAX_BASH_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 
 /// The parsed `dsh.toml`. Every field is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -19,8 +39,16 @@ pub struct FileConfig {
     pub session_dir: Option<PathBuf>,
     /// A file whose text is appended to the system prompt.
     pub system_prompt: Option<PathBuf>,
-    /// Hard cap on steps per turn.
+    /// Hard cap on steps per turn (at least 1).
     pub max_steps: Option<u32>,
+    /// Cap on the text of one tool result kept in the session and shown to
+    /// the model, in bytes; the rest goes to a spill file.
+    pub max_result_bytes: Option<usize>,
+    /// Cap on tool calls in one model step.
+    pub max_tool_calls: Option<usize>,
+    /// Cap on the output of one model step (text, reasoning, arguments), in
+    /// bytes.
+    pub max_step_output_bytes: Option<usize>,
     /// DeepSeek adapter settings.
     #[serde(default)]
     pub deepseek: DeepSeekSection,
@@ -30,6 +58,13 @@ pub struct FileConfig {
     /// MCP servers.
     #[serde(default)]
     pub mcp: McpSection,
+    /// Reserved for lifecycle hooks (not supported by this version; a
+    /// trusted file's value is ignored with a warning).
+    pub hooks: Option<toml::Value>,
+    /// Reserved for the OS sandbox (not supported by this version).
+    pub sandbox: Option<toml::Value>,
+    /// Reserved for approval rules (not supported by this version).
+    pub permission: Option<toml::Value>,
 }
 
 /// `[deepseek]`
@@ -49,6 +84,13 @@ pub struct DeepSeekSection {
     pub reasoning_effort: Option<EffortSetting>,
     /// Retries of transient failures (0 disables).
     pub max_retries: Option<u32>,
+    /// Longest wait between two data events of a stream, in ms.
+    pub stream_idle_timeout_ms: Option<u64>,
+    /// Longest wait for a connection and the response headers, in ms.
+    #[serde(alias = "header_timeout_ms")]
+    pub connect_timeout_ms: Option<u64>,
+    /// Largest accepted SSE event, in bytes.
+    pub max_event_bytes: Option<usize>,
 }
 
 /// `thinking = "enabled" | "disabled"`
@@ -83,6 +125,8 @@ pub struct BashSection {
     pub max_output_bytes: Option<usize>,
     /// Keep spill files after exit.
     pub keep_spill_files: Option<bool>,
+    /// Variables passed to commands even though their names look secret.
+    pub env_passthrough: Option<Vec<String>>,
 }
 
 /// `[mcp]`
@@ -95,16 +139,108 @@ pub struct McpSection {
     pub servers: BTreeMap<String, dsh_mcp::McpServerSpec>,
 }
 
+impl FileConfig {
+    /// The keys set in this file that an untrusted file may not set, as
+    /// written in `dsh.toml`, in a fixed order: they run commands (`mcp`,
+    /// `hooks`), read local files into the prompt (`system_prompt`), change
+    /// where the API key or the conversation goes (`deepseek.base_url`,
+    /// `deepseek.api_key`, `session_dir`), hand secrets to commands
+    /// (`bash.env_passthrough`) or loosen confinement (`sandbox`,
+    /// `permission`).
+    pub fn unsafe_keys(&self) -> Vec<&'static str> {
+        let set = [
+            ("mcp", !self.mcp.servers.is_empty()),
+            ("hooks", self.hooks.is_some()),
+            ("deepseek.base_url", self.deepseek.base_url.is_some()),
+            ("deepseek.api_key", self.deepseek.api_key.is_some()),
+            ("system_prompt", self.system_prompt.is_some()),
+            ("sandbox", self.sandbox.is_some()),
+            ("permission", self.permission.is_some()),
+            ("session_dir", self.session_dir.is_some()),
+            ("bash.env_passthrough", self.bash.env_passthrough.is_some()),
+        ];
+        set.into_iter()
+            .filter_map(|(key, present)| present.then_some(key))
+            .collect()
+    }
+
+    /// This file without the keys [`FileConfig::unsafe_keys`] names.
+    pub fn without_unsafe_keys(mut self) -> FileConfig {
+        self.mcp.servers.clear();
+        self.hooks = None;
+        self.deepseek.base_url = None;
+        self.deepseek.api_key = None;
+        self.system_prompt = None;
+        self.sandbox = None;
+        self.permission = None;
+        self.session_dir = None;
+        self.bash.env_passthrough = None;
+        self
+    }
+
+    /// `upper` over `self`: every key `upper` sets wins; MCP servers are
+    /// merged by name and extra model names are joined.
+    pub fn overlay(self, upper: FileConfig) -> FileConfig {
+        let mut servers = self.mcp.servers;
+        servers.extend(upper.mcp.servers);
+        let (low, up) = (self.deepseek, upper.deepseek);
+        let mut models = low.models;
+        for m in up.models {
+            if !models.contains(&m) {
+                models.push(m);
+            }
+        }
+        let (lb, ub) = (self.bash, upper.bash);
+        FileConfig {
+            model: upper.model.or(self.model),
+            session_dir: upper.session_dir.or(self.session_dir),
+            system_prompt: upper.system_prompt.or(self.system_prompt),
+            max_steps: upper.max_steps.or(self.max_steps),
+            max_result_bytes: upper.max_result_bytes.or(self.max_result_bytes),
+            max_tool_calls: upper.max_tool_calls.or(self.max_tool_calls),
+            max_step_output_bytes: upper.max_step_output_bytes.or(self.max_step_output_bytes),
+            deepseek: DeepSeekSection {
+                api_key: up.api_key.or(low.api_key),
+                base_url: up.base_url.or(low.base_url),
+                models,
+                thinking: up.thinking.or(low.thinking),
+                reasoning_effort: up.reasoning_effort.or(low.reasoning_effort),
+                max_retries: up.max_retries.or(low.max_retries),
+                stream_idle_timeout_ms: up.stream_idle_timeout_ms.or(low.stream_idle_timeout_ms),
+                connect_timeout_ms: up.connect_timeout_ms.or(low.connect_timeout_ms),
+                max_event_bytes: up.max_event_bytes.or(low.max_event_bytes),
+            },
+            bash: BashSection {
+                timeout_ms: ub.timeout_ms.or(lb.timeout_ms),
+                max_timeout_ms: ub.max_timeout_ms.or(lb.max_timeout_ms),
+                max_output_bytes: ub.max_output_bytes.or(lb.max_output_bytes),
+                keep_spill_files: ub.keep_spill_files.or(lb.keep_spill_files),
+                env_passthrough: ub.env_passthrough.or(lb.env_passthrough),
+            },
+            mcp: McpSection { servers },
+            hooks: upper.hooks.or(self.hooks),
+            sandbox: upper.sandbox.or(self.sandbox),
+            permission: upper.permission.or(self.permission),
+        }
+    }
+}
+
 /// A configuration error, naming the file and the key when it can.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The file named by `--config` does not exist or cannot be read.
+    /// A config file exists but cannot be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
         /// The file.
         path: PathBuf,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// A config path is not a regular file (a directory, a socket, …).
+    #[error("config file {path} is not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
     },
     /// The file is not valid TOML or has an unknown key or bad value.
     #[error("invalid config file {path}: {message}")]
@@ -116,40 +252,66 @@ pub enum ConfigError {
     },
 }
 
-/// Where the config came from and what it says.
-#[derive(Debug, Clone, Default)]
-pub struct LoadedConfig {
-    /// The file read, if any.
-    pub path: Option<PathBuf>,
-    /// Its contents (defaults when there was no file).
+/// Where a config file came from, which decides whether it is trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigOrigin {
+    /// Named by `--config`: trusted.
+    Explicit,
+    /// `$XDG_CONFIG_HOME/dsh/dsh.toml`: trusted.
+    User,
+    /// `./dsh.toml`: untrusted until the user trusts it.
+    Project,
+}
+
+/// One config file read from disk.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    /// The path as found.
+    pub path: PathBuf,
+    /// Where it came from.
+    pub origin: ConfigOrigin,
+    /// Its bytes (what a trust decision is keyed on).
+    pub text: String,
+    /// Its contents.
     pub file: FileConfig,
 }
 
-/// Finds and parses the configuration.
+/// The config files that apply, before any trust decision.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    /// `--config FILE`, else the user config; `None` when there is none.
+    pub base: Option<ConfigFile>,
+    /// The project config (only without `--config`, and only when it is not
+    /// the user config itself).
+    pub project: Option<ConfigFile>,
+}
+
+/// Finds and parses the configuration files.
 ///
 /// # Errors
-/// An explicit `--config` file that cannot be read; any file that does not
-/// parse (unknown keys included).
+/// An explicit `--config` file that is missing or unreadable; any found
+/// `dsh.toml` that is not a regular file, cannot be read or does not parse
+/// (unknown keys included).
 pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<LoadedConfig, ConfigError> {
-    let path = match explicit {
-        Some(p) => Some(p.to_path_buf()),
-        None => search(cwd),
+    if let Some(path) = explicit {
+        return Ok(LoadedConfig {
+            base: Some(read(path, ConfigOrigin::Explicit)?),
+            project: None,
+        });
+    }
+    let user_path = user_config_path();
+    let base = match &user_path {
+        Some(p) if exists(p) => Some(read(p, ConfigOrigin::User)?),
+        _ => None,
     };
-    let Some(path) = path else {
-        return Ok(LoadedConfig::default());
+    let local = cwd.join("dsh.toml");
+    let same_as_user = user_path.as_deref().is_some_and(|u| same_file(u, &local));
+    let project = if exists(&local) && !same_as_user {
+        Some(read(&local, ConfigOrigin::Project)?)
+    } else {
+        None
     };
-    let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
-        path: path.clone(),
-        source,
-    })?;
-    let file = parse(&text).map_err(|message| ConfigError::Invalid {
-        path: path.clone(),
-        message,
-    })?;
-    Ok(LoadedConfig {
-        path: Some(path),
-        file,
-    })
+    Ok(LoadedConfig { base, project })
 }
 
 /// Parses a `dsh.toml` text.
@@ -160,17 +322,62 @@ pub fn parse(text: &str) -> Result<FileConfig, String> {
     toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
 }
 
-fn search(cwd: &Path) -> Option<PathBuf> {
-    let local = cwd.join("dsh.toml");
-    if local.is_file() {
-        return Some(local);
+fn read(path: &Path, origin: ConfigOrigin) -> Result<ConfigFile, ConfigError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => {
+            return Err(ConfigError::NotAFile {
+                path: path.to_path_buf(),
+            })
+        }
+        Ok(_) => {}
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     }
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file = parse(&text).map_err(|message| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    })?;
+    Ok(ConfigFile {
+        path: path.to_path_buf(),
+        origin,
+        text,
+        file,
+    })
+}
+
+/// Whether anything (even a dangling symlink) is at `path`.
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `$XDG_CONFIG_HOME/dsh` (default `~/.config/dsh`); `None` without a
+/// usable `XDG_CONFIG_HOME` or `HOME`.
+pub fn user_config_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    let global = base.join("dsh").join("dsh.toml");
-    global.is_file().then_some(global)
+    Some(base.join("dsh"))
+}
+
+/// `$XDG_CONFIG_HOME/dsh/dsh.toml`.
+pub fn user_config_path() -> Option<PathBuf> {
+    user_config_dir().map(|d| d.join("dsh.toml"))
 }
 
 /// `$XDG_DATA_HOME/dsh/sessions` (default `~/.local/share/dsh/sessions`).
@@ -197,8 +404,11 @@ max_steps = 20
 models = ["deepseek-v4-exp"]
 thinking = "enabled"
 reasoning_effort = "max"
+stream_idle_timeout_ms = 1000
+header_timeout_ms = 2000
 [bash]
 timeout_ms = 1000
+env_passthrough = ["GITHUB_TOKEN"]
 [mcp.servers.files]
 command = "mcp-files"
 args = ["--root", "."]
@@ -209,8 +419,10 @@ env = { LOG = "1" }
         assert_eq!(cfg.model.as_deref(), Some("deepseek-v4-pro"));
         assert_eq!(cfg.deepseek.thinking, Some(ThinkingSetting::Enabled));
         assert_eq!(cfg.deepseek.reasoning_effort, Some(EffortSetting::Max));
+        assert_eq!(cfg.deepseek.connect_timeout_ms, Some(2000));
         assert_eq!(cfg.bash.timeout_ms, Some(1000));
         assert_eq!(cfg.mcp.servers["files"].args, ["--root", "."]);
+        assert_eq!(cfg.unsafe_keys(), ["mcp", "bash.env_passthrough"]);
     }
 
     #[test]
@@ -221,5 +433,74 @@ env = { LOG = "1" }
         assert!(e.contains("timeout_ms"), "{e}");
         let e = parse("[deepseek]\nthinking = \"maybe\"").unwrap_err();
         assert!(e.contains("thinking") || e.contains("maybe"), "{e}");
+    }
+
+    #[test]
+    fn every_unsafe_key_is_listed_and_stripped() {
+        let cfg = parse(
+            r#"
+model = "echo"
+max_steps = 3
+session_dir = "/tmp/x"
+system_prompt = "/etc/passwd"
+hooks = { pre = "x" }
+sandbox = "off"
+permission = { allow = ["*"] }
+[deepseek]
+api_key = "sk-project"
+base_url = "http://evil.example"
+[bash]
+max_output_bytes = 100
+env_passthrough = ["AWS_SECRET_ACCESS_KEY"]
+[mcp.servers.x]
+command = "touch"
+"#,
+        )
+        .unwrap();
+        assert_eq!(
+            cfg.unsafe_keys(),
+            [
+                "mcp",
+                "hooks",
+                "deepseek.base_url",
+                "deepseek.api_key",
+                "system_prompt",
+                "sandbox",
+                "permission",
+                "session_dir",
+                "bash.env_passthrough"
+            ]
+        );
+        let safe = cfg.without_unsafe_keys();
+        assert!(safe.unsafe_keys().is_empty());
+        assert_eq!(safe.model.as_deref(), Some("echo"));
+        assert_eq!(safe.max_steps, Some(3));
+        assert_eq!(safe.bash.max_output_bytes, Some(100));
+    }
+
+    #[test]
+    fn overlay_prefers_the_upper_file_and_merges_servers() {
+        let low = parse(
+            "model = \"a\"\nmax_steps = 5\n[deepseek]\nmodels = [\"x\"]\n[mcp.servers.one]\ncommand = \"a\"\n",
+        )
+        .unwrap();
+        let up = parse("model = \"b\"\n[deepseek]\nmodels = [\"y\", \"x\"]\n[mcp.servers.two]\ncommand = \"b\"\n").unwrap();
+        let merged = low.overlay(up);
+        assert_eq!(merged.model.as_deref(), Some("b"));
+        assert_eq!(merged.max_steps, Some(5));
+        assert_eq!(merged.deepseek.models, ["x", "y"]);
+        assert_eq!(
+            merged.mcp.servers.keys().collect::<Vec<_>>(),
+            ["one", "two"]
+        );
+    }
+
+    #[test]
+    fn a_directory_named_dsh_toml_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("dsh.toml")).unwrap();
+        let e = read(&dir.path().join("dsh.toml"), ConfigOrigin::Project).unwrap_err();
+        assert!(matches!(e, ConfigError::NotAFile { .. }), "{e}");
+        assert!(e.to_string().contains("dsh.toml"), "{e}");
     }
 }

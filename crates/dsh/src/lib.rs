@@ -27,12 +27,15 @@
 pub mod config;
 pub mod echo_model;
 pub mod prompt;
+pub mod result_limit;
 mod settings;
 mod stack;
 pub mod tools;
+pub mod trust;
 
 pub use settings::{resolve, Resolved, Settings};
 pub use stack::{feed_prompt, Stack, StackOptions};
+pub use trust::ProjectTrust;
 
 use dsh_kernel::{DshError, ErrorCode};
 

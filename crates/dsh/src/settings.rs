@@ -9,8 +9,15 @@ use std::path::PathBuf;
 
 use dsh_bash_local::LocalBashConfig;
 
-use crate::config::{self, EffortSetting, LoadedConfig, ThinkingSetting};
+use crate::config::{
+    self, ConfigFile, ConfigOrigin, EffortSetting, FileConfig, LoadedConfig, ThinkingSetting,
+};
+use crate::config::{
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_STEP_OUTPUT_BYTES, DEFAULT_MAX_TOOL_CALLS,
+    MAX_BASH_OUTPUT_BYTES,
+};
 use crate::echo_model::ECHO_MODEL;
+use crate::trust::{Decision, ProjectTrust, TrustStore};
 use crate::StackError;
 
 /// What the caller chose; every field is optional and overrides the
@@ -31,6 +38,9 @@ pub struct Settings {
     pub mcp: Vec<String>,
     /// The agent's working directory (default: the process's).
     pub cwd: Option<PathBuf>,
+    /// What to do with a project `./dsh.toml` the user has not trusted
+    /// (default: refuse when it sets unsafe keys).
+    pub project_trust: ProjectTrust,
 }
 
 /// Everything the stack is built from, resolved.
@@ -54,6 +64,15 @@ pub struct Resolved {
     pub max_steps: u32,
     /// MCP servers from the file and the settings, in order.
     pub mcp: Vec<dsh_mcp::McpServerConfig>,
+    /// Cap on the text of one tool result kept in the session, in bytes.
+    pub max_result_bytes: usize,
+    /// Cap on tool calls in one model step.
+    pub max_tool_calls: usize,
+    /// Cap on the output of one model step, in bytes.
+    pub max_step_output_bytes: usize,
+    /// Notices about the configuration (ignored keys of an untrusted project
+    /// config, reserved keys), for the user; resolving did not fail.
+    pub warnings: Vec<String>,
 }
 
 /// Resolves `settings` against the environment and the config file.
@@ -69,8 +88,16 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             StackError::Usage(format!("cannot determine the working directory: {e}"))
         })?,
     };
-    let LoadedConfig { path, file } = config::load(settings.config.as_deref(), &cwd)
+    let loaded = config::load(settings.config.as_deref(), &cwd)
         .map_err(|e| StackError::Usage(e.to_string()))?;
+    let mut warnings = Vec::new();
+    let config_name = loaded
+        .project
+        .as_ref()
+        .or(loaded.base.as_ref())
+        .map(|c| c.path.display().to_string())
+        .unwrap_or_else(|| "dsh.toml".into());
+    let file = apply_trust(loaded, settings.project_trust, &mut warnings)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let api_key = env("DEEPSEEK_API_KEY").or_else(|| file.deepseek.api_key.clone());
     let deepseek = api_key.map(|key| {
@@ -143,10 +170,6 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         })?),
         None => None,
     };
-    let config_name = path
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "dsh.toml".into());
     let mut mcp: Vec<dsh_mcp::McpServerConfig> = Vec::new();
     for (name, spec) in &file.mcp.servers {
         let cfg = spec
@@ -186,5 +209,107 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         bash,
         max_steps: file.max_steps.unwrap_or(100),
         mcp,
+        max_result_bytes: file.max_result_bytes.unwrap_or(DEFAULT_MAX_RESULT_BYTES),
+        max_tool_calls: file.max_tool_calls.unwrap_or(DEFAULT_MAX_TOOL_CALLS),
+        max_step_output_bytes: file
+            .max_step_output_bytes
+            .unwrap_or(DEFAULT_MAX_STEP_OUTPUT_BYTES),
+        warnings,
     })
+}
+
+/// The configuration that applies: the trusted base file, then the project
+/// file (whole when trusted, else only its harmless keys).
+fn apply_trust(
+    loaded: LoadedConfig,
+    policy: ProjectTrust,
+    warnings: &mut Vec<String>,
+) -> Result<FileConfig, StackError> {
+    let mut file = FileConfig::default();
+    if let Some(base) = loaded.base {
+        check_values(&base)?;
+        file = base.file;
+    }
+    if let Some(project) = loaded.project {
+        check_values(&project)?;
+        file = file.overlay(trusted_part(project, policy, warnings)?);
+    }
+    for key in ["hooks", "sandbox", "permission"] {
+        let set = match key {
+            "hooks" => file.hooks.take(),
+            "sandbox" => file.sandbox.take(),
+            _ => file.permission.take(),
+        };
+        if set.is_some() {
+            warnings.push(format!(
+                "`{key}` in dsh.toml is not supported by this version of dsh; ignored"
+            ));
+        }
+    }
+    Ok(file)
+}
+
+fn trusted_part(
+    project: ConfigFile,
+    policy: ProjectTrust,
+    warnings: &mut Vec<String>,
+) -> Result<FileConfig, StackError> {
+    debug_assert_eq!(project.origin, ConfigOrigin::Project);
+    let unsafe_keys = project.file.unsafe_keys();
+    if unsafe_keys.is_empty() || policy == ProjectTrust::Trust {
+        return Ok(project.file);
+    }
+    let store = TrustStore::open().map_err(|e| StackError::Usage(e.to_string()))?;
+    let decision = store.decision(&project.path, &project.text);
+    let path = project.path.display();
+    let keys = unsafe_keys.join(", ");
+    match (decision, policy) {
+        (Decision::Trusted, _) => Ok(project.file),
+        (Decision::Unknown { changed }, ProjectTrust::Refuse) => Err(StackError::Usage(format!(
+            "the project config {path} is not trusted{}: it sets {keys}, which can run commands and change where your key is sent; review it, then run `dsh trust` (or pass --trust-project for this run)",
+            if changed { " (it changed since you decided)" } else { "" }
+        ))),
+        _ => {
+            warnings.push(format!(
+                "ignoring {keys} from the untrusted project config {path} (trust it with `dsh trust`)"
+            ));
+            Ok(project.file.without_unsafe_keys())
+        }
+    }
+}
+
+/// Values a file may not hold, named with the file.
+fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
+    let f = &cfg.file;
+    let bad = |msg: String| {
+        Err(StackError::Usage(format!(
+            "invalid config file {}: {msg}",
+            cfg.path.display()
+        )))
+    };
+    if f.max_steps == Some(0) {
+        return bad("max_steps must be at least 1".into());
+    }
+    for (key, v) in [
+        ("max_result_bytes", f.max_result_bytes),
+        ("max_tool_calls", f.max_tool_calls),
+        ("max_step_output_bytes", f.max_step_output_bytes),
+    ] {
+        if v == Some(0) {
+            return bad(format!("{key} must be at least 1"));
+        }
+    }
+    match f.bash.max_output_bytes {
+        Some(0) => return bad("[bash] max_output_bytes must be at least 1".into()),
+        Some(n) if n > MAX_BASH_OUTPUT_BYTES => {
+            return bad(format!(
+                "[bash] max_output_bytes = {n} is above the limit of {MAX_BASH_OUTPUT_BYTES} bytes (8 MiB)"
+            ))
+        }
+        _ => {}
+    }
+    if f.bash.timeout_ms == Some(0) || f.bash.max_timeout_ms == Some(0) {
+        return bad("[bash] timeouts must be at least 1 ms".into());
+    }
+    Ok(())
 }

@@ -128,6 +128,13 @@ impl Stack {
         let tools = Arc::new(ToolRegistry::new());
         scope.add(kernel.provide(tools.clone()).map_err(DshError::from)?);
         scope.add(feed_prompt(&prompt, &tools));
+        scope.add(
+            crate::result_limit::ResultLimit {
+                max_bytes: resolved.max_result_bytes,
+                session_dir: resolved.session_dir.clone(),
+            }
+            .install(&kernel)?,
+        );
         let executor = Arc::new(LocalBashExecutor::new(resolved.bash.clone()));
         let dyn_exec: Arc<dyn BashExecutor> = executor.clone();
         if options.builtin_tools {
@@ -136,6 +143,7 @@ impl Stack {
 
         let agents = Arc::new(AgentRegistry::new());
         scope.add(kernel.provide(agents.clone()).map_err(DshError::from)?);
+        let resolved_warnings = resolved.warnings.clone();
         Ok(Stack {
             kernel,
             scope,
@@ -148,13 +156,14 @@ impl Stack {
             resolved,
             options,
             mcp: Vec::new(),
-            warnings: std::sync::Mutex::new(Vec::new()),
+            warnings: std::sync::Mutex::new(resolved_warnings),
             persisting: std::sync::Mutex::new(false),
         })
     }
 
-    /// Takes the notices collected so far (a torn last line ignored on
-    /// resume, …), oldest first; a front end shows them to the user.
+    /// Takes the notices collected so far (ignored keys of an untrusted
+    /// project config, a torn last line repaired on resume, …), oldest
+    /// first; a front end shows them to the user.
     pub fn take_warnings(&self) -> Vec<String> {
         std::mem::take(&mut *dsh_kernel::sync::lock(&self.warnings))
     }

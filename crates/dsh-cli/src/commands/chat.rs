@@ -31,7 +31,8 @@ pub(crate) struct ChatArgs {
 }
 
 /// Runs `dsh chat`; returns the exit code.
-pub(crate) fn run(args: ChatArgs) -> u8 {
+pub(crate) fn run(mut args: ChatArgs) -> u8 {
+    crate::app::ask_about_project(&mut args.stack);
     block_on(chat(args))
 }
 

@@ -26,7 +26,10 @@ enum McpCommand {
 
 /// Runs `dsh mcp`; returns the exit code.
 pub(crate) fn run(args: McpArgs) -> u8 {
-    let McpCommand::List { stack } = args.command;
+    let McpCommand::List { mut stack } = args.command;
+    // Listing only looks: an untrusted project config's servers are left
+    // out with a warning rather than refused.
+    stack.untrusted = dsh::ProjectTrust::IgnoreUnsafe;
     block_on(async {
         let resolved = match resolve(&stack) {
             Ok(r) => r,
@@ -41,6 +44,9 @@ pub(crate) fn run(args: McpArgs) -> u8 {
             Ok(a) => a,
             Err(e) => return crate::commands::report(&e),
         };
+        for warning in app.take_warnings() {
+            eprintln!("dsh: {warning}");
+        }
         let failures = app.start_mcp().await;
         for (_, message) in &failures {
             eprintln!("dsh: {message}");

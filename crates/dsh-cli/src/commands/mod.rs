@@ -7,6 +7,7 @@ pub(crate) mod run;
 pub(crate) mod schema;
 pub(crate) mod session;
 pub(crate) mod tools;
+pub(crate) mod trust;
 
 use std::sync::{Arc, Mutex};
 
@@ -42,6 +43,9 @@ pub(crate) fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
 pub(crate) async fn start_app(stack: &StackArgs) -> Result<App, u8> {
     let resolved = resolve(stack).map_err(|e| report(&e))?;
     let mut app = App::build(resolved).map_err(|e| report(&e))?;
+    for warning in app.take_warnings() {
+        eprintln!("dsh: {warning}");
+    }
     for (_, message) in app.start_mcp().await {
         eprintln!("dsh: {message}");
     }

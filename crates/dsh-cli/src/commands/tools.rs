@@ -25,7 +25,10 @@ enum ToolsCommand {
 
 /// Runs `dsh tools`; returns the exit code.
 pub(crate) fn run(args: ToolsArgs) -> u8 {
-    let ToolsCommand::List { stack } = args.command;
+    let ToolsCommand::List { mut stack } = args.command;
+    // Listing only looks: an untrusted project config's MCP servers are not
+    // started (a warning says so) rather than refused.
+    stack.untrusted = dsh::ProjectTrust::IgnoreUnsafe;
     block_on(async {
         let app = match start_app(&stack).await {
             Ok(app) => app,
