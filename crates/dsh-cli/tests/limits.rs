@@ -1,0 +1,65 @@
+//! Bounded sessions: a tool result above `max_result_bytes` is cut before it
+//! reaches the log and the model; the whole text stays in a private spill
+//! file under the session's own directory.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+
+#[test]
+fn an_oversized_tool_result_is_cut_in_the_log_and_spilled_next_to_it() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("dsh.toml"), "max_result_bytes = 2000\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh"))
+        .current_dir(home.path())
+        .env_remove("DEEPSEEK_API_KEY")
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .args(["run", "run seq 1 20000"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sessions = home.path().join("data/dsh/sessions");
+    let log = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a session log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let result = text
+        .lines()
+        .find(|l| l.contains("\"type\":\"tool/result\""))
+        .expect("a tool/result event");
+    assert!(
+        result.len() < 4000,
+        "the logged result is cut: {} bytes",
+        result.len()
+    );
+    assert!(
+        result.contains("more than max_result_bytes = 2000"),
+        "{result}"
+    );
+    let event: serde_json::Value = serde_json::from_str(result).unwrap();
+    let shown = event["data"]["content"][0]["text"].as_str().unwrap();
+    let path = shown
+        .split("the full text is in ")
+        .nth(1)
+        .and_then(|s| s.split(" …]").next())
+        .unwrap();
+    let id = log.file_stem().unwrap().to_str().unwrap();
+    assert!(
+        path.starts_with(&sessions.join(id).join("spill").display().to_string()),
+        "{path}"
+    );
+    let full = std::fs::read_to_string(path).unwrap();
+    assert!(
+        full.contains("\n19999\n20000"),
+        "the spill file holds the tail too"
+    );
+    assert!(full.len() > 50_000);
+}
