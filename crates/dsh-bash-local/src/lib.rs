@@ -3,8 +3,8 @@
 //!
 //! Start reading at [`LocalBashExecutor`] and its [`LocalBashConfig`]. What it
 //! guarantees:
-//! - a scrubbed environment (no variable whose name contains KEY, SECRET,
-//!   TOKEN or PASSWORD; no `BASH_ENV`) plus `NO_COLOR=1 TERM=dumb PAGER=cat
+//! - a scrubbed environment (no secret as [`dsh_process::env::is_secret_var`]
+//!   defines it, except [`LocalBashConfig::env_passthrough`]; no `BASH_ENV`) plus `NO_COLOR=1 TERM=dumb PAGER=cat
 //!   GIT_PAGER=cat`, stdin from `/dev/null`, no controlling terminal;
 //! - timeouts and kills signal the whole process group: SIGTERM, then SIGKILL
 //!   after [`LocalBashConfig::kill_grace`];
@@ -60,6 +60,9 @@ pub struct LocalBashConfig {
     /// Parent of the executor's private spill directory
     /// (`<parent>/dsh-bash-<random>`); `None` → the system temp dir.
     pub spill_dir: Option<PathBuf>,
+    /// Variables passed to commands although [`dsh_process::env::is_secret_var`]
+    /// calls them secret (exact names; default none).
+    pub env_passthrough: Vec<String>,
 }
 
 impl Default for LocalBashConfig {
@@ -72,6 +75,7 @@ impl Default for LocalBashConfig {
             kill_grace: Duration::from_secs(3),
             keep_spill_files: false,
             spill_dir: None,
+            env_passthrough: Vec::new(),
         }
     }
 }
@@ -196,7 +200,7 @@ impl LocalBashExecutor {
             if self.inner.disposed.load(Ordering::SeqCst) {
                 return Err(BashError::Disposed);
             }
-            let proc = process::spawn(&spec)?;
+            let proc = process::spawn(&spec, &self.inner.config.env_passthrough)?;
             let kill = self.inner.shutdown.child_token();
             let control = DriveControl {
                 timeout: (spec.timeout_ms > 0).then(|| Duration::from_millis(spec.timeout_ms)),
@@ -318,7 +322,7 @@ impl BashExecutor for LocalBashExecutor {
         }
         // Entering the runtime lets the child's reaper register with it.
         let _enter = runtime.enter();
-        let proc = process::spawn(&spec)?;
+        let proc = process::spawn(&spec, &self.inner.config.env_passthrough)?;
         let n = table.last_id + 1;
         table.last_id = n;
         let max = self.inner.config.max_output_bytes;

@@ -19,9 +19,6 @@ use tokio_util::sync::CancellationToken;
 use crate::output::{self, SharedStream};
 use crate::spill::{SpillDir, StreamKind};
 
-/// Substrings (upper case) that mark an environment variable as a secret.
-const SECRET_MARKERS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
-
 /// Variables that would make a non-interactive bash source a file.
 const STARTUP_FILE_VARS: [&str; 2] = ["BASH_ENV", "ENV"];
 
@@ -47,14 +44,14 @@ pub(crate) struct Spawned {
 
 /// Checks the workdir and spawns `bash -c <command>` as the leader of a new
 /// session, with the scrubbed environment and piped stdout/stderr.
-pub(crate) fn spawn(spec: &BashSpec) -> Result<Spawned, BashError> {
+pub(crate) fn spawn(spec: &BashSpec, passthrough: &[String]) -> Result<Spawned, BashError> {
     check_workdir(&spec.workdir)?;
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(&spec.command)
         .current_dir(&spec.workdir)
         .env_clear()
-        .envs(child_env(std::env::vars_os()))
+        .envs(child_env(std::env::vars_os(), passthrough))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -111,14 +108,15 @@ fn os_error_text(e: &io::Error) -> String {
     }
 }
 
-/// The child's environment: `host` minus secrets and bash startup-file
-/// variables, plus the model-friendly overrides.
+/// The child's environment: `host` minus secrets (except `passthrough`)
+/// and bash startup-file variables, plus the model-friendly overrides.
 pub(crate) fn child_env(
     host: impl IntoIterator<Item = (OsString, OsString)>,
+    passthrough: &[String],
 ) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = host
+    let mut env: Vec<(OsString, OsString)> = dsh_process::env::scrub(host, passthrough)
         .into_iter()
-        .filter(|(name, _)| !is_secret_name(name) && !is_startup_file_var(name))
+        .filter(|(name, _)| !is_startup_file_var(name))
         .filter(|(name, _)| !MODEL_FRIENDLY_ENV.iter().any(|(k, _)| name == k))
         .collect();
     env.extend(
@@ -127,12 +125,6 @@ pub(crate) fn child_env(
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
     env
-}
-
-/// Whether a variable name contains KEY, SECRET, TOKEN or PASSWORD in any case.
-pub(crate) fn is_secret_name(name: &OsStr) -> bool {
-    let upper = name.to_string_lossy().to_ascii_uppercase();
-    SECRET_MARKERS.iter().any(|m| upper.contains(m))
 }
 
 fn is_startup_file_var(name: &OsStr) -> bool {
@@ -325,23 +317,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn secret_names_match_case_insensitively() {
-        for name in [
-            "DEEPSEEK_API_KEY",
-            "GITHUB_TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "MONKEY",
-            "my_password",
-            "apiKey",
-        ] {
-            assert!(is_secret_name(OsStr::new(name)), "{name}");
-        }
-        for name in ["PATH", "HOME", "LANG", "PASSWD_FILE"] {
-            assert!(!is_secret_name(OsStr::new(name)), "{name}");
-        }
-    }
-
-    #[test]
     fn child_env_scrubs_and_overrides() {
         let host = [
             ("PATH", "/bin"),
@@ -350,7 +325,7 @@ mod tests {
             ("BASH_ENV", "/tmp/rc"),
         ]
         .map(|(k, v)| (OsString::from(k), OsString::from(v)));
-        let env = child_env(host);
+        let env = child_env(host, &[]);
         let get = |k: &str| {
             env.iter()
                 .filter(|(n, _)| n == k)

@@ -19,12 +19,24 @@ async fn secrets_are_scrubbed_and_overrides_set() {
         ("DSH_TEST_SECRET_X", "s"),
         ("BASH_ENV", "/nonexistent/rc"),
         ("DSH_TEST_VISIBLE", "yes"),
+        ("DSH_TEST_PASSWD", "p"),
+        ("DSH_TEST_DB_PWD", "p"),
+        ("DSH_TEST_GH_PAT", "p"),
+        ("DSH_TEST_AUTH_HEADER", "p"),
+        ("DSH_TEST_JWT", "p"),
+        ("DSH_TEST_COOKIE_JAR", "p"),
+        ("DSH_TEST_CREDENTIALS", "p"),
+        ("DSH_TEST_PRIVATE_THING", "p"),
+        ("SSH_AUTH_SOCK", "/tmp/agent.sock"),
+        ("DSH_TEST_DATABASE_URL", "postgres://app:pw-in-url@db/app"),
+        ("DSH_TEST_PLAIN_URL", "postgres://app@db/app"),
+        ("DSH_TEST_KEPT_TOKEN", "kept"),
         ("TERM", "xterm-256color"),
         ("PAGER", "less"),
     ] {
         std::env::set_var(k, v);
     }
-    let f = Fixture::new(|_| {});
+    let f = Fixture::new(|c| c.env_passthrough = vec!["DSH_TEST_KEPT_TOKEN".into()]);
     let r = f.run("env").await;
     assert_eq!(r.exit_code, Some(0), "{}", r.stderr.text);
     let lines: Vec<&str> = r.stdout.text.lines().collect();
@@ -35,6 +47,16 @@ async fn secrets_are_scrubbed_and_overrides_set() {
         "DSH_TEST_Token=",
         "DSH_TEST_SECRET_X=",
         "BASH_ENV=",
+        "DSH_TEST_PASSWD=",
+        "DSH_TEST_DB_PWD=",
+        "DSH_TEST_GH_PAT=",
+        "DSH_TEST_AUTH_HEADER=",
+        "DSH_TEST_JWT=",
+        "DSH_TEST_COOKIE_JAR=",
+        "DSH_TEST_CREDENTIALS=",
+        "DSH_TEST_PRIVATE_THING=",
+        "SSH_AUTH_SOCK=",
+        "DSH_TEST_DATABASE_URL=",
     ] {
         assert!(
             !lines.iter().any(|l| l.starts_with(secret)),
@@ -43,6 +65,8 @@ async fn secrets_are_scrubbed_and_overrides_set() {
     }
     for expected in [
         "DSH_TEST_VISIBLE=yes",
+        "DSH_TEST_PLAIN_URL=postgres://app@db/app",
+        "DSH_TEST_KEPT_TOKEN=kept",
         "NO_COLOR=1",
         "TERM=dumb",
         "PAGER=cat",
@@ -51,6 +75,11 @@ async fn secrets_are_scrubbed_and_overrides_set() {
         assert!(lines.contains(&expected), "{expected} missing");
     }
     assert!(!r.stdout.text.contains("hunter2"));
+    assert!(!r.stdout.text.contains("pw-in-url"));
+    assert!(
+        lines.iter().any(|l| l.starts_with("PWD=")),
+        "PWD is not a secret"
+    );
 
     // Same binary, after the run above: without bash on PATH spawning fails.
     std::env::set_var("PATH", f.tmp.path());

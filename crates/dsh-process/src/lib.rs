@@ -26,6 +26,8 @@ use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
+pub mod env;
+
 /// The signal type taken by [`ProcessGroup::signal`] (re-exported from `nix`).
 pub use nix::sys::signal::Signal;
 

@@ -199,6 +199,9 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
     if let Some(v) = file.bash.keep_spill_files {
         bash.keep_spill_files = v;
     }
+    if let Some(v) = file.bash.env_passthrough.clone() {
+        bash.env_passthrough = v;
+    }
     Ok(Resolved {
         model,
         deepseek,
