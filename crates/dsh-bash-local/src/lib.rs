@@ -55,6 +55,10 @@ pub struct LocalBashConfig {
     pub max_output_bytes: usize,
     /// Delay between SIGTERM and SIGKILL when killing (3 s).
     pub kill_grace: Duration,
+    /// After the shell exits, how long output pipes still held by a process
+    /// that left the group (`setsid cmd &`) are read before the call returns
+    /// without them, leaving that process running (1 s).
+    pub escaped_output_grace: Duration,
     /// Keep spill files (and their directory) after disposal (`false`).
     pub keep_spill_files: bool,
     /// Parent of the executor's private spill directory
@@ -73,6 +77,7 @@ impl Default for LocalBashConfig {
             max_timeout_ms: 600_000,
             max_output_bytes: 64_000,
             kill_grace: Duration::from_secs(3),
+            escaped_output_grace: Duration::from_secs(1),
             keep_spill_files: false,
             spill_dir: None,
             env_passthrough: Vec::new(),
@@ -207,6 +212,7 @@ impl LocalBashExecutor {
                 abort: spec.cancel.clone(),
                 kill: kill.clone(),
                 grace: self.inner.config.kill_grace,
+                escaped_output_grace: self.inner.config.escaped_output_grace,
             };
             let driver = process::drive(
                 proc,
@@ -238,6 +244,7 @@ impl LocalBashExecutor {
             timeout_ms: spec.timeout_ms,
             stdout,
             stderr,
+            detached: outcome.detached,
         })
     }
 
@@ -346,6 +353,7 @@ impl BashExecutor for LocalBashExecutor {
             abort: spec.cancel,
             kill: task.kill.clone(),
             grace: self.inner.config.kill_grace,
+            escaped_output_grace: self.inner.config.escaped_output_grace,
         };
         let driver = process::drive(
             proc,

@@ -150,6 +150,9 @@ pub(crate) struct DriveControl {
     pub(crate) kill: CancellationToken,
     /// Delay between SIGTERM and SIGKILL.
     pub(crate) grace: Duration,
+    /// How long after the shell exited pipes held open by processes outside
+    /// the group are still read before the call detaches from them.
+    pub(crate) escaped_output_grace: Duration,
 }
 
 /// How a driven process ended.
@@ -160,6 +163,9 @@ pub(crate) struct Outcome {
     pub(crate) timed_out: bool,
     /// The abort token fired.
     pub(crate) aborted: bool,
+    /// The shell exited but a process outside its group still held the
+    /// output pipes; the call stopped reading them and left it running.
+    pub(crate) detached: bool,
 }
 
 impl Outcome {
@@ -224,6 +230,8 @@ pub(crate) async fn drive(
     let kill = control.kill.cancelled();
     let timeout = tokio::time::sleep(control.timeout.unwrap_or(FAR_FUTURE));
     let escalation_timer = tokio::time::sleep(FAR_FUTURE);
+    // Armed when the shell exits with a pipe still open.
+    let escaped_timer = tokio::time::sleep(FAR_FUTURE);
     tokio::pin!(
         out_pump,
         err_pump,
@@ -231,7 +239,8 @@ pub(crate) async fn drive(
         abort,
         kill,
         timeout,
-        escalation_timer
+        escalation_timer,
+        escaped_timer
     );
 
     let mut status: Option<io::Result<ExitStatus>> = None;
@@ -239,9 +248,10 @@ pub(crate) async fn drive(
     let (mut timed_out, mut aborted, mut kill_requested) = (false, false, false);
     let mut timeout_armed = control.timeout.is_some();
     let mut escalation = Escalation::Idle;
+    let (mut escaped_armed, mut detached) = (false, false);
 
     let status = loop {
-        let pipes_done = (out_done && err_done) || escalation == Escalation::GaveUp;
+        let pipes_done = (out_done && err_done) || escalation == Escalation::GaveUp || detached;
         if pipes_done {
             if let Some(status) = status.take() {
                 break status;
@@ -251,7 +261,29 @@ pub(crate) async fn drive(
         // Some branch is always enabled here: without an exit status `wait`
         // is; with one, an unfinished pump is (or the loop broke above).
         tokio::select! {
-            s = &mut wait, if status.is_none() => status = Some(s),
+            s = &mut wait, if status.is_none() => {
+                status = Some(s);
+                if !(out_done && err_done) {
+                    escaped_armed = true;
+                    escaped_timer.as_mut().reset(Instant::now() + control.escaped_output_grace);
+                }
+            }
+            () = &mut escaped_timer, if escaped_armed => {
+                escaped_armed = false;
+                // Members of the group holding the pipes are ours: they are
+                // waited for (and killed at the timeout) as before. An empty
+                // group means the holder left it (`setsid`, a daemon).
+                if !group.has_members() {
+                    tracing::info!(
+                        pgid = group.as_raw(),
+                        "the shell exited but a process outside its group holds the output; detaching"
+                    );
+                    detached = true;
+                } else {
+                    escaped_armed = true;
+                    escaped_timer.as_mut().reset(Instant::now() + control.escaped_output_grace);
+                }
+            }
             () = &mut out_pump, if !out_done => out_done = true,
             () = &mut err_pump, if !err_done => err_done = true,
             () = &mut timeout, if timeout_armed => {
@@ -309,6 +341,7 @@ pub(crate) async fn drive(
         status,
         timed_out,
         aborted,
+        detached,
     }
 }
 

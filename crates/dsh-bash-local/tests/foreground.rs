@@ -350,3 +350,59 @@ async fn pipes_held_outside_the_group_do_not_hang_the_call() {
     // ESRCH would only mean it is already gone, which is fine.
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
 }
+
+/// Pids of live processes whose command line contains `needle`.
+fn procs_with(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_process_that_left_the_group_holding_the_pipes_does_not_hang_the_call() {
+    // Default foreground timeout (120 s): the call must end long before it.
+    let f = Fixture::new(|c| c.timeout_ms = 120_000);
+    let marker = format!("300.{}", std::process::id());
+    let started = Instant::now();
+    let r = f
+        .run(&format!("setsid sleep {marker} & echo started"))
+        .await;
+    let took = started.elapsed();
+    let escaped = procs_with(&format!("sleep {marker}"));
+    for pid in &escaped {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    assert_eq!(r.stdout.text, "started\n");
+    assert_eq!(r.exit_code, Some(0));
+    assert!(!r.timed_out);
+    assert!(r.detached, "the result says the output was detached");
+    assert_eq!(escaped.len(), 1, "the escaped sleep was left running");
+}
+
+#[tokio::test]
+async fn a_background_job_inside_the_group_is_still_waited_for() {
+    // The reference's rule for the shell's own jobs: the call is complete
+    // when the pipes close, so a job in the group holding them keeps the
+    // call open (here until the timeout kills the group).
+    let f = Fixture::new(|c| c.timeout_ms = 2_500);
+    let r = f.run("sleep 30 & echo started").await;
+    assert_eq!(r.stdout.text, "started\n");
+    assert!(r.timed_out, "the job in the group kept the call open");
+    assert!(!r.detached);
+}

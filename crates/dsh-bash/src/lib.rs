@@ -113,6 +113,11 @@ pub struct RunResult {
     pub stdout: CollectedOutput,
     /// Standard error.
     pub stderr: CollectedOutput,
+    /// The shell exited but a process that left its process group (`setsid`,
+    /// a daemon) still held the output pipes: the run stopped reading them
+    /// shortly after the exit and left that process running.
+    #[serde(default)]
+    pub detached: bool,
 }
 
 /// Lifecycle of a background task.

@@ -25,7 +25,7 @@ use dsh_protocol::codes;
 use dsh_tools::{define_tool, ContextSink, ToolArgs, ToolContext, ToolError, ToolRegistry};
 use serde::{Deserialize, Serialize};
 
-pub use render::{render_run_result, render_task_read};
+pub use render::{render_run_result, render_task_read, DETACHED_NOTE};
 
 /// The plugin name on completion notices (`<context source="plugin">`).
 pub const PLUGIN_NAME: &str = "tool-bash";

@@ -40,6 +40,9 @@ pub fn render_run_result(r: &RunResult) -> String {
     } else if let Some(code) = r.exit_code.filter(|c| *c != 0) {
         markers.push(format!("[exit code: {code}]"));
     }
+    if r.detached {
+        markers.push(DETACHED_NOTE.to_string());
+    }
     if markers.is_empty() {
         return body;
     }
@@ -48,6 +51,10 @@ pub fn render_run_result(r: &RunResult) -> String {
     }
     body + &markers.join("\n")
 }
+
+/// The line a foreground result ends with when a process that left the
+/// shell's process group still held the output after the shell exited.
+pub const DETACHED_NOTE: &str = "a background process still holds the output; it was left running";
 
 /// The `bash_output` tool's text: the new output (or `(no new output)`), a
 /// lossy-read note with the spill paths, and the status line.
@@ -91,6 +98,7 @@ mod tests {
             exit_code: exit,
             signal: signal.map(Into::into),
             timed_out: false,
+            detached: false,
             aborted: false,
             timeout_ms: 120_000,
             stdout: out(stdout),
@@ -134,6 +142,12 @@ mod tests {
         assert_eq!(
             render_run_result(&timed),
             "(no output)\n[timed out after 100ms]\n[killed by signal: SIGTERM]"
+        );
+        let mut detached = result("started\n", "", Some(0), None);
+        detached.detached = true;
+        assert_eq!(
+            render_run_result(&detached),
+            "started\na background process still holds the output; it was left running"
         );
         let mut timed_ok = result("", "", Some(0), None);
         timed_ok.timed_out = true;
