@@ -9,7 +9,10 @@
 
 mod app;
 mod commands;
+mod output;
 mod render;
+mod sanitize;
+mod signals;
 
 use std::process::ExitCode;
 

@@ -5,6 +5,8 @@
 //! Colour only when stdout is a terminal and `NO_COLOR` is unset; piped
 //! output carries no escape codes.
 
+use crate::output::WriteFailure;
+use crate::sanitize::visible;
 use dsh_kernel::sync::lock;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
@@ -89,6 +91,8 @@ pub(crate) struct Printer {
     /// and redraw it after the turn.
     interactive: bool,
     state: Mutex<PrinterState>,
+    /// The first failed stdout write (a closed pipe, a full disk).
+    failure: WriteFailure,
 }
 
 impl Printer {
@@ -98,11 +102,21 @@ impl Printer {
         }
         let mut st = lock(&self.state);
         self.begin_output(&mut st);
+        if self.failure.failed() {
+            return;
+        }
         let mut out = std::io::stdout().lock();
-        // A closed stdout must not kill the agent.
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        // A closed stdout must not kill the agent: the failure is noted and
+        // the command ends with the code it calls for.
+        self.failure
+            .note(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
         st.at_line_start = text.ends_with('\n');
+    }
+
+    /// The exit code the printer's writes call for: 0 all written (or stdout
+    /// closed by its reader), 1 output lost.
+    pub(crate) fn output_code(&self) -> u8 {
+        self.failure.code()
     }
 
     /// Before the first output of a turn: stop the spinner and, on a
@@ -183,11 +197,11 @@ impl Printer {
                 if was_reasoning {
                     self.write("\n");
                 }
-                self.write(text);
+                self.write(&visible(text));
             }
             StreamChunk::ReasoningDelta { text, .. } => {
                 lock(&self.state).in_reasoning = true;
-                self.write(&self.style.dim(text));
+                self.write(&self.style.dim(&visible(text)));
             }
             _ => {}
         }
@@ -201,11 +215,12 @@ impl Printer {
                 st.fresh_turn = true;
             }
             EventPayload::ToolCall(ToolCallEvent { call, .. }) => {
-                let args = truncate_chars(&call.arguments, ARGS_CHARS);
-                self.line(&self.style.cyan(&format!("⏺ {}({args})", call.name)));
+                let args = truncate_chars(&visible(&call.arguments), ARGS_CHARS);
+                let name = visible(&call.name);
+                self.line(&self.style.cyan(&format!("⏺ {name}({args})")));
             }
             EventPayload::ToolResult(ToolResultEvent { result, .. }) => {
-                let shown = excerpt(&result.text());
+                let shown = excerpt(&visible(&result.text()));
                 let mark = if result.is_error { "✗" } else { "⎿" };
                 let body = shown.replace('\n', "\n    ");
                 let line = format!("  {mark} {body}");
@@ -220,11 +235,14 @@ impl Printer {
                     TurnEndReason::Completed => self.line(""),
                     TurnEndReason::Aborted { reason } => self.line(&self.style.red(&format!(
                         "[aborted: {}]",
-                        reason.as_deref().unwrap_or("aborted")
+                        visible(reason.as_deref().unwrap_or("aborted"))
                     ))),
                     TurnEndReason::Error { message, code } => self.line(&self.style.red(&format!(
-                        "[error{}: {message}]",
-                        code.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
+                        "[error{}: {}]",
+                        code.as_deref()
+                            .map(|c| format!(" {}", visible(c)))
+                            .unwrap_or_default(),
+                        visible(message)
                     ))),
                     TurnEndReason::MaxSteps => {
                         self.line(&self.style.red("[stopped: the turn hit the step limit]"))
@@ -289,6 +307,7 @@ pub(crate) fn install(
             spinner_on: false,
             skip_prompt: false,
         }),
+        failure: WriteFailure::default(),
     });
     let p = printer.clone();
     let sid = session_id.to_string();

@@ -530,8 +530,9 @@ async fn mcp_servers_from_the_flag_and_the_config() {
         ),
     )
     .unwrap();
+    // A project config: trusted for this run.
     let mut c = sb.dsh();
-    c.args(["mcp", "list"]);
+    c.args(["mcp", "list", "--trust-project"]);
     let out = output(c).await;
     assert_eq!(out.code, 1, "a server failed to start: {}", out.stdout);
     assert!(out.stdout.contains("cfg\trunning\t"), "{}", out.stdout);
@@ -545,7 +546,11 @@ async fn mcp_servers_from_the_flag_and_the_config() {
 
     // A broken server does not stop the agent.
     let mut c = sb.dsh();
-    c.args(["run", r#"call cfg__add {"a": 1, "b": 1}"#]);
+    c.args([
+        "run",
+        "--trust-project",
+        r#"call cfg__add {"a": 1, "b": 1}"#,
+    ]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout, "The cfg__add tool returned:\n2\n");

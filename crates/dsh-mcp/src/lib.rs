@@ -48,4 +48,4 @@ mod tools;
 pub use config::{parse_mcp_flag, split_words, McpServerConfig, McpServerSpec, DEFAULT_TIMEOUT};
 pub use error::{codes, McpError};
 pub use naming::{tool_name, MAX_TOOL_NAME_LEN};
-pub use server::{start_all, McpServer, McpServerState, SkippedTool};
+pub use server::{start_all, start_each, McpServer, McpServerState, SkippedTool};

@@ -133,6 +133,10 @@ impl McpServer {
             })
         })?;
         let pid = child.id();
+        // Cancel safety: if this future is dropped before the server is
+        // handed to its supervisor (Ctrl-C during start-up), the whole group
+        // is killed, not just the leader `kill_on_drop` reaches.
+        let mut group_guard = GroupGuard(Some(group));
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = stop(&mut child, group, false).await; // best effort: it is unusable anyway
             return Err(fail("the process has no stdio pipes".to_string()));
@@ -210,6 +214,7 @@ impl McpServer {
             tools = ?shared.tool_names(),
             "MCP server started"
         );
+        group_guard.disarm();
         tokio::spawn(supervise(shared.clone(), child, group, running));
         tokio::spawn(resync_loop(shared.clone(), resync));
         Ok(McpServer { shared })
@@ -268,6 +273,40 @@ impl Drop for McpServer {
         // and reaps it and unregisters the tools).
         self.shared.shutdown.cancel();
     }
+}
+
+/// SIGKILLs a process group when dropped, unless disarmed.
+struct GroupGuard(Option<ProcessGroup>);
+
+impl GroupGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.take() {
+            group.signal(Signal::SIGKILL);
+        }
+    }
+}
+
+/// Starts every enabled server concurrently, yielding each `(name, result)`
+/// as it completes (so a caller that is cancelled midway keeps the servers
+/// already started, and dropping the stream kills those still starting).
+pub fn start_each<'a>(
+    configs: impl IntoIterator<Item = McpServerConfig>,
+    registry: &'a Arc<ToolRegistry>,
+) -> impl futures_util::Stream<Item = (String, Result<McpServer, McpError>)> + 'a {
+    configs
+        .into_iter()
+        .filter(|c| c.enabled)
+        .map(|config| {
+            let name = config.name.clone();
+            async move { (name, McpServer::start(config, registry).await) }
+        })
+        .collect::<futures_util::stream::FuturesUnordered<_>>()
 }
 
 /// Starts every enabled server concurrently; one failing does not affect

@@ -184,16 +184,33 @@ impl Stack {
 
     /// Starts the configured MCP servers concurrently and registers their
     /// tools. A server that fails to start is left out (the others and the
-    /// agent work); returns the failures as `(name, message)`.
+    /// agent work); returns the failures as `(name, message)`, in the order
+    /// they happened.
+    ///
+    /// Cancel-safe: each server joins [`Stack::mcp`] as soon as it is up, so
+    /// if this future is dropped (Ctrl-C during start-up) [`Stack::shutdown`]
+    /// stops the ones already started, and those still starting are killed
+    /// with their process groups.
     pub async fn start_mcp(&mut self) -> Vec<(String, String)> {
+        use futures_util::StreamExt;
         let configs = self.resolved.mcp.clone();
+        let tools = self.tools.clone();
         let mut failures = Vec::new();
-        for (name, result) in dsh_mcp::start_all(configs, &self.tools).await {
+        let mut starts = std::pin::pin!(dsh_mcp::start_each(configs, &tools));
+        while let Some((name, result)) = starts.next().await {
             match result {
                 Ok(server) => self.mcp.push(server),
                 Err(e) => failures.push((name, e.to_string())),
             }
         }
+        // Configuration order, whatever order they came up in.
+        let order: Vec<String> = self.resolved.mcp.iter().map(|c| c.name.clone()).collect();
+        self.mcp.sort_by_key(|s| {
+            order
+                .iter()
+                .position(|n| n == s.name())
+                .unwrap_or(usize::MAX)
+        });
         failures
     }
 

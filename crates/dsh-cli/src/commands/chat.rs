@@ -4,7 +4,12 @@
 //! line typed while a turn runs steers it; Ctrl-C aborts the running step,
 //! Ctrl-C at an idle prompt or Ctrl-D exits. With piped stdin every line is
 //! sent in turn (each waits for the previous turn) and the process exits when
-//! the work is done.
+//! the work is done; a line that is not UTF-8 is reported and skipped.
+//!
+//! SIGTERM, SIGHUP and SIGQUIT end chat like `run`: the running turn is
+//! aborted, processes are killed, the log is flushed, the terminal mode is
+//! restored, and dsh exits 143, 129 or 131. Exit 0 otherwise (1 when output
+//! could not be written).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -19,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 use crate::app::StackArgs;
 use crate::commands::{block_on, start_agent, wait_turn_end, TurnEnds};
 use crate::render::{self, Printer, Style};
+use crate::signals::Stop;
 
 /// Arguments of `dsh chat`.
 #[derive(Debug, Default, Args)]
@@ -37,6 +43,13 @@ pub(crate) fn run(mut args: ChatArgs) -> u8 {
 }
 
 async fn chat(args: ChatArgs) -> u8 {
+    let terminal = TerminalMode::save();
+    let code = chat_session(args).await;
+    terminal.restore();
+    code
+}
+
+async fn chat_session(args: ChatArgs) -> u8 {
     let (app, handle) = match start_agent(&args.stack, args.resume.as_deref()).await {
         Ok(started) => started,
         Err(code) => return code,
@@ -47,6 +60,7 @@ async fn chat(args: ChatArgs) -> u8 {
     let on_terminal = interactive && std::io::stdout().is_terminal();
     let (printer, printer_reg) = render::install(&app, &session_id, Style::detect(), on_terminal);
     let turn_ends = wait_turn_end(&app);
+    let stopped;
     if interactive {
         eprintln!(
             "dsh — model {} — session {session_id}\nType a message; Ctrl-C aborts a running turn, Ctrl-D exits.",
@@ -57,55 +71,103 @@ async fn chat(args: ChatArgs) -> u8 {
             // No receiver only after the loop returned; nothing to tell then.
             let _ = status_tx.send(c.status);
         });
-        interactive_loop(&agent, &printer, status_rx).await;
+        stopped = interactive_loop(&agent, &printer, status_rx).await;
         status_reg.undo();
     } else {
-        piped_loop(&agent, &turn_ends).await;
+        stopped = piped_loop(&agent, &turn_ends).await;
     }
     printer_reg.undo();
-    handle.dispose().await;
-    app.shutdown().await;
+    crate::commands::shutdown_bounded(async {
+        handle.dispose().await;
+        app.shutdown().await;
+    })
+    .await;
+    if let Some(stop) = stopped {
+        eprintln!("dsh: {}", stop.reason());
+    }
     if interactive {
         eprintln!("session saved: {session_id} (resume with `dsh chat --resume {session_id}`)");
     }
-    0
+    match stopped {
+        Some(stop) if stop != Stop::Interrupt => stop.exit_code(),
+        _ => printer.output_code(),
+    }
+}
+
+/// The terminal's mode at start-up, restored on the way out: the line
+/// editor's thread may still hold raw mode when a signal ends chat.
+struct TerminalMode(Option<nix::sys::termios::Termios>);
+
+impl TerminalMode {
+    fn save() -> Self {
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            return Self(None);
+        }
+        Self(nix::sys::termios::tcgetattr(&stdin).ok())
+    }
+
+    fn restore(&self) {
+        if let Some(mode) = &self.0 {
+            // The terminal may be gone (SIGHUP); nothing to restore then.
+            let _ = nix::sys::termios::tcsetattr(
+                std::io::stdin(),
+                nix::sys::termios::SetArg::TCSANOW,
+                mode,
+            );
+        }
+    }
 }
 
 /// Sends each non-empty stdin line as a message and waits for its turn.
-async fn piped_loop(agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) {
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+/// Returns the signal that ended it, if one did.
+async fn piped_loop(agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> Option<Stop> {
+    let mut input = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut signals = crate::signals::get();
+    let mut line_no = 0usize;
     loop {
-        let line = tokio::select! {
-            l = lines.next_line() => l,
-            _ = tokio::signal::ctrl_c() => return,
+        let mut bytes = Vec::new();
+        let read = tokio::select! {
+            r = input.read_until(b'\n', &mut bytes) => r,
+            stop = signals.next() => return Some(stop),
         };
-        let line = match line {
-            Ok(Some(l)) => l,
-            Ok(None) => return,
+        match read {
+            Ok(0) => return None,
+            Ok(_) => line_no += 1,
             Err(e) => {
                 eprintln!("dsh: cannot read stdin: {e}");
-                return;
+                return None;
+            }
+        }
+        let line = match String::from_utf8(bytes) {
+            Ok(l) => l,
+            Err(_) => {
+                eprintln!("dsh: stdin line {line_no} is not valid UTF-8; skipped");
+                continue;
             }
         };
+        let line = line.trim_end_matches(['\n', '\r']).to_string();
         if line.trim().is_empty() {
             continue;
         }
         if let Err(e) = agent.send(vec![ContentBlock::text(line)], MessageSource::User) {
             eprintln!("dsh: {e}");
-            return;
+            return None;
         }
         tokio::select! {
             _ = turn_ends.recv() => {}
-            _ = tokio::signal::ctrl_c() => {
-                agent.abort(Some("user interrupt".into()));
+            stop = signals.next() => {
+                agent.abort(Some(stop.reason().into()));
                 let _ = turn_ends.recv().await;
-                return;
+                return Some(stop);
             }
         }
     }
 }
 
 enum Input {
+    /// A terminating signal (never sent by the reader thread).
+    Stop(Stop),
     Line(String),
     Interrupt,
     Eof,
@@ -126,7 +188,8 @@ async fn interactive_loop(
     agent: &Arc<dyn Agent>,
     printer: &Arc<Printer>,
     mut status: watch::Receiver<AgentStatus>,
-) {
+) -> Option<Stop> {
+    let mut signals = crate::signals::get();
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
     // After Ctrl-C the reader waits for the aborted turn to end before it
     // prompts again, so the turn's last output lands above the new prompt.
@@ -138,9 +201,12 @@ async fn interactive_loop(
     loop {
         let input = tokio::select! {
             input = rx.recv() => input,
-            _ = tokio::signal::ctrl_c() => {
-                agent.abort(Some("user interrupt".into()));
-                continue;
+            stop = signals.next() => {
+                if stop == Stop::Interrupt {
+                    agent.abort(Some(stop.reason().into()));
+                    continue;
+                }
+                Some(Input::Stop(stop))
             }
             _ = status.wait_for(|s| *s != AgentStatus::Running), if resume_pending => {
                 resume_pending = false;
@@ -149,20 +215,29 @@ async fn interactive_loop(
                 continue;
             }
         };
-        let Some(input) = input else { return };
+        let input = input?;
         let running = agent.status() == AgentStatus::Running;
         match input {
+            Input::Stop(stop) => {
+                // TERM, HUP, QUIT end chat, running turn or not.
+                if running {
+                    printer.skip_next_prompt();
+                    agent.abort(Some(stop.reason().into()));
+                    let _ = status.wait_for(|s| *s != AgentStatus::Running).await;
+                }
+                return Some(stop);
+            }
             Input::Eof => {
                 if running {
                     agent.abort(Some("user exit".into()));
                     // The sender lives in the status listener until shutdown.
                     let _ = status.wait_for(|s| *s != AgentStatus::Running).await;
                 }
-                return;
+                return None;
             }
             Input::Interrupt => {
                 if !running {
-                    return;
+                    return None;
                 }
                 printer.skip_next_prompt();
                 agent.abort(Some("user interrupt".into()));
@@ -178,7 +253,7 @@ async fn interactive_loop(
                 // `steer` is `send` when no turn runs.
                 if let Err(e) = agent.steer(vec![ContentBlock::text(line)], MessageSource::User) {
                     eprintln!("dsh: {e}");
-                    return;
+                    return None;
                 }
             }
         }

@@ -1,7 +1,5 @@
 //! `dsh mcp list`: every configured MCP server, its state and its tools.
 
-use std::io::Write;
-
 use clap::{Args, Subcommand};
 
 use crate::app::{resolve, App, StackArgs};
@@ -51,9 +49,9 @@ pub(crate) fn run(args: McpArgs) -> u8 {
         for (_, message) in &failures {
             eprintln!("dsh: {message}");
         }
-        let mut out = std::io::stdout().lock();
+        let mut out = String::new();
         if configured.is_empty() {
-            let _ = writeln!(out, "no MCP servers configured (add [mcp.servers.NAME] to dsh.toml or pass --mcp NAME=COMMAND)");
+            out.push_str("no MCP servers configured (add [mcp.servers.NAME] to dsh.toml or pass --mcp NAME=COMMAND)\n");
         }
         for (name, enabled) in &configured {
             let line = if !enabled {
@@ -71,13 +69,14 @@ pub(crate) fn run(args: McpArgs) -> u8 {
             } else {
                 format!("{name}\tnot started")
             };
-            // A closed stdout is not worth a panic.
-            let _ = writeln!(out, "{line}");
+            // Tool names and messages come from the server: untrusted.
+            out.push_str(&crate::sanitize::visible(&line));
+            out.push('\n');
         }
-        drop(out);
+        let written = crate::output::emit(&out);
         app.shutdown().await;
         if failures.is_empty() {
-            0
+            written
         } else {
             1
         }

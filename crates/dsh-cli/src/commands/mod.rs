@@ -27,7 +27,10 @@ pub(crate) fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
         .build()
     {
         Ok(rt) => {
-            let code = rt.block_on(command);
+            let code = rt.block_on(async {
+                crate::signals::install();
+                command.await
+            });
             rt.shutdown_timeout(std::time::Duration::from_millis(100));
             code
         }
@@ -39,17 +42,47 @@ pub(crate) fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
 }
 
 /// Resolves the configuration, builds the plugin stack and starts the MCP
-/// servers; on failure the error is reported and its exit code returned.
+/// servers; on failure the error is reported and its exit code returned. A
+/// stop signal during MCP start-up stops the servers already started (and
+/// kills those still starting) and returns the signal's exit code.
 pub(crate) async fn start_app(stack: &StackArgs) -> Result<App, u8> {
     let resolved = resolve(stack).map_err(|e| report(&e))?;
     let mut app = App::build(resolved).map_err(|e| report(&e))?;
     for warning in app.take_warnings() {
         eprintln!("dsh: {warning}");
     }
-    for (_, message) in app.start_mcp().await {
-        eprintln!("dsh: {message}");
+    let mut signals = crate::signals::get();
+    let started = {
+        let start = app.start_mcp();
+        tokio::pin!(start);
+        tokio::select! {
+            failures = &mut start => Ok(failures),
+            stop = signals.next() => Err(stop),
+        }
+    };
+    match started {
+        Ok(failures) => {
+            for (_, message) in failures {
+                eprintln!("dsh: {message}");
+            }
+            Ok(app)
+        }
+        Err(stop) => {
+            eprintln!("dsh: {}: stopping", stop.reason());
+            shutdown_bounded(app.shutdown()).await;
+            Err(stop.exit_code())
+        }
     }
-    Ok(app)
+}
+
+/// Awaits a shutdown future for at most [`crate::signals::SHUTDOWN_BOUND`].
+pub(crate) async fn shutdown_bounded(shutdown: impl std::future::Future<Output = ()>) {
+    if tokio::time::timeout(crate::signals::SHUTDOWN_BOUND, shutdown)
+        .await
+        .is_err()
+    {
+        eprintln!("dsh: shutdown did not finish in time; exiting anyway");
+    }
 }
 
 /// [`start_app`], then the agent (resuming session `resume` when given).
@@ -87,13 +120,20 @@ pub(crate) fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
     match reason {
         Some(TurnEndReason::Completed) => 0,
         Some(TurnEndReason::Aborted { reason }) => {
-            eprintln!("dsh: aborted: {}", reason.as_deref().unwrap_or("aborted"));
+            eprintln!(
+                "dsh: aborted: {}",
+                crate::sanitize::visible(reason.as_deref().unwrap_or("aborted"))
+            );
             130
         }
         Some(TurnEndReason::Disposed) => 130,
         Some(TurnEndReason::Error { message, code }) => {
+            // The message can quote a provider's answer: untrusted text.
+            let message = crate::sanitize::visible(message);
             match code {
-                Some(code) => eprintln!("dsh: error [{code}]: {message}"),
+                Some(code) => {
+                    eprintln!("dsh: error [{}]: {message}", crate::sanitize::visible(code))
+                }
                 None => eprintln!("dsh: error: {message}"),
             }
             1

@@ -2,8 +2,10 @@
 //!
 //! One turn. Prints the final answer (or, with `--json`, every session event
 //! as one JSON line as it happens, the JSONL log format). Exit codes: 0 the
-//! turn completed, 1 it ended in error (message with code on stderr), 130 it
-//! was aborted (Ctrl-C), 2 usage or configuration error.
+//! turn completed, 1 it ended in error (message with code on stderr) or its
+//! output could not be written, 2 usage or configuration error; a signal
+//! aborts the turn (open tool calls answered, processes killed, log flushed)
+//! and exits 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP) or 131 (SIGQUIT).
 
 use dsh_kernel::ErrorCode;
 use std::io::Write;
@@ -14,6 +16,7 @@ use dsh_session::{AssistantMessageEvent, ErrorEvent, EventPayload, TurnEndReason
 
 use crate::app::StackArgs;
 use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end};
+use crate::output::WriteFailure;
 
 /// Arguments of `dsh run`.
 #[derive(Debug, Args)]
@@ -43,15 +46,18 @@ async fn run_async(args: RunArgs) -> u8 {
     };
     let agent = handle.agent();
     let session = agent.session();
+    let written = std::sync::Arc::new(WriteFailure::default());
     let json_listener = args.json.then(|| {
         let sid = session.id().to_string();
+        let written = written.clone();
         app.store.on_event().on(move |(s, event)| {
-            if *s.id() == sid {
+            if *s.id() == sid && !written.failed() {
                 let line = serde_json::to_string(&**event).unwrap_or_default();
+                let line = crate::sanitize::json_visible(&line);
                 let mut out = std::io::stdout().lock();
-                // A closed stdout (e.g. `| head`) must not kill the turn.
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+                // A closed stdout (e.g. `| head`) must not kill the turn:
+                // the failure is noted and decides the exit code.
+                written.note(writeln!(out, "{line}").and_then(|()| out.flush()));
             }
         })
     });
@@ -76,12 +82,15 @@ async fn run_async(args: RunArgs) -> u8 {
     let start = session.len();
     let turn_end = wait_turn_end(&app);
     let prompt = args.prompt.join(" ");
+    let mut signals = crate::signals::get();
+    let mut stopped = None;
     let reason = match agent.send(vec![ContentBlock::text(prompt)], MessageSource::User) {
         Ok(()) => {
             tokio::select! {
                 reason = turn_end.recv() => reason,
-                _ = tokio::signal::ctrl_c() => {
-                    agent.abort(Some("user interrupt".into()));
+                stop = signals.next() => {
+                    stopped = Some(stop);
+                    agent.abort(Some(stop.reason().into()));
                     turn_end.recv().await
                 }
             }
@@ -91,20 +100,32 @@ async fn run_async(args: RunArgs) -> u8 {
             code: Some(e.code().into()),
         }),
     };
-    if !args.json {
-        let answer = final_answer(&session.events_since(start));
-        let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{answer}");
+    if !args.json && stopped.is_none() {
+        let mut answer = final_answer(&session.events_since(start));
         if !answer.ends_with('\n') && !answer.is_empty() {
-            let _ = writeln!(out);
+            answer.push('\n');
         }
-        let _ = out.flush();
+        let mut out = std::io::stdout().lock();
+        let text = crate::sanitize::visible(&answer);
+        written.note(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
     }
     drop(json_listener);
-    handle.dispose().await;
-    error_listener.undo();
-    app.shutdown().await;
-    let code = exit_code_for(reason.as_ref());
+    crate::commands::shutdown_bounded(async {
+        handle.dispose().await;
+        error_listener.undo();
+        app.shutdown().await;
+    })
+    .await;
+    let code = match stopped {
+        Some(stop) => {
+            eprintln!("dsh: aborted: {}", stop.reason());
+            return stop.exit_code();
+        }
+        None => exit_code_for(reason.as_ref()),
+    };
+    if code == 0 && written.code() != 0 {
+        return written.code();
+    }
     let failures = persistence_errors
         .lock()
         .map(|v| v.clone())

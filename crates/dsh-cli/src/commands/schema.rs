@@ -60,8 +60,7 @@ pub(crate) fn run(args: SchemaArgs) -> u8 {
                     // Pretty-printing a Value cannot fail; fall back to compact anyway.
                     serde_json::to_string_pretty(&schema).unwrap_or_else(|_| schema.to_string())
                 };
-                println!("{text}");
-                0
+                crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&text)))
             }
             Err(message) => fail(&message),
         },
@@ -81,11 +80,11 @@ pub(crate) fn run(args: SchemaArgs) -> u8 {
                 Err(e) => vec![e.message().to_string()],
             };
             let valid = violations.is_empty();
-            println!("{}", verdict_line(valid, &violations));
-            if valid {
-                0
-            } else {
-                1
+            let line = verdict_line(valid, &violations);
+            match crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&line))) {
+                0 if valid => 0,
+                0 => 1,
+                lost => lost,
             }
         }
     }

@@ -53,8 +53,8 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
     match args.command {
         SessionCommand::Show { file, chunks } => match load(&file) {
             Ok(log) => {
-                print!("{}", render_timeline(&file, &log.events, chunks));
-                0
+                let text = render_timeline(&file, &log.events, chunks);
+                crate::output::emit(&crate::sanitize::visible(&text))
             }
             Err(code) => code,
         },
@@ -99,10 +99,7 @@ fn replay(log: LoadedLog) -> u8 {
         }
     };
     match serde_json::to_string_pretty(&session.derive_messages()) {
-        Ok(json) => {
-            println!("{json}");
-            0
-        }
+        Ok(json) => crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&json))),
         Err(e) => {
             eprintln!("dsh: cannot encode the history: {e}");
             1
@@ -134,8 +131,8 @@ fn list(session_dir: Option<PathBuf>) -> u8 {
         .max()
         .unwrap_or(2)
         .max(2);
-    println!(
-        "{:<width$}  {:<19}  {:>5}  FIRST PROMPT",
+    let mut out = format!(
+        "{:<width$}  {:<19}  {:>5}  FIRST PROMPT\n",
         "ID", "CREATED (UTC)", "TURNS"
     );
     for s in sessions {
@@ -144,14 +141,14 @@ fn list(session_dir: Option<PathBuf>) -> u8 {
             .as_deref()
             .map(|p| one_line(p, 60))
             .unwrap_or_else(|| "-".into());
-        println!(
-            "{:<width$}  {:<19}  {:>5}  {prompt}",
+        out.push_str(&format!(
+            "{:<width$}  {:<19}  {:>5}  {prompt}\n",
             s.id,
             format_utc(s.created_ms),
             s.turns
-        );
+        ));
     }
-    0
+    crate::output::emit(&crate::sanitize::visible(&out))
 }
 
 /// `$XDG_DATA_HOME/dsh/sessions` (when absolute), else

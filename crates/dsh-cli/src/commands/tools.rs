@@ -1,7 +1,5 @@
 //! `dsh tools list`: the tool schemas exactly as the model is shown them.
 
-use std::io::Write;
-
 use clap::{Args, Subcommand};
 
 use crate::app::StackArgs;
@@ -36,10 +34,8 @@ pub(crate) fn run(args: ToolsArgs) -> u8 {
         };
         let schemas = app.tools.schemas();
         let text = serde_json::to_string_pretty(&schemas).unwrap_or_else(|_| "[]".into());
-        let mut out = std::io::stdout().lock();
-        // A closed stdout (`| head`) is not an error worth a panic.
-        let _ = writeln!(out, "{text}");
+        let code = crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&text)));
         app.shutdown().await;
-        0
+        code
     })
 }

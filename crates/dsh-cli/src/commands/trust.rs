@@ -9,10 +9,11 @@
 //! the decision; `--list` prints every recorded one. Exit 0 done, 2 no or
 //! unusable config, 1 the record could not be written.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+
+use crate::output::emit;
 
 /// Arguments of `dsh trust`.
 #[derive(Debug, Args)]
@@ -114,20 +115,10 @@ fn list(store: &dsh::trust::TrustStore) -> u8 {
             Err(_) => " (missing)",
         };
         let verdict = if trusted { "trusted" } else { "refused" };
-        out.push_str(&format!("{verdict}  {}{state}\n", path.display()));
+        out.push_str(&crate::sanitize::visible(&format!(
+            "{verdict}  {}{state}\n",
+            path.display()
+        )));
     }
     emit(&out)
-}
-
-/// Writes `text` to stdout: 0 when written (or stdout closed), 1 otherwise.
-fn emit(text: &str) -> u8 {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => 0,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
-        Err(e) => {
-            eprintln!("dsh: cannot write output: {e}");
-            1
-        }
-    }
 }
