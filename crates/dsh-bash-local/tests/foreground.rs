@@ -351,25 +351,6 @@ async fn pipes_held_outside_the_group_do_not_hang_the_call() {
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
 }
 
-/// Pids of live processes whose command line contains `needle`.
-fn procs_with(needle: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| {
-                    String::from_utf8_lossy(&c)
-                        .replace('\0', " ")
-                        .contains(needle)
-                })
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_process_that_left_the_group_holding_the_pipes_does_not_hang_the_call() {
     // Default foreground timeout (120 s): the call must end long before it.
@@ -380,7 +361,7 @@ async fn a_process_that_left_the_group_holding_the_pipes_does_not_hang_the_call(
         .run(&format!("setsid sleep {marker} & echo started"))
         .await;
     let took = started.elapsed();
-    let escaped = procs_with(&format!("sleep {marker}"));
+    let escaped = dsh_testkit::procs::live_with("sleep", &format!("sleep {marker}"));
     for pid in &escaped {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(*pid),

@@ -56,37 +56,10 @@ impl Home {
     }
 }
 
-/// Pids of live (non-zombie) `sleep` processes whose command line contains
-/// `needle` (dsh's own command line holds the marker too).
+/// Live `sleep` processes whose command line contains `needle` (dsh's own
+/// command line holds the marker too).
 fn procs_with(needle: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-                .unwrap_or(true);
-            let sleep = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "sleep");
-            !zombie
-                && sleep
-                && std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .map(|c| {
-                        String::from_utf8_lossy(&c)
-                            .replace('\0', " ")
-                            .contains(needle)
-                    })
-                    .unwrap_or(false)
-        })
-        .collect()
+    dsh_testkit::procs::live_with("sleep", needle)
 }
 
 fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {

@@ -39,6 +39,29 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Live (non-zombie) processes named `comm` (as in `/proc/PID/comm`) whose
+/// command line contains `needle`: finds a process a test started with a
+/// marker argument (`sleep 300.4242`), not the test's own command line
+/// that mentions it.
+pub fn live_with(comm: &str, needle: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            is_alive(*pid)
+                && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == comm)
+                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+        })
+        .collect()
+}
+
 /// Asserts, right now, that every pid in `pids` and every member of group
 /// `pgid` is gone (or a zombie waiting for init to reap it).
 ///

@@ -75,7 +75,7 @@ impl ResultLimit {
                 }
                 other => dropped.push(format!(
                     "[a {} block of {} bytes was removed: the result exceeded {} bytes]",
-                    block_kind(other),
+                    other.kind(),
                     block_size(other),
                     self.max_bytes
                 )),
@@ -140,17 +140,6 @@ fn block_size(block: &ContentBlock) -> usize {
         ContentBlock::Text(t) => t.text.len(),
         ContentBlock::Reasoning(r) => r.text.len(),
         other => serde_json::to_string(other).map_or(0, |s| s.len()),
-    }
-}
-
-fn block_kind(block: &ContentBlock) -> &str {
-    match block {
-        ContentBlock::Text(_) => "text",
-        ContentBlock::Reasoning(_) => "reasoning",
-        ContentBlock::ToolCall(_) => "tool-call",
-        ContentBlock::ToolResult(_) => "tool-result",
-        ContentBlock::Image(_) => "image",
-        ContentBlock::Other { kind, .. } => kind,
     }
 }
 

@@ -237,12 +237,12 @@ fn apply_trust(
         check_values(&project)?;
         file = file.overlay(trusted_part(project, policy, warnings)?);
     }
-    for key in ["hooks", "sandbox", "permission"] {
-        let set = match key {
-            "hooks" => file.hooks.take(),
-            "sandbox" => file.sandbox.take(),
-            _ => file.permission.take(),
-        };
+    let reserved = [
+        ("hooks", file.hooks.take()),
+        ("sandbox", file.sandbox.take()),
+        ("permission", file.permission.take()),
+    ];
+    for (key, set) in reserved {
         if set.is_some() {
             warnings.push(format!(
                 "`{key}` in dsh.toml is not supported by this version of dsh; ignored"
