@@ -325,3 +325,40 @@ fn defaults_match_the_documentation() {
     assert_eq!(d.stream_idle_timeout_ms, 300_000);
     assert_eq!(d.max_event_bytes, 16 * 1024 * 1024);
 }
+
+/// A real DeepSeek stream (from the loopback server) with three tool calls
+/// crosses `max_tool_calls = 2` at the third call, as the loop counts it.
+#[tokio::test]
+async fn step_meter_counts_deepseek_tool_calls() {
+    let mut body = String::from(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+    );
+    for i in 0..3 {
+        let payload = serde_json::json!({"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":i,"id":format!("call_{i}"),"type":"function","function":{"name":"bash","arguments":"{}"}}]},"finish_reason":null}]});
+        body.push_str(&format!("data: {payload}\n\n"));
+    }
+    body.push_str("data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        read_request(&mut sock).await.unwrap();
+        let _ = sock.write_all(body.as_bytes()).await;
+        let _ = sock.shutdown().await;
+    });
+    let a = DeepSeekAdapter::new(fast(&url)).unwrap();
+    let mut meter = dsh_llm::StepMeter::new(dsh_llm::StepLimits {
+        max_tool_calls: 2,
+        ..Default::default()
+    });
+    let mut crossed = None;
+    for (n, item) in run(&a, options()).await.into_iter().enumerate() {
+        if let Err(e) = meter.observe(&item.unwrap()) {
+            crossed = Some((n, e.code));
+            break;
+        }
+    }
+    let (_, code) = crossed.expect("the meter never tripped");
+    assert_eq!(code, codes::TOO_MANY_TOOL_CALLS);
+    assert_eq!(meter.tool_calls(), 3);
+}
