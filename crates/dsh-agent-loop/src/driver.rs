@@ -11,7 +11,8 @@ use dsh_agent::{
 };
 use dsh_kernel::{DshError, ErrorCode, Extensions};
 use dsh_llm::{
-    BlockAssembler, ContentBlock, FinishReason, Message, MessageSource, ModelRequest, TokenUsage,
+    BlockAssembler, ContentBlock, FinishReason, Message, MessageSource, ModelRequest, StepMeter,
+    TokenUsage,
 };
 use dsh_protocol::codes;
 use dsh_session::{
@@ -296,6 +297,7 @@ async fn stream_step(
 
     let mut stream = agent.services.llm.stream(request).await;
     let mut asm = BlockAssembler::new();
+    let mut meter = StepMeter::new(agent.step_limits);
     loop {
         let item = tokio::select! {
             biased;
@@ -309,6 +311,11 @@ async fn stream_step(
         };
         if cancel.is_cancelled() {
             return Err(aborted_error(agent));
+        }
+        // Checked before the chunk is logged: the step ends like a stream
+        // error (no assistant message is recorded, so no call dangles).
+        if let Err(e) = meter.observe(&chunk) {
+            return Err(DshError::new(e.code, e.message));
         }
         asm.push(&chunk);
         agent.record_checked(EventPayload::AssistantChunk(ChunkEvent {

@@ -52,6 +52,9 @@ pub struct LoopSetup {
     pub session_id: Option<String>,
     /// Events to seed the session with (resume / fork); turn numbers continue.
     pub seed: Vec<SessionEvent>,
+    /// Bounds on each model step (tool calls, output bytes); exceeding one
+    /// ends the turn with `TOO_MANY_TOOL_CALLS` / `STEP_TOO_LARGE`.
+    pub step_limits: dsh_llm::StepLimits,
 }
 
 /// Creates agents driven by the loop.
@@ -110,6 +113,7 @@ impl AgentLoop {
         let agent = Arc::new_cyclic(|me: &Weak<LoopAgent>| LoopAgent {
             id: AgentId::from(id),
             options,
+            step_limits: setup.step_limits,
             session,
             me: me.clone(),
             state: Mutex::new(State {
@@ -258,6 +262,7 @@ impl State {
 struct LoopAgent {
     id: AgentId,
     options: AgentOptions,
+    step_limits: dsh_llm::StepLimits,
     session: Arc<Session>,
     me: Weak<LoopAgent>,
     state: Mutex<State>,

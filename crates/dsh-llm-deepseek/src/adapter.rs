@@ -51,9 +51,14 @@ impl DeepSeekAdapter {
     /// provider, installed process-wide if no provider is installed yet).
     ///
     /// # Errors
-    /// `AUTH` with [`MISSING_KEY`] when `config.api_key` is absent or empty;
-    /// `NETWORK` when the HTTP client cannot be built.
+    /// `INVALID_CONFIG` when [`DeepSeekConfig::validate`] fails (bad
+    /// `base_url`, zero timeouts or limits); `AUTH` with [`MISSING_KEY`] when
+    /// `config.api_key` is absent or empty; `NETWORK` when the HTTP client
+    /// cannot be built.
     pub fn new(config: DeepSeekConfig) -> Result<Self, LlmError> {
+        config.validate().map_err(|m| {
+            LlmError::new(LlmErrorKind::InvalidConfig, format!("llm-deepseek: {m}"))
+        })?;
         let api_key = match config.api_key.as_deref() {
             Some(k) if !k.is_empty() => k.to_string(),
             _ => return Err(LlmError::new(LlmErrorKind::Auth, MISSING_KEY)),
@@ -61,17 +66,16 @@ impl DeepSeekAdapter {
         // Err means another provider is already installed, which is fine:
         // reqwest uses whatever default provider the process has.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder();
-        if let Some(t) = config.connect_timeout {
-            builder = builder.connect_timeout(t);
-        }
-        let client = builder.build().map_err(|e| {
-            LlmError::new(
-                LlmErrorKind::Network,
-                format!("llm-deepseek: cannot build the HTTP client: {e}"),
-            )
-            .with_cause(e)
-        })?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout())
+            .build()
+            .map_err(|e| {
+                LlmError::new(
+                    LlmErrorKind::Network,
+                    format!("llm-deepseek: cannot build the HTTP client: {e}"),
+                )
+                .with_cause(e)
+            })?;
         let endpoint = config.endpoint();
         Ok(Self {
             shared: Arc::new(Shared {
@@ -106,7 +110,8 @@ impl dsh_kernel::Plugin for DeepSeekConfig {
 /// `config.models` (all or nothing).
 ///
 /// # Errors
-/// `AUTH` without an API key (nothing registered, no request ever made);
+/// `INVALID_CONFIG` for an invalid configuration and `AUTH` without an API
+/// key (nothing registered, no request ever made);
 /// `DUPLICATE_ADAPTER` when a model name is already served.
 pub fn register(service: &LlmService, config: DeepSeekConfig) -> Result<Registration, LlmError> {
     let models = config.models.clone();
@@ -145,6 +150,8 @@ enum Phase {
 
 struct Body {
     response: reqwest::Response,
+    /// When the stream is abandoned unless a data event arrives first.
+    idle_deadline: tokio::time::Instant,
     parser: SseParser,
     translator: Translator,
 }
@@ -204,17 +211,22 @@ impl Run {
     /// Translates buffered payloads, else reads the next piece of the body.
     /// Returns an item only when the call was cancelled.
     async fn body_step(&mut self) -> Option<Result<StreamChunk, LlmError>> {
-        let read_timeout = self.shared.config.read_timeout;
+        let idle = self.shared.config.stream_idle_timeout();
+        let idle_ms = self.shared.config.stream_idle_timeout_ms;
+        let max_event = self.shared.config.max_event_bytes;
         let Phase::Body(body) = &mut self.phase else {
             return None;
         };
         let Body {
             response,
+            idle_deadline,
             parser,
             translator,
         } = &mut **body;
         let mut error = None;
         while let Some(payload) = parser.next_payload() {
+            // Only data events reset the idle timer (comments do not).
+            *idle_deadline = tokio::time::Instant::now() + idle;
             if let Err(e) = translator.push(payload, &mut self.scratch) {
                 error = Some(e);
                 break;
@@ -242,13 +254,25 @@ impl Run {
         if !self.queue.is_empty() {
             return None;
         }
-        match guarded(&self.cancel, read_timeout, response.chunk()).await {
+        // Everything complete was consumed: what is left is one partial
+        // event. Bounded: at most the limit plus one network read.
+        if parser.buffered() > max_event {
+            self.fail(LlmError::new(
+                LlmErrorKind::MalformedResponse,
+                format!("llm-deepseek: an SSE event exceeded {max_event} bytes"),
+            ));
+            return None;
+        }
+        let remaining = idle_deadline.saturating_duration_since(tokio::time::Instant::now());
+        match guarded(&self.cancel, Some(remaining), response.chunk()).await {
             Guarded::Done(Ok(Some(bytes))) => parser.push(&bytes),
             Guarded::Done(Ok(None)) => parser.end(),
             Guarded::Done(Err(e)) => self.fail(transport_error(e)),
             Guarded::TimedOut => self.fail(LlmError::new(
                 LlmErrorKind::Timeout,
-                "llm-deepseek: no data from the server within the read timeout",
+                format!(
+                    "llm-deepseek: no data event from the server within the stream idle timeout ({idle_ms} ms, [deepseek] stream_idle_timeout_ms)"
+                ),
             )),
             Guarded::Cancelled => return Some(Err(self.abort())),
         }
@@ -282,17 +306,18 @@ impl Run {
             .body(body)
             .send();
         let cfg = &self.shared.config;
-        // Connecting plus the first idle wait (for the response headers).
-        let header_limit = cfg
-            .read_timeout
-            .map(|r| r.saturating_add(cfg.connect_timeout.unwrap_or_default()));
+        // TCP connect + TLS + waiting for the response headers.
+        let header_limit = Some(cfg.connect_timeout());
         let response = match guarded(&self.cancel, header_limit, request).await {
             Guarded::Done(Ok(r)) => r,
             Guarded::Done(Err(e)) => return Err(transport_error(e)),
             Guarded::TimedOut => {
                 return Err(LlmError::new(
                     LlmErrorKind::Timeout,
-                    "llm-deepseek: no response headers within the timeout",
+                    format!(
+                        "llm-deepseek: no response headers within the connect timeout ({} ms, [deepseek] connect_timeout_ms)",
+                        cfg.connect_timeout_ms
+                    ),
                 ))
             }
             Guarded::Cancelled => return Err(self.abort()),
@@ -307,8 +332,23 @@ impl Run {
                 "DeepSeek API returned no response body",
             ));
         }
+        // A 200 from a captive portal or proxy is HTML, not SSE. A missing
+        // Content-Type is accepted (parsed as SSE).
+        if let Some(ct) = response.headers().get(reqwest::header::CONTENT_TYPE) {
+            let text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
+            let essence = text.split(';').next().unwrap_or("").trim();
+            if !essence.eq_ignore_ascii_case("text/event-stream") {
+                return Err(LlmError::new(
+                    LlmErrorKind::MalformedResponse,
+                    format!("llm-deepseek: expected text/event-stream, got {text}"),
+                )
+                .with_status(status));
+            }
+        }
+        let idle_deadline = tokio::time::Instant::now() + self.shared.config.stream_idle_timeout();
         self.phase = Phase::Body(Box::new(Body {
             response,
+            idle_deadline,
             parser: SseParser::new(),
             translator: Translator::new(),
         }));
@@ -329,7 +369,7 @@ impl Run {
         while body.len() < MAX_ERROR_BODY {
             match guarded(
                 &self.cancel,
-                self.shared.config.read_timeout,
+                Some(self.shared.config.stream_idle_timeout()),
                 response.chunk(),
             )
             .await

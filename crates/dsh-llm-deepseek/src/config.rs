@@ -2,6 +2,15 @@
 
 use std::time::Duration;
 
+/// Default of [`DeepSeekConfig::connect_timeout_ms`] (60 s).
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 60_000;
+
+/// Default of [`DeepSeekConfig::stream_idle_timeout_ms`] (300 s).
+pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
+
+/// Default of [`DeepSeekConfig::max_event_bytes`] (16 MiB).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 /// The public DeepSeek endpoint, used when no base URL is configured.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 
@@ -64,16 +73,25 @@ pub struct DeepSeekConfig {
     pub thinking: Option<Thinking>,
     /// Reasoning effort; `None` = not sent.
     pub reasoning_effort: Option<ReasoningEffort>,
-    /// Limit for establishing the TCP/TLS connection; `None` = no limit.
-    pub connect_timeout: Option<Duration>,
-    /// Idle limit between two body reads (and for the response headers after
-    /// connecting); `None` = no limit. Exceeding it fails with `TIMEOUT`.
-    pub read_timeout: Option<Duration>,
+    /// Limit, in ms, for TCP connect + TLS + waiting for the response
+    /// headers (dsh.toml `[deepseek] connect_timeout_ms`). Exceeding it fails
+    /// with `TIMEOUT` (transient). Must be > 0 (see [`DeepSeekConfig::validate`]).
+    pub connect_timeout_ms: u64,
+    /// Longest wait, in ms, between two SSE *data* events once the headers
+    /// arrived (dsh.toml `[deepseek] stream_idle_timeout_ms`); comments such
+    /// as `: keep-alive` do not reset it. Exceeding it fails with `TIMEOUT`
+    /// (transient only while no output was yielded). Must be > 0.
+    pub stream_idle_timeout_ms: u64,
+    /// Largest SSE event (or partial line) buffered, in bytes (dsh.toml
+    /// `[deepseek] max_event_bytes`); a larger one fails the stream with
+    /// `MALFORMED_RESPONSE` without buffering much beyond the limit (at most
+    /// one network read more). Must be > 0.
+    pub max_event_bytes: usize,
 }
 
 impl Default for DeepSeekConfig {
     /// No key, default base URL and models, provider defaults for thinking,
-    /// 30 s connect and 300 s read timeouts.
+    /// 60 s connect/header timeout, 300 s stream idle timeout, 16 MiB events.
     fn default() -> Self {
         Self {
             api_key: None,
@@ -81,8 +99,9 @@ impl Default for DeepSeekConfig {
             models: DEFAULT_MODELS.iter().map(|m| m.to_string()).collect(),
             thinking: None,
             reasoning_effort: None,
-            connect_timeout: Some(Duration::from_secs(30)),
-            read_timeout: Some(Duration::from_secs(300)),
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         }
     }
 }
@@ -107,5 +126,55 @@ impl DeepSeekConfig {
     /// `<base_url>/chat/completions` (plain concatenation).
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.base_url())
+    }
+
+    /// [`connect_timeout_ms`](Self::connect_timeout_ms) as a duration.
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+
+    /// [`stream_idle_timeout_ms`](Self::stream_idle_timeout_ms) as a duration.
+    pub fn stream_idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.stream_idle_timeout_ms)
+    }
+
+    /// Checks the configuration up front (no I/O): `base_url` must parse as
+    /// an absolute `http`/`https` URL with a host, and the timeouts and
+    /// `max_event_bytes` must be non-zero.
+    ///
+    /// # Errors
+    /// The first problem found, as a message naming the dsh.toml key, e.g.
+    /// `[deepseek] base_url "htp:/x" is not a valid URL: …`.
+    pub fn validate(&self) -> Result<(), String> {
+        let base = self.base_url();
+        match reqwest::Url::parse(base) {
+            Err(e) => {
+                return Err(format!(
+                    "[deepseek] base_url {base:?} is not a valid URL: {e}"
+                ))
+            }
+            Ok(u) if u.scheme() != "http" && u.scheme() != "https" => {
+                return Err(format!(
+                "[deepseek] base_url {base:?} is not a valid URL: scheme {:?} is not http or https",
+                u.scheme()
+            ))
+            }
+            Ok(u) if u.host_str().is_none_or(str::is_empty) => {
+                return Err(format!(
+                    "[deepseek] base_url {base:?} is not a valid URL: no host"
+                ))
+            }
+            Ok(_) => {}
+        }
+        if self.connect_timeout_ms == 0 {
+            return Err("[deepseek] connect_timeout_ms must be greater than 0".into());
+        }
+        if self.stream_idle_timeout_ms == 0 {
+            return Err("[deepseek] stream_idle_timeout_ms must be greater than 0".into());
+        }
+        if self.max_event_bytes == 0 {
+            return Err("[deepseek] max_event_bytes must be greater than 0".into());
+        }
+        Ok(())
     }
 }

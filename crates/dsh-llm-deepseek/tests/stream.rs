@@ -374,7 +374,7 @@ async fn idle_body_times_out() {
     let resp = sse_events(&events[..3]).delay(Duration::from_secs(30));
     let server = LoopbackServer::start([resp]).await.unwrap();
     let mut cfg = config(server.base_url());
-    cfg.read_timeout = Some(Duration::from_millis(200));
+    cfg.stream_idle_timeout_ms = 200;
     let a = dsh_llm_deepseek::DeepSeekAdapter::new(cfg).unwrap();
     let (chunks, err) = split(run(&a, options()).await);
     assert_eq!(chunks.len(), 2);

@@ -38,6 +38,8 @@ pub enum LlmErrorKind {
     Aborted,
     /// A chunk sequence could not be assembled (`INCOMPLETE_BLOCK`).
     IncompleteBlock,
+    /// The adapter's configuration is invalid (`INVALID_CONFIG`).
+    InvalidConfig,
 }
 
 /// An error of the LLM layer: a kind (whose code is stable), a message, the
@@ -146,6 +148,7 @@ impl ErrorCode for LlmError {
             LlmErrorKind::Timeout => codes::TIMEOUT,
             LlmErrorKind::Aborted => codes::ABORTED,
             LlmErrorKind::IncompleteBlock => codes::INCOMPLETE_BLOCK,
+            LlmErrorKind::InvalidConfig => codes::INVALID_CONFIG,
         }
     }
 }

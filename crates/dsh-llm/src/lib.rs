@@ -19,6 +19,7 @@
 mod assembler;
 mod error;
 mod history;
+mod limits;
 pub mod open;
 mod retry;
 pub mod scripted;
@@ -31,6 +32,9 @@ pub mod conformance;
 pub use assembler::BlockAssembler;
 pub use error::{LlmError, LlmErrorKind};
 pub use history::History;
+pub use limits::{
+    StepLimitError, StepLimits, StepMeter, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_TOOL_CALLS,
+};
 pub use retry::{install_retry, RetryConfig};
 pub use service::{blocks_of, error_stream, BlockStream, ChunkStream, LlmAdapter, LlmService};
 pub use types::{

@@ -168,6 +168,10 @@ codes! {
         "Neither the agent's options nor the agent/request waterfall named a model.";
     MAX_STEPS = "MAX_STEPS", "agent", false, EndTurn,
         "The turn reached the step limit (max_steps) and ended with reason max-steps.";
+    TOO_MANY_TOOL_CALLS = "TOO_MANY_TOOL_CALLS", "agent", false, EndTurn,
+        "The model asked for more tool calls in one step than max_tool_calls allows; the step ended.";
+    STEP_TOO_LARGE = "STEP_TOO_LARGE", "agent", false, EndTurn,
+        "A model step's output exceeded max_output_bytes; the step ended.";
     AGENT_DISPOSED = "AGENT_DISPOSED", "agent", false, Caller,
         "The agent was disposed; it accepts no more messages.";
     DUPLICATE_AGENT = "DUPLICATE_AGENT", "agent", false, Caller,

@@ -75,8 +75,8 @@ pub fn config(base_url: &str) -> DeepSeekConfig {
     DeepSeekConfig {
         api_key: Some("sk-test".into()),
         base_url: Some(base_url.into()),
-        read_timeout: Some(Duration::from_secs(10)),
-        connect_timeout: Some(Duration::from_secs(5)),
+        stream_idle_timeout_ms: 10_000,
+        connect_timeout_ms: 5_000,
         ..DeepSeekConfig::default()
     }
 }
