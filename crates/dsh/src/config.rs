@@ -23,9 +23,9 @@ use serde::Deserialize;
 /// Default of `max_result_bytes`: 1 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
 /// Default of `max_tool_calls`.
-pub const DEFAULT_MAX_TOOL_CALLS: usize = 128;
+pub const DEFAULT_MAX_TOOL_CALLS: usize = dsh_llm::DEFAULT_MAX_TOOL_CALLS;
 /// Default of `max_step_output_bytes`: 4 MiB.
-pub const DEFAULT_MAX_STEP_OUTPUT_BYTES: usize = 4 * 1024 * 1024;
+pub const DEFAULT_MAX_STEP_OUTPUT_BYTES: usize = dsh_llm::DEFAULT_MAX_OUTPUT_BYTES;
 /// Largest accepted `[bash] max_output_bytes`: 8 MiB.
 pub const MAX_BASH_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 

@@ -119,8 +119,23 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             EffortSetting::High => dsh_llm_deepseek::ReasoningEffort::High,
             EffortSetting::Max => dsh_llm_deepseek::ReasoningEffort::Max,
         });
-        cfg
+        if let Some(v) = file.deepseek.connect_timeout_ms {
+            cfg.connect_timeout_ms = v;
+        }
+        if let Some(v) = file.deepseek.stream_idle_timeout_ms {
+            cfg.stream_idle_timeout_ms = v;
+        }
+        if let Some(v) = file.deepseek.max_event_bytes {
+            cfg.max_event_bytes = v;
+        }
+        cfg.validate().map_err(|e| {
+            // The file's values were checked already; what is left came
+            // from the environment.
+            StackError::Usage(format!("DEEPSEEK_BASE_URL (environment): {e}"))
+        })?;
+        Ok::<_, StackError>(cfg)
     });
+    let deepseek = deepseek.transpose()?;
     let mut models = vec![ECHO_MODEL.to_string()];
     if let Some(cfg) = &deepseek {
         models.extend(cfg.models.iter().cloned());
@@ -313,6 +328,25 @@ fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
     }
     if f.bash.timeout_ms == Some(0) || f.bash.max_timeout_ms == Some(0) {
         return bad("[bash] timeouts must be at least 1 ms".into());
+    }
+    // The [deepseek] values are checked even without an API key, so a typo
+    // shows up before the key is added.
+    let defaults = dsh_llm_deepseek::DeepSeekConfig::default();
+    let deepseek = dsh_llm_deepseek::DeepSeekConfig {
+        base_url: f.deepseek.base_url.clone(),
+        connect_timeout_ms: f
+            .deepseek
+            .connect_timeout_ms
+            .unwrap_or(defaults.connect_timeout_ms),
+        stream_idle_timeout_ms: f
+            .deepseek
+            .stream_idle_timeout_ms
+            .unwrap_or(defaults.stream_idle_timeout_ms),
+        max_event_bytes: f.deepseek.max_event_bytes.unwrap_or(defaults.max_event_bytes),
+        ..defaults
+    };
+    if let Err(e) = deepseek.validate() {
+        return bad(e);
     }
     Ok(())
 }

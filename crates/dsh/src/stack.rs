@@ -238,6 +238,10 @@ impl Stack {
             LoopSetup {
                 session_id: Some(session_id),
                 seed,
+                step_limits: dsh_llm::StepLimits {
+                    max_tool_calls: self.resolved.max_tool_calls,
+                    max_output_bytes: self.resolved.max_step_output_bytes,
+                },
             },
         )
     }
