@@ -4,14 +4,19 @@
 //! Start reading at [`LocalBashExecutor`] and its [`LocalBashConfig`]. What it
 //! guarantees:
 //! - a scrubbed environment (no secret as [`dsh_process::env::is_secret_var`]
-//!   defines it, except [`LocalBashConfig::env_passthrough`]; no `BASH_ENV`) plus `NO_COLOR=1 TERM=dumb PAGER=cat
-//!   GIT_PAGER=cat`, stdin from `/dev/null`, no controlling terminal;
+//!   defines it, except [`LocalBashConfig::env_passthrough`]; no `BASH_ENV`)
+//!   plus `NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat`, stdin from `/dev/null`, no controlling terminal;
 //! - timeouts and kills signal the whole process group: SIGTERM, then SIGKILL
 //!   after [`LocalBashConfig::kill_grace`];
 //! - per stream a bounded in-memory tail and, beyond the cap, a spill file
 //!   with the complete stream in a private (0700) directory;
+//! - a foreground call does not wait for what still holds its output
+//!   [`LocalBashConfig::escaped_output_grace`] after the shell exited: its own
+//!   jobs are killed, a process that left the group is left running and the
+//!   result says so ([`dsh_bash::RunResult::detached`]);
 //! - [`BashExecutor::dispose`] kills every process it started, waits until
-//!   they are reaped and removes the spill files.
+//!   they are reaped (a run in flight returns `aborted`) and removes the
+//!   temp spill files (not those in [`LocalBashExecutor::keep_spills_in`]).
 //!
 //! It deliberately does not sandbox: the command runs with this process's
 //! user, filesystem and network. It runs nothing through a PTY.
