@@ -4,14 +4,19 @@
 //! Start reading at [`LocalBashExecutor`] and its [`LocalBashConfig`]. What it
 //! guarantees:
 //! - a scrubbed environment (no secret as [`dsh_process::env::is_secret_var`]
-//!   defines it, except [`LocalBashConfig::env_passthrough`]; no `BASH_ENV`) plus `NO_COLOR=1 TERM=dumb PAGER=cat
-//!   GIT_PAGER=cat`, stdin from `/dev/null`, no controlling terminal;
+//!   defines it, except [`LocalBashConfig::env_passthrough`]; no `BASH_ENV`)
+//!   plus `NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat`, stdin from `/dev/null`, no controlling terminal;
 //! - timeouts and kills signal the whole process group: SIGTERM, then SIGKILL
 //!   after [`LocalBashConfig::kill_grace`];
 //! - per stream a bounded in-memory tail and, beyond the cap, a spill file
 //!   with the complete stream in a private (0700) directory;
+//! - a foreground call does not wait for what still holds its output
+//!   [`LocalBashConfig::escaped_output_grace`] after the shell exited: its own
+//!   jobs are killed, a process that left the group is left running and the
+//!   result says so ([`dsh_bash::RunResult::detached`]);
 //! - [`BashExecutor::dispose`] kills every process it started, waits until
-//!   they are reaped and removes the spill files.
+//!   they are reaped (a run in flight returns `aborted`) and removes the
+//!   temp spill files (not those in [`LocalBashExecutor::keep_spills_in`]).
 //!
 //! It deliberately does not sandbox: the command runs with this process's
 //! user, filesystem and network. It runs nothing through a PTY.
@@ -39,8 +44,14 @@ use crate::output::{SharedStream, StreamBuffer};
 use crate::process::{DriveControl, Outcome};
 use crate::spill::SpillDir;
 
+/// The largest allowed [`LocalBashConfig::max_output_bytes`] (8 MiB): the
+/// in-memory tail per stream never grows beyond it, whatever the config says
+/// (see [`LocalBashConfig::validate`]).
+pub const MAX_OUTPUT_BYTES_LIMIT: usize = 8 * 1024 * 1024;
+
 /// Configuration of a [`LocalBashExecutor`]. `Default` gives the reference
-/// values.
+/// values; [`LocalBashConfig::validate`] checks a config built from user
+/// input.
 #[derive(Debug, Clone)]
 pub struct LocalBashConfig {
     /// Default working directory; `None` → the host process's current
@@ -55,9 +66,11 @@ pub struct LocalBashConfig {
     pub max_output_bytes: usize,
     /// Delay between SIGTERM and SIGKILL when killing (3 s).
     pub kill_grace: Duration,
-    /// After the shell exits, how long output pipes still held by a process
-    /// that left the group (`setsid cmd &`) are read before the call returns
-    /// without them, leaving that process running (1 s).
+    /// After the shell exits, how long output pipes still held open are read
+    /// before a foreground call stops holders inside its group (`cmd &`:
+    /// SIGTERM, SIGKILL after `kill_grace`) and returns without holders
+    /// outside it (`setsid cmd &`), leaving those running (1 s). Background
+    /// tasks only detach from holders outside the group.
     pub escaped_output_grace: Duration,
     /// Keep spill files (and their directory) after disposal (`false`).
     pub keep_spill_files: bool,
@@ -142,10 +155,48 @@ struct TaskState {
     stderr_offset: u64,
 }
 
+impl LocalBashConfig {
+    /// Checks the values a user can set: `max_output_bytes` in
+    /// `1..=`[`MAX_OUTPUT_BYTES_LIMIT`], `timeout_ms` and `max_timeout_ms` at
+    /// least 1, `timeout_ms <= max_timeout_ms`.
+    ///
+    /// # Errors
+    /// The first violation, as a message naming the key as written in
+    /// dsh.toml, e.g. `[bash] max_output_bytes = 0 must be at least 1`.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_output_bytes == 0 {
+            return Err("[bash] max_output_bytes = 0 must be at least 1".to_string());
+        }
+        if self.max_output_bytes > MAX_OUTPUT_BYTES_LIMIT {
+            return Err(format!(
+                "[bash] max_output_bytes = {} is above the limit of {MAX_OUTPUT_BYTES_LIMIT} bytes (8 MiB)",
+                self.max_output_bytes
+            ));
+        }
+        if self.timeout_ms == 0 {
+            return Err("[bash] timeout_ms = 0 must be at least 1 ms".to_string());
+        }
+        if self.max_timeout_ms == 0 {
+            return Err("[bash] max_timeout_ms = 0 must be at least 1 ms".to_string());
+        }
+        if self.timeout_ms > self.max_timeout_ms {
+            return Err(format!(
+                "[bash] timeout_ms = {} is above [bash] max_timeout_ms = {}",
+                self.timeout_ms, self.max_timeout_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl LocalBashExecutor {
     /// An executor with `config`. Spawns nothing and touches no file until
     /// the first run.
-    pub fn new(config: LocalBashConfig) -> Self {
+    ///
+    /// The in-memory tail per stream is `max_output_bytes` capped at
+    /// [`MAX_OUTPUT_BYTES_LIMIT`] even when the config was not validated.
+    pub fn new(mut config: LocalBashConfig) -> Self {
+        config.max_output_bytes = config.max_output_bytes.min(MAX_OUTPUT_BYTES_LIMIT);
         let spill_parent = config.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
         Self {
             inner: Arc::new(Inner {
@@ -166,10 +217,28 @@ impl LocalBashExecutor {
         &self.inner.config
     }
 
-    /// The private spill directory, once a stream has spilled (and until
-    /// disposal removes it).
+    /// The directory new spill files go to, once it has been created: the
+    /// private temp directory (until disposal removes it) or the one given to
+    /// [`LocalBashExecutor::keep_spills_in`].
     pub fn spill_dir(&self) -> Option<PathBuf> {
         self.inner.spill.path()
+    }
+
+    /// From now on, new spill files are created directly in `dir` and kept
+    /// at disposal: they belong to a saved session whose results name them
+    /// (the front end passes `<session_dir>/<session-id>/spill` and offers
+    /// its own cleanup).
+    ///
+    /// `dir` and its missing parents are created with mode 0700 on the next
+    /// spill; an existing `dir` must be a real directory (a symlink is
+    /// refused) and is made 0700. Files keep the usual rules (random names,
+    /// exclusive create, mode 0600). If `dir` cannot be prepared, the spill
+    /// fails as any other (logged, `spill_path` unset). Files spilled before
+    /// the call stay in the temp directory, which disposal still removes
+    /// (unless [`LocalBashConfig::keep_spill_files`]). A later call replaces
+    /// `dir`.
+    pub fn keep_spills_in(&self, dir: PathBuf) {
+        self.inner.spill.keep_in(dir);
     }
 
     fn task(&self, id: &str) -> Option<Arc<Task>> {
@@ -213,6 +282,7 @@ impl LocalBashExecutor {
                 kill: kill.clone(),
                 grace: self.inner.config.kill_grace,
                 escaped_output_grace: self.inner.config.escaped_output_grace,
+                stop_jobs_after_exit: true,
             };
             let driver = process::drive(
                 proc,
@@ -240,7 +310,10 @@ impl LocalBashExecutor {
             exit_code: outcome.exit_code(),
             signal: outcome.signal(),
             timed_out: outcome.timed_out,
-            aborted: outcome.aborted,
+            // A run interrupted by dispose was aborted from its caller's
+            // point of view (a dropped run has no caller left to tell).
+            aborted: outcome.aborted
+                || (outcome.killed && self.inner.disposed.load(Ordering::SeqCst)),
             timeout_ms: spec.timeout_ms,
             stdout,
             stderr,
@@ -354,6 +427,7 @@ impl BashExecutor for LocalBashExecutor {
             kill: task.kill.clone(),
             grace: self.inner.config.kill_grace,
             escaped_output_grace: self.inner.config.escaped_output_grace,
+            stop_jobs_after_exit: false,
         };
         let driver = process::drive(
             proc,
@@ -526,7 +600,66 @@ fn merge_streams(mut stdout: String, stderr: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::merge_streams;
+    use super::{merge_streams, LocalBashConfig, LocalBashExecutor, MAX_OUTPUT_BYTES_LIMIT};
+
+    #[test]
+    fn validate_accepts_the_defaults_and_the_limits() {
+        assert_eq!(LocalBashConfig::default().validate(), Ok(()));
+        let edge = LocalBashConfig {
+            max_output_bytes: MAX_OUTPUT_BYTES_LIMIT,
+            timeout_ms: 600_000,
+            ..LocalBashConfig::default()
+        };
+        assert_eq!(edge.validate(), Ok(()));
+        let one = LocalBashConfig {
+            max_output_bytes: 1,
+            timeout_ms: 1,
+            max_timeout_ms: 1,
+            ..LocalBashConfig::default()
+        };
+        assert_eq!(one.validate(), Ok(()));
+    }
+
+    #[test]
+    fn validate_names_the_offending_key() {
+        let check = |tweak: fn(&mut LocalBashConfig), expected: &str| {
+            let mut c = LocalBashConfig::default();
+            tweak(&mut c);
+            assert_eq!(c.validate(), Err(expected.to_string()));
+        };
+        check(
+            |c| c.max_output_bytes = 0,
+            "[bash] max_output_bytes = 0 must be at least 1",
+        );
+        check(
+            |c| c.max_output_bytes = MAX_OUTPUT_BYTES_LIMIT + 1,
+            "[bash] max_output_bytes = 8388609 is above the limit of 8388608 bytes (8 MiB)",
+        );
+        check(
+            |c| c.timeout_ms = 0,
+            "[bash] timeout_ms = 0 must be at least 1 ms",
+        );
+        check(
+            |c| {
+                c.timeout_ms = 1;
+                c.max_timeout_ms = 0;
+            },
+            "[bash] max_timeout_ms = 0 must be at least 1 ms",
+        );
+        check(
+            |c| c.timeout_ms = 600_001,
+            "[bash] timeout_ms = 600001 is above [bash] max_timeout_ms = 600000",
+        );
+    }
+
+    #[test]
+    fn an_unvalidated_cap_is_clamped_to_the_limit() {
+        let exec = LocalBashExecutor::new(LocalBashConfig {
+            max_output_bytes: usize::MAX,
+            ..LocalBashConfig::default()
+        });
+        assert_eq!(exec.config().max_output_bytes, MAX_OUTPUT_BYTES_LIMIT);
+    }
 
     #[test]
     fn merge_follows_reference_examples() {

@@ -150,9 +150,16 @@ pub(crate) struct DriveControl {
     pub(crate) kill: CancellationToken,
     /// Delay between SIGTERM and SIGKILL.
     pub(crate) grace: Duration,
-    /// How long after the shell exited pipes held open by processes outside
-    /// the group are still read before the call detaches from them.
+    /// How long after the shell exited the pipes are still read while
+    /// something else holds them open, before the call stops its own jobs
+    /// (see `stop_jobs_after_exit`) or detaches from a process outside the
+    /// group.
     pub(crate) escaped_output_grace: Duration,
+    /// Foreground calls: once the shell exited and the grace passed, members
+    /// of the group still holding the pipes (`sleep 300 &`) are killed
+    /// (SIGTERM, SIGKILL after `grace`) rather than waited for. Background
+    /// tasks wait for them (their output stays readable).
+    pub(crate) stop_jobs_after_exit: bool,
 }
 
 /// How a driven process ended.
@@ -166,6 +173,8 @@ pub(crate) struct Outcome {
     /// The shell exited but a process outside its group still held the
     /// output pipes; the call stopped reading them and left it running.
     pub(crate) detached: bool,
+    /// The executor's kill request fired (kill(), dispose, dropped run).
+    pub(crate) killed: bool,
 }
 
 impl Outcome {
@@ -200,7 +209,10 @@ enum Escalation {
 /// Drives `proc` to completion: the shell exited and both pipes reached EOF.
 ///
 /// Timeout, abort and kill requests start the escalation (SIGTERM to the
-/// group, SIGKILL after `grace`), once. If pipes are still held open a grace
+/// group, SIGKILL after `grace`), once. So does, in a foreground call, a job
+/// of the shell still holding a pipe `escaped_output_grace` after the shell
+/// exited. Pipes held by a process outside the group (an empty group) are
+/// abandoned at that point (`detached`), leaving the process running. If pipes are still held open a grace
 /// after SIGKILL by a process that escaped the group (`setsid`), they are
 /// abandoned so disposal cannot hang. On completion whatever is left in the
 /// group (e.g. `cmd >/dev/null 2>&1 &`) is SIGKILLed and awaited (up to
@@ -270,9 +282,10 @@ pub(crate) async fn drive(
             }
             () = &mut escaped_timer, if escaped_armed => {
                 escaped_armed = false;
-                // Members of the group holding the pipes are ours: they are
-                // waited for (and killed at the timeout) as before. An empty
-                // group means the holder left it (`setsid`, a daemon).
+                // Members of the group holding the pipes are ours: a
+                // foreground call stops them, a background task waits for
+                // them. An empty group means the holder left it (`setsid`, a
+                // daemon).
                 if !group.has_members() {
                     tracing::info!(
                         pgid = group.as_raw(),
@@ -280,6 +293,13 @@ pub(crate) async fn drive(
                     );
                     detached = true;
                 } else {
+                    if control.stop_jobs_after_exit && escalation == Escalation::Idle {
+                        tracing::info!(
+                            pgid = group.as_raw(),
+                            "the shell exited but its background jobs hold the output; stopping them"
+                        );
+                        start_kill = true;
+                    }
                     escaped_armed = true;
                     escaped_timer.as_mut().reset(Instant::now() + control.escaped_output_grace);
                 }
@@ -334,6 +354,13 @@ pub(crate) async fn drive(
         );
     }
     if !(out_done && err_done) {
+        // The shell is reaped and the group was SIGKILLed a grace ago, yet
+        // the pipes are open: their holder left the group and keeps running,
+        // as after a detach. (A SIGKILLed member may linger as a zombie until
+        // init reaps it, so the group's emptiness is no test here.)
+        if status.is_ok() {
+            detached = true;
+        }
         output::lock(&stdout).finish();
         output::lock(&stderr).finish();
     }
@@ -342,6 +369,7 @@ pub(crate) async fn drive(
         timed_out,
         aborted,
         detached,
+        killed: kill_requested,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -32,12 +32,23 @@ impl StreamKind {
     }
 }
 
-/// A lazily created private directory (`<parent>/dsh-bash-<random>`, mode
-/// 0700) holding the spill files of one executor.
+/// Where one executor's spill files go: a lazily created private directory
+/// (`<parent>/dsh-bash-<random>`, mode 0700) removed at disposal, or, after
+/// [`SpillDir::keep_in`], a caller-chosen directory whose files are kept.
 #[derive(Debug)]
 pub(crate) struct SpillDir {
     parent: PathBuf,
-    dir: Mutex<Option<PathBuf>>,
+    state: Mutex<SpillState>,
+}
+
+#[derive(Debug, Default)]
+struct SpillState {
+    /// The private temp directory, once created.
+    temp: Option<PathBuf>,
+    /// The directory new files go to after `keep_in`.
+    kept: Option<PathBuf>,
+    /// `kept` has been created (or checked) and made private.
+    kept_ready: bool,
 }
 
 impl SpillDir {
@@ -45,13 +56,26 @@ impl SpillDir {
     pub(crate) fn new(parent: PathBuf) -> Self {
         Self {
             parent,
-            dir: Mutex::new(None),
+            state: Mutex::new(SpillState::default()),
         }
     }
 
-    /// The directory, if it has been created.
+    /// The directory new spill files go to, if it has been created.
     pub(crate) fn path(&self) -> Option<PathBuf> {
-        self.lock().clone()
+        let state = self.lock();
+        match &state.kept {
+            Some(kept) => state.kept_ready.then(|| kept.clone()),
+            None => state.temp.clone(),
+        }
+    }
+
+    /// From now on new spill files are created directly in `dir` (created
+    /// on the next spill with mode 0700, parents included) and never removed
+    /// by [`SpillDir::remove`]. Files already spilled stay where they are.
+    pub(crate) fn keep_in(&self, dir: PathBuf) {
+        let mut state = self.lock();
+        state.kept = Some(dir);
+        state.kept_ready = false;
     }
 
     /// Creates a new spill file for `kind`: exclusively (an existing path,
@@ -78,10 +102,11 @@ impl SpillDir {
         Err(last_err.unwrap_or_else(|| io::Error::other("no spill file name available")))
     }
 
-    /// Removes the directory and every spill file in it. Idempotent; a later
-    /// spill creates a fresh directory.
+    /// Removes the private temp directory and every spill file in it.
+    /// Idempotent; a later spill creates a fresh directory. A directory given
+    /// to [`SpillDir::keep_in`] is never touched.
     pub(crate) fn remove(&self) {
-        let Some(dir) = self.lock().take() else {
+        let Some(dir) = self.lock().temp.take() else {
             return;
         };
         if let Err(e) = std::fs::remove_dir_all(&dir) {
@@ -93,19 +118,44 @@ impl SpillDir {
     }
 
     fn ensure_dir(&self) -> io::Result<PathBuf> {
-        let mut guard = self.lock();
-        if let Some(dir) = guard.as_ref() {
+        let mut state = self.lock();
+        if let Some(kept) = state.kept.clone() {
+            if !state.kept_ready {
+                prepare_kept_dir(&kept)?;
+                state.kept_ready = true;
+            }
+            return Ok(kept);
+        }
+        if let Some(dir) = state.temp.as_ref() {
             return Ok(dir.clone());
         }
         let dir = create_private_dir(&self.parent)?;
-        *guard = Some(dir.clone());
+        state.temp = Some(dir.clone());
         Ok(dir)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<PathBuf>> {
-        // Poisoning only means a panic elsewhere; the Option is always valid.
-        self.dir.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, SpillState> {
+        // Poisoning only means a panic elsewhere; the state is always valid.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Creates `dir` and its missing parents with mode 0700; an existing `dir`
+/// must be a real directory (not a symlink) and is made private (0700) if it
+/// is not.
+fn prepare_kept_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 /// mkdtemp-style: `<parent>/dsh-bash-<12 hex>` with mode 0700, never reusing
@@ -144,7 +194,6 @@ fn random_hex(bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn creates_private_dir_and_exclusive_files() {
@@ -180,5 +229,47 @@ mod tests {
         spill.remove();
         assert!(!dir.exists());
         spill.remove();
+    }
+
+    #[test]
+    fn kept_directory_is_created_private_and_never_removed() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let spill = SpillDir::new(parent.path().to_path_buf());
+        let (early, _f) = spill.create_file(StreamKind::Stdout).expect("temp spill");
+        let kept = parent.path().join("a/b/spill");
+        spill.keep_in(kept.clone());
+        assert!(spill.path().is_none(), "created lazily");
+        let (path, _f) = spill.create_file(StreamKind::Stderr).expect("kept spill");
+        assert_eq!(path.parent(), Some(kept.as_path()));
+        assert_eq!(spill.path(), Some(kept.clone()));
+        for dir in [
+            parent.path().join("a"),
+            parent.path().join("a/b"),
+            kept.clone(),
+        ] {
+            let mode = std::fs::metadata(&dir).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", dir.display());
+        }
+        spill.remove();
+        assert!(path.exists(), "kept files survive remove");
+        assert!(!early.exists(), "the temp directory is still removed");
+    }
+
+    #[test]
+    fn an_existing_kept_directory_is_made_private_and_a_symlink_refused() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let open = parent.path().join("open");
+        std::fs::create_dir(&open).expect("mkdir");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let spill = SpillDir::new(parent.path().to_path_buf());
+        spill.keep_in(open.clone());
+        spill.create_file(StreamKind::Stdout).expect("spill");
+        let mode = std::fs::metadata(&open).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+
+        let link = parent.path().join("link");
+        std::os::unix::fs::symlink(&open, &link).expect("symlink");
+        spill.keep_in(link);
+        assert!(spill.create_file(StreamKind::Stdout).is_err());
     }
 }

@@ -342,6 +342,7 @@ async fn pipes_held_outside_the_group_do_not_hang_the_call() {
         .run_req(BashRequest::new("setsid sleep 30 & echo $!; wait").with_timeout_ms(100))
         .await;
     assert!(r.timed_out);
+    assert!(r.detached, "the escaped sleep was left holding the output");
     assert!(started.elapsed() < Duration::from_secs(10));
     // The escaped process is beyond the executor; clean it up here.
     let escaped = pids(&r.stdout.text);
@@ -376,14 +377,78 @@ async fn a_process_that_left_the_group_holding_the_pipes_does_not_hang_the_call(
     assert_eq!(escaped.len(), 1, "the escaped sleep was left running");
 }
 
+/// SIGKILLs every process whose command line contains `needle`; returns
+/// how many there were.
+fn kill_procs_with(needle: &str) -> usize {
+    let found = dsh_testkit::procs::live_with("sleep", needle);
+    for pid in &found {
+        // ESRCH would only mean it is already gone, which is fine.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    found.len()
+}
+
 #[tokio::test]
-async fn a_background_job_inside_the_group_is_still_waited_for() {
-    // The reference's rule for the shell's own jobs: the call is complete
-    // when the pipes close, so a job in the group holding them keeps the
-    // call open (here until the timeout kills the group).
-    let f = Fixture::new(|c| c.timeout_ms = 2_500);
-    let r = f.run("sleep 30 & echo started").await;
+async fn a_background_job_inside_the_group_is_stopped_after_the_grace() {
+    // The job holds stdout; the call must not wait for it until the
+    // (default, 120 s) timeout: 1 s after the shell exited it is stopped.
+    let f = Fixture::new(|c| c.timeout_ms = 120_000);
+    let marker = format!("301.{}", std::process::id());
+    let started = Instant::now();
+    let r = f.run(&format!("sleep {marker} & echo started")).await;
+    let took = started.elapsed();
+    let left = kill_procs_with(&format!("sleep {marker} "));
+    assert!(took < Duration::from_secs(30), "took {took:?}");
     assert_eq!(r.stdout.text, "started\n");
-    assert!(r.timed_out, "the job in the group kept the call open");
-    assert!(!r.detached);
+    assert_eq!(r.exit_code, Some(0), "the shell's own status");
+    assert!(!r.timed_out && !r.aborted);
+    assert!(!r.detached, "the job was ours, not left running");
+    assert_eq!(left, 0, "the job in the group was killed");
+}
+
+#[tokio::test]
+async fn jobs_in_the_group_are_stopped_and_escaped_ones_left() {
+    let f = Fixture::new(|c| c.timeout_ms = 120_000);
+    let (inside, outside) = (
+        format!("302.{}", std::process::id()),
+        format!("303.{}", std::process::id()),
+    );
+    let started = Instant::now();
+    let r = f
+        .run(&format!(
+            "sleep {inside} & setsid sleep {outside} & echo started"
+        ))
+        .await;
+    let took = started.elapsed();
+    let left_inside = kill_procs_with(&format!("sleep {inside} "));
+    let left_outside = kill_procs_with(&format!("sleep {outside} "));
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+    assert_eq!(r.stdout.text, "started\n");
+    assert!(!r.timed_out);
+    assert!(r.detached, "{r:?} {took:?} {left_inside} {left_outside}");
+    assert_eq!((left_inside, left_outside), (0, 1));
+}
+
+#[tokio::test]
+async fn fifty_megabytes_per_stream_stay_bounded_in_the_result() {
+    const SIZE: u64 = 50 << 20;
+    let f = Fixture::new(|c| c.max_output_bytes = 4096);
+    let r = f
+        .run(&format!(
+            "head -c {SIZE} /dev/zero | tr '\\0' o; head -c {SIZE} /dev/zero | tr '\\0' e >&2"
+        ))
+        .await;
+    assert_eq!(r.exit_code, Some(0), "{}", r.stderr.text.len());
+    for (name, stream, byte) in [("stdout", &r.stdout, b'o'), ("stderr", &r.stderr, b'e')] {
+        assert!(stream.truncated, "{name}");
+        assert_eq!(stream.text.len(), 4096, "{name}: the tail is the cap");
+        let spill = stream.spill_path.clone().expect("spilled");
+        let meta = std::fs::metadata(&spill).expect("spill meta");
+        assert_eq!(meta.len(), SIZE, "{name}: the spill holds every byte");
+        let bytes = std::fs::read(&spill).expect("spill");
+        assert!(bytes.iter().all(|b| *b == byte), "{name}");
+    }
 }

@@ -53,7 +53,8 @@ async fn dispose_kills_tasks_and_runs_and_waits_for_them() {
     assert_gone(fg[0], &fg);
     let r = result.expect("the interrupted run still yields a result");
     assert_eq!(r.signal.as_deref(), Some("SIGTERM"));
-    assert!(!r.aborted && !r.timed_out);
+    assert!(r.aborted, "a run cut short by dispose is reported aborted");
+    assert!(!r.timed_out);
 
     assert_eq!(
         notified.load(Ordering::SeqCst),
@@ -121,4 +122,58 @@ async fn dropping_the_executor_kills_its_processes() {
     // Nothing to await after a drop: the kill happens in the background.
     eventually_gone(p[0], &p).await;
     drop(tmp);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispose_stops_a_term_ignoring_run_promptly_as_aborted() {
+    let f = Fixture::new(|c| c.timeout_ms = 120_000);
+    let fifo = f.fifo("ready");
+    let spec = f.exec.resolve(BashRequest::new(format!(
+        "trap '' TERM; sleep 30 & echo $$ $! > '{}'; wait",
+        fifo.display()
+    )));
+    let run = f.exec.run(spec);
+    tokio::pin!(run);
+    let p = tokio::select! {
+        _ = &mut run => panic!("foreground run ended early"),
+        text = read_fifo(&fifo) => pids(&text),
+    };
+    let started = std::time::Instant::now();
+    let (result, ()) = tokio::join!(&mut run, f.exec.dispose());
+    // SIGTERM is ignored by the shell; the 200 ms grace, then SIGKILL.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_gone(p[0], &p);
+    let r = result.expect("a result");
+    assert!(r.aborted);
+    assert_eq!(r.signal.as_deref(), Some("SIGKILL"));
+}
+
+#[tokio::test]
+async fn spills_kept_in_a_session_directory_survive_dispose() {
+    let f = Fixture::new(|c| c.max_output_bytes = 10);
+    let dir = f.tmp.path().join("sessions/s-1/spill");
+    f.exec.keep_spills_in(dir.clone());
+    let r = f.run("seq 1 100").await;
+    let spill = r.stdout.spill_path.clone().expect("spilled");
+    assert_eq!(spill.parent(), Some(dir.as_path()));
+    let t = f.start("seq 1 50 >&2");
+    f.wait(&t.id).await;
+    let task_spill = f
+        .exec
+        .read_output(&t.id)
+        .expect("known")
+        .stderr_spill_path
+        .expect("stderr spilled");
+    assert_eq!(task_spill.parent(), Some(dir.as_path()));
+    f.exec.dispose().await;
+
+    use std::os::unix::fs::PermissionsExt;
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&spill), 0o600);
+    assert_eq!(mode(&task_spill), 0o600);
+    let full: String = (1..=100).map(|i| format!("{i}\n")).collect();
+    assert_eq!(std::fs::read_to_string(&spill).expect("kept"), full);
+    assert_eq!(f.exec.spill_dir(), Some(dir));
 }

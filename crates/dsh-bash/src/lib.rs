@@ -105,7 +105,8 @@ pub struct RunResult {
     pub signal: Option<String>,
     /// The timeout elapsed and the kill was started.
     pub timed_out: bool,
-    /// The request's cancellation token fired and the kill was started.
+    /// The request's cancellation token fired and the kill was started, or
+    /// [`BashExecutor::dispose`] interrupted the run.
     pub aborted: bool,
     /// The effective timeout of the run in milliseconds (`0` = none).
     pub timeout_ms: u64,
@@ -252,7 +253,9 @@ pub trait BashExecutor: Send + Sync {
     fn resolve(&self, req: BashRequest) -> BashSpec;
 
     /// Runs `spec` in the foreground and resolves when the process has exited
-    /// and both output pipes are closed.
+    /// and both output pipes are closed (an implementation may stop waiting
+    /// for pipes held by leftovers shortly after the exit, see
+    /// [`RunResult::detached`]).
     ///
     /// Errors only for infrastructure problems: unusable workdir
     /// ([`BashError::BadWorkdir`]), spawn failure, token already cancelled
@@ -296,8 +299,9 @@ pub trait BashExecutor: Send + Sync {
     fn on_task_done(&self) -> &EmitHook<TaskInfo>;
 
     /// Stops notifications, kills every running task and foreground run, and
-    /// resolves once all those processes are gone. Afterwards `run`/`start`
-    /// fail with [`BashError::Disposed`]. Idempotent.
+    /// resolves once all those processes are gone. A foreground run in
+    /// flight resolves with `aborted` set. Afterwards `run`/`start` fail with
+    /// [`BashError::Disposed`]. Idempotent.
     fn dispose(&self) -> BoxFuture<'_, ()>;
 }
 

@@ -175,4 +175,82 @@ mod tests {
             OsStr::from_bytes(b"\xfe")
         ));
     }
+
+    /// Every marker, in every case mix of a few shapes, anywhere in a name.
+    #[test]
+    fn every_marker_matches_in_any_case_and_position() {
+        for marker in SECRET_NAME_MARKERS {
+            let lower = marker.to_ascii_lowercase();
+            let mixed: String = marker
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i % 2 == 0 {
+                        c.to_ascii_lowercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            for m in [marker.to_string(), lower, mixed] {
+                for name in [
+                    m.clone(),
+                    format!("X_{m}"),
+                    format!("{m}_X"),
+                    format!("A{m}B"),
+                ] {
+                    let exempt = NOT_SECRET_NAMES.contains(&name.as_str());
+                    assert_eq!(secret(&name, "v"), !exempt, "{name}");
+                }
+            }
+        }
+        for name in ["GITHUB_PAT", "x_pat", "A_Pat"] {
+            assert!(secret(name, "v"), "{name}");
+        }
+        for name in ["PATH", "PAT", "PATTERN", "MY_PATH", "_PATX"] {
+            assert!(!secret(name, "v"), "{name}");
+        }
+    }
+
+    /// Arbitrary bytes in names and values never panic, and a name without
+    /// any marker letter sequence with a value without `://` is never secret.
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        use std::os::unix::ffi::OsStrExt;
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..5_000 {
+            let len = (next() % 24) as usize;
+            let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            let (a, b) = bytes.split_at(len / 2);
+            let _ = is_secret_var(OsStr::from_bytes(a), OsStr::from_bytes(b));
+            let _ = is_secret_var(OsStr::from_bytes(b), OsStr::from_bytes(a));
+            // Digits only: no marker, no URL.
+            let digits: Vec<u8> = a.iter().map(|x| b'0' + x % 10).collect();
+            assert!(!is_secret_var(
+                OsStr::from_bytes(&digits),
+                OsStr::from_bytes(&digits)
+            ));
+        }
+        // The bytes that end a URL's authority (so the "password" is empty).
+        let ends_authority = |b: u8| {
+            matches!(b, b'/' | b'?' | b'#' | b',' | b';')
+                || (b.is_ascii() && (b as char).is_whitespace())
+        };
+        for byte in 0..=255u8 {
+            let one = [byte];
+            let _ = is_secret_var(OsStr::from_bytes(&one), OsStr::from_bytes(&one));
+            let url = [b"s://u:".as_slice(), &one, b"@h"].concat();
+            assert_eq!(
+                is_secret_var(OsStr::new("X"), OsStr::from_bytes(&url)),
+                !ends_authority(byte),
+                "password byte {byte:#x}"
+            );
+        }
+    }
 }

@@ -202,3 +202,52 @@ async fn binary_and_invalid_utf8_output_is_lossy_not_a_panic() {
     assert_eq!(text, "\u{FFFD}\n[stderr]\n\u{FFFD}\n[exit code: 2]");
     h.dispose().await;
 }
+
+/// SIGKILLs the processes whose command line is `sleep <marker>`; returns
+/// how many there were.
+fn kill_sleeps(marker: &str) -> usize {
+    let needle = format!("sleep\0{marker}\0");
+    let pids: Vec<i32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.ends_with(needle.as_bytes()))
+        })
+        .collect();
+    for pid in &pids {
+        // A failure would only mean it is already gone.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    pids.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_escaped_process_holding_the_output_is_left_and_reported() {
+    let h = Harness::new(|_| {});
+    let marker = format!("300.{}", std::process::id());
+    let started = std::time::Instant::now();
+    let result = h
+        .call(
+            "bash",
+            json!({
+                "command": format!("setsid sleep {marker} & echo started"),
+                "description": "Start a detached sleeper",
+                "timeoutMs": 120000,
+            }),
+        )
+        .await;
+    let took = started.elapsed();
+    let left = kill_sleeps(&marker);
+    assert!(took < std::time::Duration::from_secs(30), "took {took:?}");
+    assert_eq!(
+        ok_text(&result),
+        "started\na background process still holds the output; it was left running"
+    );
+    assert_eq!(left, 1, "the escaped sleep was left running");
+    h.dispose().await;
+}

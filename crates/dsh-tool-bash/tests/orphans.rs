@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{assert_gone, ok_text, pids, read_fifo, Harness};
+use common::{assert_error, assert_gone, ok_text, pids, read_fifo, Harness};
+use dsh_protocol::codes;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -55,12 +56,12 @@ async fn dispose_kills_an_in_flight_foreground_call() {
     let running = pids(&read_fifo(&fifo).await);
     h.dispose().await;
     assert_gone(running[0], &running);
-    // The call ends as a signal death, not an error.
+    // The call ends as aborted: shutting down interrupted it.
     let r = tokio::time::timeout(common::DEADLINE, call)
         .await
         .expect("call ends after dispose")
         .expect("call task");
-    assert_eq!(ok_text(&r), "(no output)\n[killed by signal: SIGTERM]");
+    assert_error(&r, codes::ABORTED, "Error: command aborted");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,7 +27,7 @@ pub const DEFAULT_MAX_TOOL_CALLS: usize = dsh_llm::DEFAULT_MAX_TOOL_CALLS;
 /// Default of `max_step_output_bytes`: 4 MiB.
 pub const DEFAULT_MAX_STEP_OUTPUT_BYTES: usize = dsh_llm::DEFAULT_MAX_OUTPUT_BYTES;
 /// Largest accepted `[bash] max_output_bytes`: 8 MiB.
-pub const MAX_BASH_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
+pub const MAX_BASH_OUTPUT_BYTES: usize = dsh_bash_local::MAX_OUTPUT_BYTES_LIMIT;
 
 /// The parsed `dsh.toml`. Every field is optional.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -226,6 +226,14 @@ impl Stack {
             Some(id) => (id.to_string(), self.load_for_resume(id)?),
             None => (dsh_session::new_session_id().into_string(), Vec::new()),
         };
+        // bash spill files named by this session's results live with it
+        // (`dsh session clean` removes them).
+        self.executor.keep_spills_in(
+            self.resolved
+                .session_dir
+                .join(&session_id)
+                .join("spill"),
+        );
         let options = AgentOptions {
             model: Some(self.resolved.model.clone()),
             system_prompt: self.resolved.system_prompt.clone(),
