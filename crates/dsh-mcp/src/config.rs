@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::McpError;
+use crate::frames::DEFAULT_MAX_MESSAGE_BYTES;
 
 /// The default per-call (and start-up) timeout: 60 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -36,6 +37,10 @@ pub struct McpServerConfig {
     pub timeout: Duration,
     /// Disabled servers are skipped by [`start_all`](crate::start_all).
     pub enabled: bool,
+    /// Largest JSON-RPC message read from the server, in bytes (default
+    /// [`DEFAULT_MAX_MESSAGE_BYTES`]); a larger response fails its call
+    /// with `RESULT_TOO_LARGE` without being buffered whole.
+    pub max_message_bytes: usize,
 }
 
 impl McpServerConfig {
@@ -50,6 +55,7 @@ impl McpServerConfig {
             cwd: None,
             timeout: DEFAULT_TIMEOUT,
             enabled: true,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -101,6 +107,7 @@ impl McpServerConfig {
 /// env = { LOG_LEVEL = "warn" }
 /// cwd = "/work"
 /// timeout_ms = 30000
+/// max_message_bytes = 16777216
 /// enabled = true
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,6 +127,9 @@ pub struct McpServerSpec {
     /// Per-call timeout in milliseconds (default 60000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// Largest message read from the server (default 16 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<usize>,
     /// Whether the server is started (default true).
     #[serde(default = "default_enabled")]
     pub enabled: bool,
@@ -134,7 +144,7 @@ impl McpServerSpec {
     ///
     /// # Errors
     /// `MCP_INVALID_CONFIG` when the name is not `[A-Za-z0-9_-]+`, the
-    /// command is empty, or `timeout_ms` is 0.
+    /// command is empty, or `timeout_ms` or `max_message_bytes` is 0.
     pub fn into_config(self, name: &str) -> Result<McpServerConfig, McpError> {
         check_name(name, name)?;
         if self.command.trim().is_empty() {
@@ -153,6 +163,16 @@ impl McpServerSpec {
             }
             Some(ms) => Duration::from_millis(ms),
         };
+        let max_message_bytes = match self.max_message_bytes {
+            None => DEFAULT_MAX_MESSAGE_BYTES,
+            Some(0) => {
+                return Err(McpError::invalid(
+                    name,
+                    "`max_message_bytes` must be greater than 0",
+                ))
+            }
+            Some(n) => n,
+        };
         Ok(McpServerConfig {
             name: name.to_string(),
             command: self.command,
@@ -161,6 +181,7 @@ impl McpServerSpec {
             cwd: self.cwd,
             timeout,
             enabled: self.enabled,
+            max_message_bytes,
         })
     }
 }

@@ -5,7 +5,7 @@
 pub mod codes {
     pub use dsh_protocol::codes::{
         MCP_CALL_FAILED, MCP_INVALID_CONFIG, MCP_SERVER_EXITED, MCP_START_FAILED, MCP_TOOL_ERROR,
-        TIMEOUT,
+        RESULT_TOO_LARGE, TIMEOUT,
     };
 }
 

@@ -13,7 +13,8 @@
 //! untouched), but unparsable JSON is `INVALID_JSON` and a non-object is
 //! `INVALID_ARGS`. Every server-side failure is an error result the model
 //! can read ([`codes`]): `isError` → `MCP_TOOL_ERROR`, a JSON-RPC error →
-//! `MCP_CALL_FAILED`, the per-call timeout → `TIMEOUT`, the call's cancel
+//! `MCP_CALL_FAILED`, the per-call timeout → `TIMEOUT`, a response above
+//! `max_message_bytes` → `RESULT_TOO_LARGE` (never buffered whole), the call's cancel
 //! token → `ABORTED` (the server is sent `notifications/cancelled`), a server
 //! that exits or crashes → `MCP_SERVER_EXITED` (and its tools are
 //! unregistered). A crashing or hanging server never hangs the agent.
@@ -41,11 +42,13 @@
 mod config;
 mod content;
 mod error;
+mod frames;
 mod naming;
 mod server;
 mod tools;
 
 pub use config::{parse_mcp_flag, split_words, McpServerConfig, McpServerSpec, DEFAULT_TIMEOUT};
 pub use error::{codes, McpError};
+pub use frames::DEFAULT_MAX_MESSAGE_BYTES;
 pub use naming::{tool_name, MAX_TOOL_NAME_LEN};
 pub use server::{start_all, start_each, McpServer, McpServerState, SkippedTool};

@@ -13,13 +13,14 @@ use dsh_process::{describe_exit, spawn_leader, GroupMode, ProcessGroup, Signal};
 use dsh_tools::{ToolError, ToolRegistry};
 use rmcp::service::RunningService;
 use rmcp::{Peer, RoleClient, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::{Child, ChildStderr, Command};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::McpServerConfig;
 use crate::error::{codes, McpError};
+use crate::frames::{bound_messages, read_line, Oversize, MAX_STDERR_LINE};
 use crate::tools::{resync_loop, sync_tools, Handler};
 
 /// How long a stopping server gets after its stdin is closed, and again
@@ -27,9 +28,6 @@ use crate::tools::{resync_loop, sync_tools, Handler};
 const STOP_GRACE: Duration = Duration::from_secs(2);
 /// Lines of stderr kept for start-up error messages.
 const STDERR_TAIL: usize = 20;
-/// Longest stderr line logged; the rest is cut (a server must not be able
-/// to flood the log with one unterminated line).
-const MAX_STDERR_LINE: usize = 4096;
 
 /// Where a server is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +151,7 @@ impl McpServer {
             shutdown: CancellationToken::new(),
             done: CancellationToken::new(),
             stderr_tail: Mutex::new(VecDeque::new()),
+            oversize: Arc::default(),
             pid,
         });
         let stderr_task = child
@@ -167,7 +166,15 @@ impl McpServer {
         };
         let started = tokio::time::timeout(config.timeout, async {
             let running = handler
-                .serve((stdout, stdin))
+                .serve((
+                    bound_messages(
+                        config.name.clone(),
+                        stdout,
+                        config.max_message_bytes,
+                        shared.oversize.clone(),
+                    ),
+                    stdin,
+                ))
                 .await
                 .map_err(|e| format!("the initialize handshake failed: {e}"))?;
             let tools = running
@@ -340,6 +347,8 @@ pub(crate) struct Shared {
     /// the tools.
     pub(crate) done: CancellationToken,
     pub(crate) stderr_tail: Mutex<VecDeque<String>>,
+    /// Too-large messages dropped without a request id.
+    pub(crate) oversize: Arc<Oversize>,
     pub(crate) pid: Option<u32>,
 }
 
@@ -412,26 +421,19 @@ fn spawn(config: &McpServerConfig) -> std::io::Result<(Child, ProcessGroup)> {
 /// for start-up errors) until the pipe closes.
 async fn log_stderr(shared: Arc<Shared>, stderr: ChildStderr) {
     let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
     loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) => break,
-            Ok(_) => {}
+        let read = match read_line(&mut reader, MAX_STDERR_LINE, 0).await {
+            Ok(Some(read)) => read,
+            Ok(None) => break,
             Err(e) => {
                 tracing::debug!(target: "dsh_mcp::stderr", server = %shared.config.name, "reading stderr failed: {e}");
                 break;
             }
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let mut line = text.trim_end_matches(['\n', '\r']).to_string();
-        if line.len() > MAX_STDERR_LINE {
-            let mut cut = MAX_STDERR_LINE;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-            line.push('…');
+        };
+        let text = String::from_utf8_lossy(&read.head);
+        let mut line = text.trim_end_matches('\r').to_string();
+        if read.cut() {
+            line.push_str(&format!("… ({} bytes, cut)", read.len));
         }
         tracing::info!(target: "dsh_mcp::stderr", server = %shared.config.name, "{line}");
         let mut tail = lock(&shared.stderr_tail);

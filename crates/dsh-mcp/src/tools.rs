@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::frames::TOO_LARGE_MARKER;
 use crate::content;
 use crate::error::codes;
 use crate::naming::tool_name;
@@ -205,6 +206,7 @@ async fn call(
         return Err(shared.exited_error());
     };
     let timeout = shared.config.timeout;
+    let dropped_before = shared.oversize.dropped();
     // Dropping this future before the response (cancel, timeout, exit)
     // makes rmcp send `notifications/cancelled` for the request.
     let request = peer.call_tool(CallToolRequestParams::new(remote).with_arguments(args));
@@ -216,6 +218,13 @@ async fn call(
         outcome = request => outcome,
         () = shared.exited.cancelled() => return Err(shared.exited_error()),
         () = tokio::time::sleep(timeout) => {
+            if shared.oversize.dropped() > dropped_before {
+                return Err(too_large(
+                    shared,
+                    name,
+                    "a message above max_message_bytes (without a request id) was dropped while waiting",
+                ));
+            }
             return Err(ToolError::new(
                 codes::TIMEOUT,
                 format!(
@@ -238,6 +247,11 @@ async fn call(
             let _ = tokio::time::timeout(Duration::from_secs(1), shared.exited.cancelled()).await;
             Err(shared.exited_error())
         }
+        Err(ServiceError::McpError(e)) if e.message.starts_with(TOO_LARGE_MARKER) => Err(too_large(
+            shared,
+            name,
+            e.message[TOO_LARGE_MARKER.len()..].trim_start(),
+        )),
         Err(ServiceError::McpError(e)) => Err(ToolError::new(
             codes::MCP_CALL_FAILED,
             format!(
@@ -250,4 +264,15 @@ async fn call(
             format!("calling MCP server \"{}\" failed: {e}", shared.config.name),
         )),
     }
+}
+
+/// `RESULT_TOO_LARGE` for tool `name`: `what` says how large.
+fn too_large(shared: &Shared, name: &str, what: &str) -> ToolError {
+    ToolError::new(
+        codes::RESULT_TOO_LARGE,
+        format!(
+            "the result of tool \"{name}\" was too large (MCP server \"{}\"): {what}; it was not read. Ask for less (a narrower query, a page or a range).",
+            shared.config.name
+        ),
+    )
 }

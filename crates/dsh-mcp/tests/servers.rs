@@ -19,7 +19,7 @@ const FIXTURE: &str = env!("CARGO_BIN_EXE_dsh-mcp-fixture");
 
 /// Every tool of the fixture, in listing order (it lists two per page).
 /// `twin_tool` is missing: it collides with `twin.tool` after sanitising.
-const FIXTURE_TOOLS: [&str; 11] = [
+const FIXTURE_TOOLS: [&str; 13] = [
     "fx__add",
     "fx__echo",
     "fx__fail",
@@ -29,6 +29,8 @@ const FIXTURE_TOOLS: [&str; 11] = [
     "fx__image",
     "fx__env",
     "fx__stubborn",
+    "fx__big",
+    "fx__shout",
     "fx__twin_tool",
     "fx__doomed",
 ];
@@ -217,6 +219,35 @@ async fn a_call_past_the_timeout_is_a_timeout_result_and_the_server_keeps_workin
         "3"
     );
     let _ = std::fs::remove_file(&file);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_above_max_message_bytes_is_too_large_at_once_and_the_server_keeps_working() {
+    // 20 MB against the default 16 MiB limit; the call timeout is long so
+    // that a wait for it would show.
+    let (registry, server) = start(fixture("fx").timeout(Duration::from_secs(60))).await;
+    let started = Instant::now();
+    let r = exec(&registry, "fx__big", r#"{"bytes": 20000000}"#).await;
+    assert!(r.is_error, "{r:?}");
+    assert_eq!(r.code(), Some(codes::RESULT_TOO_LARGE), "{r:?}");
+    let text = r.text();
+    assert!(text.contains("max_message_bytes (16777216)"), "{text}");
+    assert!(text.contains("fx__big"), "{text}");
+    assert!(started.elapsed() < Duration::from_secs(30), "not a timeout");
+    // Just under a configured limit passes; the connection is intact.
+    let ok = exec(&registry, "fx__add", r#"{"a": 1, "b": 2}"#).await;
+    assert_eq!(ok.text(), "3");
+    server.shutdown().await;
+
+    let mut small = fixture("fx");
+    small.max_message_bytes = 2000;
+    let (registry, server) = start(small).await;
+    let fits = exec(&registry, "fx__big", r#"{"bytes": 1000}"#).await;
+    assert!(!fits.is_error, "{fits:?}");
+    assert_eq!(fits.text().len(), 1000);
+    let over = exec(&registry, "fx__big", r#"{"bytes": 3000}"#).await;
+    assert_eq!(over.code(), Some(codes::RESULT_TOO_LARGE), "{over:?}");
     server.shutdown().await;
 }
 

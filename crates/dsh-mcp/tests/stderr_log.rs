@@ -72,3 +72,46 @@ fn server_stderr_is_logged_with_the_server_name() {
     assert!(line.contains("server=loud"), "{line}");
     assert!(log.contains("MCP server started"), "{log}");
 }
+
+#[test]
+fn a_huge_stderr_line_is_cut_before_it_is_logged() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let registry = Arc::new(ToolRegistry::new());
+        let server = McpServer::start(
+            McpServerConfig::new("loud", env!("CARGO_BIN_EXE_dsh-mcp-fixture")),
+            &registry,
+        )
+        .await
+        .expect("fixture starts");
+        let call = dsh_tools::ToolCall::new("c1", "loud__shout", r#"{"bytes": 3000000}"#);
+        let r = registry.execute(&call, dsh_tools::CallEnv::default()).await;
+        assert_eq!(r.text(), "shouted");
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while !captured.text().contains("fixture: shouted") {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the line after the long one is logged");
+        server.shutdown().await;
+    });
+    let log = captured.text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("sss"))
+        .expect("the long line is logged");
+    assert!(line.contains("… (3000000 bytes, cut)"), "{}", &line[line.len() - 80..]);
+    assert!(line.len() < 64 * 1024 + 200, "logged {} bytes", line.len());
+}

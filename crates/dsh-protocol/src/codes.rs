@@ -220,6 +220,8 @@ codes! {
         "The MCP tool answered with isError: true.";
     MCP_CALL_FAILED = "MCP_CALL_FAILED", "mcp", false, RespondToModel,
         "The MCP request failed (protocol or transport error).";
+    RESULT_TOO_LARGE = "RESULT_TOO_LARGE", "mcp", false, RespondToModel,
+        "The MCP server's response was larger than max_message_bytes; it was not read into memory.";
     MCP_SERVER_EXITED = "MCP_SERVER_EXITED", "mcp", false, RespondToModel,
         "The MCP server exited; its tools were unregistered.";
 }

@@ -103,6 +103,16 @@ impl Fixture {
                 "Ignores SIGTERM and stdin EOF from now on",
                 json!({"type": "object"}),
             ),
+            tool(
+                "big",
+                "Returns a text of `bytes` bytes",
+                obj(json!({"bytes": {"type": "integer"}}), json!(["bytes"])),
+            ),
+            tool(
+                "shout",
+                "Writes one stderr line of `bytes` bytes",
+                obj(json!({"bytes": {"type": "integer"}}), json!(["bytes"])),
+            ),
             // Both sanitise to the same registry name: the second is skipped.
             tool("twin.tool", "First twin", json!({"type": "object"})),
             tool("twin_tool", "Second twin", json!({"type": "object"})),
@@ -204,6 +214,17 @@ impl Fixture {
                 }
                 STUBBORN.store(true, Ordering::SeqCst);
                 Ok(text("stubborn"))
+            }
+            "big" => {
+                let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+                Ok(text("b".repeat(usize::try_from(n).unwrap_or(0))))
+            }
+            "shout" => {
+                let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(0);
+                let line = "s".repeat(usize::try_from(n).unwrap_or(0));
+                eprintln!("{line}");
+                eprintln!("fixture: shouted");
+                Ok(text("shouted"))
             }
             "doomed" | "extra" | "twin.tool" | "twin_tool" => Ok(text(name.to_string())),
             other => Err(ErrorData::invalid_params(
