@@ -193,6 +193,10 @@ codes! {
         "A session log could not be written or synced.";
     SESSION_LOG_CONFLICT = "SESSION_LOG_CONFLICT", "session", false, Caller,
         "The log on disk does not match the session being appended to it.";
+    LOG_REPAIRED = "LOG_REPAIRED", "session", false, Caller,
+        "A session log's torn last line (a write cut short by a crash) was removed before appending; the marker event names the file that holds its bytes.";
+    INTERRUPTED = "INTERRUPTED", "session", false, RespondToModel,
+        "The session ended (crash, kill) before this tool call had a result; synthesized on resume so the history stays valid. The call may or may not have run.";
     SESSION_LOCKED = "SESSION_LOCKED", "session", false, Caller,
         "Another dsh process is writing the session log.";
     SESSION_TASK_FAILED = "SESSION_TASK_FAILED", "session", false, Caller,

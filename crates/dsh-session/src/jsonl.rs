@@ -56,14 +56,16 @@ pub fn install_jsonl(store: &SessionStore, dir: &Path) -> Result<Registration, S
 
 /// Reads a JSONL session log.
 ///
-/// Blank lines are skipped. A last line that does not parse (a write cut
-/// short by a crash) is reported in [`LoadedLog::torn_tail`] and everything
-/// before it is kept; a complete last line without its newline is kept.
+/// Blank lines are skipped. A last line without its newline that does not
+/// parse (a write cut short by a crash) is reported in
+/// [`LoadedLog::torn_tail`] and everything before it is kept; a complete
+/// last line without its newline is kept.
 ///
 /// # Errors
 /// `SESSION_NOT_FOUND` / `SESSION_READ_FAILED` when the file cannot be read;
-/// `CORRUPT_LOG` naming the file and the 1-based line number when a line
-/// before the last one does not parse or `seq` does not increase.
+/// `CORRUPT_LOG` naming the file and the 1-based line number when a
+/// newline-terminated line (the last one too) does not parse or `seq` does
+/// not increase.
 pub fn load_jsonl(path: &Path) -> Result<LoadedLog, SessionError> {
     let bytes = read_file(path)?;
     let scan = scan(&bytes, path)?;
@@ -190,7 +192,50 @@ pub fn write_jsonl_line(event: &SessionEvent, out: &mut Vec<u8>) {
 /// The directory-of-files backend: `<dir>/<session-id>.jsonl`.
 pub struct JsonlStore {
     dir: PathBuf,
-    files: Mutex<HashMap<String, Arc<Mutex<File>>>>,
+    files: Mutex<HashMap<String, Arc<Mutex<OpenLog>>>>,
+}
+
+/// A log file this store holds open (and locked).
+struct OpenLog {
+    file: File,
+    /// The `seq` after the last event in the file.
+    next_seq: u64,
+}
+
+/// What [`JsonlStore::open_log`] found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenedLog {
+    /// The `seq` after the last event in the file (0 when empty).
+    pub next_seq: u64,
+    /// The torn last line that was cut off, if there was one.
+    pub repaired: Option<Repair>,
+}
+
+/// A torn last line removed by [`JsonlStore::open_log`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repair {
+    /// Where the line was.
+    pub torn: TornLine,
+    /// The private file (0600) that now holds the removed bytes, or `None`
+    /// when it could not be written (the bytes are then lost; a warning
+    /// was logged).
+    pub sidecar: Option<PathBuf>,
+}
+
+impl Repair {
+    /// The text of the `LOG_REPAIRED` marker event a front end logs.
+    pub fn describe(&self, log: &Path) -> String {
+        let kept = match &self.sidecar {
+            Some(p) => format!("its bytes were saved to {}", p.display()),
+            None => "its bytes could not be saved".to_string(),
+        };
+        format!(
+            "{}: line {} ({} bytes) was cut short by a crash and removed before appending; {kept}",
+            log.display(),
+            self.torn.line_no,
+            self.torn.bytes
+        )
+    }
 }
 
 impl JsonlStore {
@@ -222,19 +267,35 @@ impl JsonlStore {
         Ok(self.dir.join(format!("{session_id}.jsonl")))
     }
 
-    fn file(&self, session_id: &str) -> Option<Arc<Mutex<File>>> {
+    fn file(&self, session_id: &str) -> Option<Arc<Mutex<OpenLog>>> {
         lock(&self.files).get(session_id).cloned()
     }
-}
 
-impl SessionPersistence for JsonlStore {
-    fn open(&self, session_id: &str) -> Result<u64, SessionError> {
+    /// Opens (creating it when missing) and locks the log of `session_id`
+    /// for appending, before anything runs: a front end calls this first so
+    /// that a log in use, unwritable or corrupt fails at once. A torn last
+    /// line (no newline, does not parse) is moved to a sidecar file
+    /// `<id>.jsonl.torn-<ms>` and cut off. Opening a log this store already
+    /// holds returns its state without touching the file.
+    ///
+    /// # Errors
+    /// `SESSION_LOCKED` when another process (or store) holds it;
+    /// `SESSION_WRITE_FAILED` when it cannot be opened for writing (read-only
+    /// file or directory); `CORRUPT_LOG` for a corrupt complete line (the
+    /// file is left as it is); `SESSION_READ_FAILED`; `INVALID_SESSION_ID`.
+    pub fn open_log(&self, session_id: &str) -> Result<OpenedLog, SessionError> {
+        if let Some(open) = self.file(session_id) {
+            return Ok(OpenedLog {
+                next_seq: lock(&open).next_seq,
+                repaired: None,
+            });
+        }
         let path = self.path_of(session_id)?;
         let write_err = |source| SessionError::Write {
             path: path.clone(),
             source,
         };
-        let (next_seq, file) = match std::fs::metadata(&path) {
+        let opened = match std::fs::metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let file = open_append(&path).map_err(write_err)?;
                 lock_exclusive(&file, &path)?;
@@ -242,7 +303,7 @@ impl SessionPersistence for JsonlStore {
                 if let Err(e) = File::open(&self.dir).and_then(|d| d.sync_all()) {
                     tracing::debug!(dir = %self.dir.display(), "directory fsync failed: {e}");
                 }
-                (0, file)
+                (0, file, None)
             }
             Err(source) => return Err(SessionError::Read { path, source }),
             Ok(_) => {
@@ -253,24 +314,40 @@ impl SessionPersistence for JsonlStore {
                 let bytes = read_file(&path)?;
                 let scan = scan(&bytes, &path)?;
                 let mut len = bytes.len();
-                if let Some(torn) = &scan.torn {
-                    tracing::warn!(
+                let mut repaired = None;
+                if let Some(torn) = scan.torn {
+                    let start = usize::try_from(torn.offset).unwrap_or(len).min(len);
+                    let sidecar = save_torn(&path, &bytes[start..]);
+                    // Info: the front end logs the marker event and tells the user.
+                    tracing::info!(
                         path = %path.display(),
                         line = torn.line_no,
                         bytes = torn.bytes,
-                        "dropping the torn last line of a session log before appending"
+                        sidecar = ?sidecar,
+                        "removing the torn last line of a session log before appending"
                     );
                     file.set_len(torn.offset).map_err(write_err)?;
-                    len = torn.offset as usize;
+                    len = start;
+                    repaired = Some(Repair { torn, sidecar });
                 }
                 if len > 0 && bytes[len - 1] != b'\n' {
                     file.write_all(b"\n").map_err(write_err)?;
                 }
-                (scan.events.last().map_or(0, |e| e.seq + 1), file)
+                (scan.events.last().map_or(0, |e| e.seq + 1), file, repaired)
             }
         };
-        lock(&self.files).insert(session_id.to_string(), Arc::new(Mutex::new(file)));
-        Ok(next_seq)
+        let (next_seq, file, repaired) = opened;
+        lock(&self.files).insert(
+            session_id.to_string(),
+            Arc::new(Mutex::new(OpenLog { file, next_seq })),
+        );
+        Ok(OpenedLog { next_seq, repaired })
+    }
+}
+
+impl SessionPersistence for JsonlStore {
+    fn open(&self, session_id: &str) -> Result<u64, SessionError> {
+        Ok(self.open_log(session_id)?.next_seq)
     }
 
     fn append_batch(
@@ -292,16 +369,19 @@ impl SessionPersistence for JsonlStore {
         for event in events {
             write_jsonl_line(event, &mut buf);
         }
-        let mut file = lock(&file);
-        let before = file.metadata().map(|m| m.len());
-        if let Err(source) = file.write_all(&buf) {
+        let mut open = lock(&file);
+        let before = open.file.metadata().map(|m| m.len());
+        if let Err(source) = open.file.write_all(&buf) {
             // Roll back a partial write so the file ends on a line boundary.
             if let Ok(len) = before {
-                if let Err(e) = file.set_len(len) {
+                if let Err(e) = open.file.set_len(len) {
                     tracing::error!(path = %path.display(), "cannot roll back a partial write: {e}");
                 }
             }
             return Err(SessionError::Write { path, source });
+        }
+        if let Some(last) = events.last() {
+            open.next_seq = last.seq + 1;
         }
         Ok(())
     }
@@ -310,8 +390,8 @@ impl SessionPersistence for JsonlStore {
         let Some(file) = self.file(session_id) else {
             return Ok(());
         };
-        let file = lock(&file);
-        file.sync_data().map_err(|source| SessionError::Write {
+        let open = lock(&file);
+        open.file.sync_data().map_err(|source| SessionError::Write {
             path: self.dir.join(format!("{session_id}.jsonl")),
             source,
         })
@@ -385,6 +465,34 @@ pub fn is_locked(path: &Path) -> bool {
     match File::open(path) {
         Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
         Err(_) => false,
+    }
+}
+
+/// Saves the bytes of a torn line next to the log, privately; `None` (with
+/// a warning) when that fails.
+fn save_torn(log: &Path, bytes: &[u8]) -> Option<PathBuf> {
+    let millis = crate::session::now_ms();
+    let name = format!(
+        "{}.torn-{millis}",
+        log.file_name()?.to_string_lossy()
+    );
+    let path = log.with_file_name(name);
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let written = opts
+        .open(&path)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()));
+    match written {
+        Ok(()) => Some(path),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "cannot save the torn line of a session log: {e}");
+            None
+        }
     }
 }
 
@@ -469,7 +577,9 @@ fn scan(bytes: &[u8], path: &Path) -> Result<Scan, SessionError> {
                     }
                     events.push(event);
                 }
-                Err(e) if bytes[next..].trim_ascii().is_empty() => {
+                // Only a line cut short (no newline) is torn; a complete
+                // line that does not parse is corruption, kept for a human.
+                Err(e) if end == bytes.len() => {
                     tracing::debug!(path = %path.display(), line = line_no, "torn last line: {e}");
                     torn = Some(TornLine {
                         line_no,

@@ -23,6 +23,7 @@ mod derive;
 mod error;
 mod jsonl;
 mod persist;
+mod resume;
 mod session;
 
 pub use derive::{derive_message, derive_messages, envelope};
@@ -30,7 +31,8 @@ pub use dsh_protocol::event::*;
 pub use error::SessionError;
 pub use jsonl::{
     install_jsonl, is_locked, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line,
-    JsonlPersistence, JsonlStore,
+    JsonlPersistence, JsonlStore, OpenedLog, Repair,
 };
+pub use resume::interrupted_results;
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};

@@ -153,6 +153,83 @@ async fn resuming_an_existing_log_appends_after_it_and_repairs_a_torn_tail() {
     assert_eq!(after.events.len(), 4);
     assert_eq!(after.events[..3], seed[..]);
     assert_eq!(after.events[3].seq, 3);
+    // The removed bytes are kept beside the log, privately.
+    let sidecars: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("res.jsonl.torn-"))
+        .collect();
+    assert_eq!(sidecars.len(), 1, "one sidecar file");
+    assert_eq!(read(&sidecars[0].path()), r#"{"type":"step/st"#);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = sidecars[0].metadata().unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[tokio::test]
+async fn a_corrupt_complete_last_line_is_an_error_and_is_never_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cl.jsonl");
+    let seed = common::as_events(common::sample_log()[..2].to_vec());
+    let mut text = String::new();
+    for e in &seed {
+        text.push_str(&serde_json::to_string(e).unwrap());
+        text.push('\n');
+    }
+    text.push_str("{\"type\":\"step/start\",\"seq\":oops}\n");
+    std::fs::write(&path, &text).unwrap();
+    let err = load_jsonl(&path).unwrap_err();
+    assert_eq!(err.code(), "CORRUPT_LOG");
+    assert!(err.to_string().contains("cl.jsonl:3:"), "{err}");
+    let store = dsh_session::JsonlStore::new(dir.path()).unwrap();
+    let err = store.open_log("cl").unwrap_err();
+    assert_eq!(err.code(), "CORRUPT_LOG");
+    // The writer path fails the same way and leaves the file alone.
+    let sessions = SessionStore::new();
+    let _plugin = install_jsonl(&sessions, dir.path()).unwrap();
+    let (s, _reg) = sessions.create(Some("cl".into()), seed).unwrap();
+    s.append(EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }));
+    assert_eq!(sessions.flush(&s).await.unwrap_err().code(), "CORRUPT_LOG");
+    assert_eq!(read(&path), text, "nothing was deleted");
+}
+
+#[test]
+fn open_log_locks_repairs_once_and_reports_unwritable_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ol.jsonl");
+    let seed = common::as_events(common::sample_log()[..2].to_vec());
+    let good = format!(
+        "{}\n{}\n",
+        serde_json::to_string(&seed[0]).unwrap(),
+        serde_json::to_string(&seed[1]).unwrap()
+    );
+    std::fs::write(&path, format!("{good}{{\"ty")).unwrap();
+    let store = dsh_session::JsonlStore::new(dir.path()).unwrap();
+    let opened = store.open_log("ol").unwrap();
+    assert_eq!(opened.next_seq, 2);
+    let repair = opened.repaired.expect("the torn line was repaired");
+    assert_eq!((repair.torn.line_no, repair.torn.bytes), (3, 4));
+    assert!(repair.describe(&path).contains("line 3 (4 bytes)"));
+    assert_eq!(read(&path), good, "cut back to the intact prefix");
+    // Again from the same store: same state, no second repair.
+    let again = store.open_log("ol").unwrap();
+    assert_eq!((again.next_seq, again.repaired), (2, None));
+    // Another store (another process) cannot take it.
+    let other = dsh_session::JsonlStore::new(dir.path()).unwrap();
+    assert_eq!(other.open_log("ol").unwrap_err().code(), "SESSION_LOCKED");
+    drop(store);
+    drop(other);
+
+    // A read-only log fails before anything is appended.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+    if std::fs::OpenOptions::new().append(true).open(&path).is_ok() {
+        return; // running as root: permissions do not apply
+    }
+    let store = dsh_session::JsonlStore::new(dir.path()).unwrap();
+    let err = store.open_log("ol").unwrap_err();
+    assert_eq!(err.code(), "SESSION_WRITE_FAILED");
+    assert!(err.to_string().contains("ol.jsonl"), "{err}");
 }
 
 #[tokio::test]
@@ -217,7 +294,7 @@ fn corrupt_middle_line_is_an_error_with_its_line_number() {
 }
 
 #[test]
-fn torn_tail_with_newline_and_blank_lines_is_tolerated() {
+fn an_unparsable_line_with_its_newline_is_corrupt_even_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.jsonl");
     let events = common::as_events(common::sample_log()[..2].to_vec());
@@ -227,9 +304,9 @@ fn torn_tail_with_newline_and_blank_lines_is_tolerated() {
         serde_json::to_string(&events[1]).unwrap()
     );
     std::fs::write(&path, text).unwrap();
-    let log = load_jsonl(&path).unwrap();
-    assert_eq!(log.events, events);
-    assert_eq!(log.torn_tail.unwrap().line_no, 4);
+    let err = load_jsonl(&path).unwrap_err();
+    assert_eq!(err.code(), "CORRUPT_LOG");
+    assert!(err.to_string().contains("t.jsonl:4:"), "{err}");
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub mod tools;
 pub mod trust;
 
 pub use settings::{resolve, Resolved, Settings};
-pub use stack::{feed_prompt, Stack, StackOptions};
+pub use stack::{feed_prompt, PreparedSession, Stack, StackOptions};
 pub use trust::ProjectTrust;
 
 use dsh_kernel::{DshError, ErrorCode};

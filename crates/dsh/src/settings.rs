@@ -172,6 +172,13 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         .clone()
         .or_else(|| file.session_dir.clone())
         .unwrap_or_else(config::default_session_dir);
+    // Absolute, so the paths recorded in the log (spill files) stay valid
+    // from any directory.
+    let session_dir = if session_dir.is_relative() {
+        cwd.join(session_dir)
+    } else {
+        session_dir
+    };
     let prompt_file = settings
         .system_prompt
         .clone()

@@ -19,7 +19,7 @@ use dsh_bash_local::LocalBashExecutor;
 use dsh_kernel::{DshError, Kernel, Plugin, Registration, Scope};
 use dsh_llm::{LlmAdapter, LlmService};
 use dsh_prompt::PromptService;
-use dsh_session::SessionStore;
+use dsh_session::{ErrorEvent, EventPayload, JsonlStore, SessionStore};
 use dsh_tools::ToolRegistry;
 
 use crate::echo_model::{self, ECHO_MODEL};
@@ -54,9 +54,46 @@ pub struct Stack {
     /// Notices for the user that did not stop anything (see
     /// [`Stack::take_warnings`]).
     warnings: std::sync::Mutex<Vec<String>>,
-    /// Whether session persistence is installed (it starts with the first
-    /// agent).
-    persisting: std::sync::Mutex<bool>,
+    /// The session log store, once persistence is installed (it starts
+    /// with the first agent).
+    persisting: std::sync::Mutex<Option<Arc<JsonlStore>>>,
+}
+
+/// A session claimed by [`Stack::prepare_session`], ready for
+/// [`Stack::create_agent_in`]. Dropping it unused leaves a resumed log
+/// locked until the stack shuts down.
+#[derive(Debug)]
+pub struct PreparedSession {
+    id: String,
+    seed: Vec<dsh_session::SessionEvent>,
+}
+
+impl PreparedSession {
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The events the session starts with (the resumed log, plus repair
+    /// markers and synthesized results).
+    pub fn seed(&self) -> &[dsh_session::SessionEvent] {
+        &self.seed
+    }
+}
+
+/// The turn an event belongs to, when it names one.
+fn turn_of(event: &dsh_session::SessionEvent) -> Option<u64> {
+    match &event.data {
+        EventPayload::TurnStart(e) => Some(e.turn),
+        EventPayload::TurnEnd(e) => Some(e.turn),
+        EventPayload::StepStart(e) | EventPayload::StepEnd(e) => Some(e.turn),
+        EventPayload::AssistantMessage(e) => Some(e.turn),
+        EventPayload::ToolCall(e) => Some(e.turn),
+        EventPayload::ToolResult(e) => Some(e.turn),
+        EventPayload::Usage(e) => Some(e.turn),
+        EventPayload::Error(e) => Some(e.turn),
+        _ => None,
+    }
 }
 
 /// What [`Stack::build_with`] includes beyond the services; everything is
@@ -157,7 +194,7 @@ impl Stack {
             options,
             mcp: Vec::new(),
             warnings: std::sync::Mutex::new(resolved_warnings),
-            persisting: std::sync::Mutex::new(false),
+            persisting: std::sync::Mutex::new(None),
         })
     }
 
@@ -216,24 +253,118 @@ impl Stack {
 
     /// Creates the `main` agent on the resolved model, resuming session
     /// `resume` from the session directory when given (the log is seeded and
-    /// new events append to the same file).
+    /// new events append to the same file): [`Stack::prepare_session`] then
+    /// [`Stack::create_agent_in`].
     ///
     /// # Errors
     /// [`StackError::Usage`]: an unusable session directory; a resume id
-    /// whose log is missing, corrupt or in use.
+    /// whose log is missing, corrupt, unwritable or in use.
     pub fn create_agent(&self, resume: Option<&str>) -> Result<AgentHandle, StackError> {
-        let (session_id, seed) = match resume {
-            Some(id) => (id.to_string(), self.load_for_resume(id)?),
-            None => (dsh_session::new_session_id().into_string(), Vec::new()),
+        let prepared = self.prepare_session(resume)?;
+        self.create_agent_in(prepared)
+    }
+
+    /// Claims the session before anything runs. A new session gets a fresh
+    /// id. A resumed one has its log opened for appending and locked now
+    /// (held until the stack shuts down), so a second `--resume` of it, a
+    /// read-only log or a corrupt one fails before MCP servers start or a
+    /// turn runs. A torn last line is cut off (its bytes saved beside the
+    /// log) and an `error` event `LOG_REPAIRED` is logged saying so; tool
+    /// calls of the last reply left without a result get `INTERRUPTED`
+    /// results. Both also become warnings ([`Stack::take_warnings`]).
+    ///
+    /// # Errors
+    /// [`StackError::Usage`] naming the session and the file.
+    pub fn prepare_session(&self, resume: Option<&str>) -> Result<PreparedSession, StackError> {
+        let Some(id) = resume else {
+            return Ok(PreparedSession {
+                id: dsh_session::new_session_id().into_string(),
+                seed: Vec::new(),
+            });
         };
+        let dir = &self.resolved.session_dir;
+        let path = dir.join(format!("{id}.jsonl"));
+        dsh_session::validate_session_id(id).map_err(|e| StackError::Usage(e.to_string()))?;
+        if !path.is_file() {
+            return Err(StackError::Usage(format!(
+                "no session \"{id}\" in {} (see `dsh session list`)",
+                dir.display()
+            )));
+        }
+        let in_use = || {
+            StackError::Usage(format!(
+                "session \"{id}\" is in use by another dsh process ({})",
+                path.display()
+            ))
+        };
+        let repaired = match self.ensure_persistence()? {
+            Some(store) => match store.open_log(id) {
+                Ok(opened) => opened.repaired,
+                Err(dsh_session::SessionError::Locked { .. }) => return Err(in_use()),
+                Err(e) => return Err(StackError::Usage(format!("cannot resume: {e}"))),
+            },
+            None if dsh_session::is_locked(&path) => return Err(in_use()),
+            None => None,
+        };
+        let log = dsh_session::load_jsonl(&path).map_err(|e| StackError::Usage(e.to_string()))?;
+        let mut seed = log.events;
+        let mut warnings = Vec::new();
+        let mut extra = Vec::new();
+        if let Some(repair) = repaired {
+            let message = repair.describe(&path);
+            warnings.push(message.clone());
+            let turn = seed.iter().rev().find_map(turn_of).unwrap_or(0);
+            extra.push(EventPayload::Error(ErrorEvent {
+                turn,
+                step: 0,
+                message,
+                code: Some(dsh_protocol::codes::LOG_REPAIRED.to_string()),
+            }));
+        } else if let Some(torn) = &log.torn_tail {
+            // Read-only resume (no persistence): nothing is cut.
+            warnings.push(format!(
+                "{}: ignoring a torn last line {} (a write cut short)",
+                path.display(),
+                torn.line_no
+            ));
+        }
+        let interrupted = dsh_session::interrupted_results(&seed);
+        if !interrupted.is_empty() {
+            warnings.push(format!(
+                "session \"{id}\": {} tool call(s) of the last reply had no result (the session ended first); they were answered with INTERRUPTED",
+                interrupted.len()
+            ));
+        }
+        extra.extend(interrupted);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        for data in extra {
+            let seq = seed.last().map_or(0, |e| e.seq + 1);
+            seed.push(dsh_session::SessionEvent {
+                seq,
+                time: now,
+                data,
+            });
+        }
+        dsh_kernel::sync::lock(&self.warnings).extend(warnings);
+        Ok(PreparedSession {
+            id: id.to_string(),
+            seed,
+        })
+    }
+
+    /// Creates the `main` agent in a session from [`Stack::prepare_session`].
+    ///
+    /// # Errors
+    /// [`StackError::Usage`]: an unusable session directory; a session id
+    /// already live in this process.
+    pub fn create_agent_in(&self, prepared: PreparedSession) -> Result<AgentHandle, StackError> {
+        let PreparedSession { id, seed } = prepared;
         // bash spill files named by this session's results live with it
         // (`dsh session clean` removes them).
-        self.executor.keep_spills_in(
-            self.resolved
-                .session_dir
-                .join(&session_id)
-                .join("spill"),
-        );
+        self.executor
+            .keep_spills_in(self.resolved.session_dir.join(&id).join("spill"));
         let options = AgentOptions {
             model: Some(self.resolved.model.clone()),
             system_prompt: self.resolved.system_prompt.clone(),
@@ -244,7 +375,7 @@ impl Stack {
             "main",
             options,
             LoopSetup {
-                session_id: Some(session_id),
+                session_id: Some(id),
                 seed,
                 step_limits: dsh_llm::StepLimits {
                     max_tool_calls: self.resolved.max_tool_calls,
@@ -270,49 +401,27 @@ impl Stack {
         AgentLoop::create_with(&self.kernel, id, options, setup).map_err(StackError::from)
     }
 
-    /// Persistence starts with the first agent: commands that make none
-    /// (`tools list`, `mcp list`) never touch the session directory.
-    fn ensure_persistence(&self) -> Result<(), StackError> {
+    /// Persistence starts with the first agent (or resumed session):
+    /// commands that make none (`tools list`, `mcp list`) never touch the
+    /// session directory. `None` when the stack keeps sessions in memory.
+    fn ensure_persistence(&self) -> Result<Option<Arc<JsonlStore>>, StackError> {
         let mut started = dsh_kernel::sync::lock(&self.persisting);
-        if !self.options.persist_sessions || *started {
-            return Ok(());
+        if !self.options.persist_sessions {
+            return Ok(None);
         }
-        let persistence = dsh_session::JsonlPersistence {
-            dir: self.resolved.session_dir.clone(),
-        };
-        self.scope.add(
-            persistence
-                .install(&self.kernel)
+        if let Some(store) = started.as_ref() {
+            return Ok(Some(store.clone()));
+        }
+        let backend = Arc::new(
+            JsonlStore::new(self.resolved.session_dir.clone())
                 .map_err(|e| StackError::Usage(e.to_string()))?,
         );
-        *started = true;
-        Ok(())
-    }
-
-    fn load_for_resume(&self, id: &str) -> Result<Vec<dsh_session::SessionEvent>, StackError> {
-        let dir = &self.resolved.session_dir;
-        let path = dir.join(format!("{id}.jsonl"));
-        if !path.is_file() {
-            return Err(StackError::Usage(format!(
-                "no session \"{id}\" in {} (see `dsh session list`)",
-                dir.display()
-            )));
-        }
-        if dsh_session::is_locked(&path) {
-            return Err(StackError::Usage(format!(
-                "session \"{id}\" is in use by another dsh process ({})",
-                path.display()
-            )));
-        }
-        let log = dsh_session::load_jsonl(&path).map_err(|e| StackError::Usage(e.to_string()))?;
-        if let Some(torn) = &log.torn_tail {
-            dsh_kernel::sync::lock(&self.warnings).push(format!(
-                "{}: ignoring a torn last line {} (a write cut short)",
-                path.display(),
-                torn.line_no
-            ));
-        }
-        Ok(log.events)
+        self.scope.add(dsh_session::install_persistence(
+            &self.store,
+            backend.clone(),
+        ));
+        *started = Some(backend.clone());
+        Ok(Some(backend))
     }
 
     /// Stops the MCP servers, kills every bash task still running and closes

@@ -47,7 +47,12 @@ pub(crate) fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
 /// kills those still starting) and returns the signal's exit code.
 pub(crate) async fn start_app(stack: &StackArgs) -> Result<App, u8> {
     let resolved = resolve(stack).map_err(|e| report(&e))?;
-    let mut app = App::build(resolved).map_err(|e| report(&e))?;
+    let app = App::build(resolved).map_err(|e| report(&e))?;
+    start_servers(app).await
+}
+
+/// The MCP half of [`start_app`].
+async fn start_servers(mut app: App) -> Result<App, u8> {
     for warning in app.take_warnings() {
         eprintln!("dsh: {warning}");
     }
@@ -86,12 +91,27 @@ pub(crate) async fn shutdown_bounded(shutdown: impl std::future::Future<Output =
 }
 
 /// [`start_app`], then the agent (resuming session `resume` when given).
+/// A resumed session is claimed (log locked, checked, repaired) before the
+/// MCP servers start, so a log in use or unwritable fails before anything
+/// runs.
 pub(crate) async fn start_agent(
     stack: &StackArgs,
     resume: Option<&str>,
 ) -> Result<(App, AgentHandle), u8> {
-    let app = start_app(stack).await?;
-    let created = app.create_agent(resume);
+    let resolved = resolve(stack).map_err(|e| report(&e))?;
+    let app = App::build(resolved).map_err(|e| report(&e))?;
+    let prepared = match app.prepare_session(resume) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            for warning in app.take_warnings() {
+                eprintln!("dsh: {warning}");
+            }
+            app.shutdown().await;
+            return Err(report(&e));
+        }
+    };
+    let app = start_servers(app).await?;
+    let created = app.create_agent_in(prepared);
     for warning in app.take_warnings() {
         eprintln!("dsh: {warning}");
     }

@@ -1,8 +1,10 @@
-//! `dsh session show FILE`, `dsh session replay FILE`, `dsh session list`.
+//! `dsh session show FILE`, `dsh session replay FILE`, `dsh session list`,
+//! `dsh session clean ID… | --all`.
 //!
 //! Exit codes: 0 success (a torn last line is reported on stderr but is not
 //! an error), 2 unusable input (missing file, corrupt log — the line number
-//! is on stderr — or no session directory).
+//! is on stderr — unknown session or no session directory), 1 when files
+//! could not be removed.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,20 @@ enum SessionCommand {
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
     },
+    /// Remove the files kept for saved sessions (spilled tool output under
+    /// <session-dir>/<id>/); the logs stay, and `session show` then says
+    /// which files were removed. Sessions in use are skipped.
+    Clean {
+        /// The sessions to clean.
+        #[arg(value_name = "ID", required_unless_present = "all", conflicts_with = "all")]
+        ids: Vec<String>,
+        /// Clean every session in the directory.
+        #[arg(long)]
+        all: bool,
+        /// Directory of session logs (default as for `list`).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
 }
 
 /// Runs `dsh session`; returns the exit code.
@@ -63,7 +79,102 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
             Err(code) => code,
         },
         SessionCommand::List { session_dir } => list(session_dir),
+        SessionCommand::Clean {
+            ids,
+            all,
+            session_dir,
+        } => clean(session_dir, &ids, all),
     }
+}
+
+fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
+    let Some(dir) = session_dir.or_else(default_session_dir) else {
+        eprintln!(
+            "dsh: cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
+        );
+        return 2;
+    };
+    let ids: Vec<String> = if all {
+        match list_sessions(&dir) {
+            Ok(s) => s.into_iter().map(|s| s.id).collect(),
+            Err(e) => {
+                eprintln!("dsh: {e}");
+                return 2;
+            }
+        }
+    } else {
+        for id in ids {
+            if let Err(e) = dsh_session::validate_session_id(id) {
+                eprintln!("dsh: {e}");
+                return 2;
+            }
+            if !dir.join(format!("{id}.jsonl")).is_file() {
+                eprintln!(
+                    "dsh: no session \"{id}\" in {} (see `dsh session list`)",
+                    dir.display()
+                );
+                return 2;
+            }
+        }
+        ids.to_vec()
+    };
+    let mut out = String::new();
+    let mut failed = false;
+    for id in &ids {
+        if dsh_session::is_locked(&dir.join(format!("{id}.jsonl"))) {
+            eprintln!("dsh: session \"{id}\" is in use by another dsh process; skipped");
+            continue;
+        }
+        let files = dir.join(id);
+        if !files.is_dir() {
+            continue;
+        }
+        let (count, bytes) = tree_size(&files);
+        match std::fs::remove_dir_all(&files) {
+            Ok(()) => {
+                let _ = writeln!(
+                    out,
+                    "{id}: removed {count} file(s), {bytes} bytes ({})",
+                    files.display()
+                );
+            }
+            Err(e) => {
+                eprintln!("dsh: cannot remove {}: {e}", files.display());
+                failed = true;
+            }
+        }
+    }
+    if out.is_empty() && !failed {
+        out.push_str("nothing to clean\n");
+    }
+    let code = crate::output::emit(&crate::sanitize::visible(&out));
+    if failed {
+        1
+    } else {
+        code
+    }
+}
+
+/// Number of files and their total size under `dir` (symlinks not followed).
+fn tree_size(dir: &Path) -> (u64, u64) {
+    let mut stack = vec![dir.to_path_buf()];
+    let (mut count, mut bytes) = (0, 0);
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.metadata() {
+                Ok(m) if m.is_dir() => stack.push(entry.path()),
+                Ok(m) => {
+                    count += 1;
+                    bytes += m.len();
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    (count, bytes)
 }
 
 /// Loads a log, reporting a torn tail on stderr; `Err(exit code)` otherwise.
@@ -337,6 +448,9 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 code_label(result.code()),
                 blocks(content)
             );
+            for gone in removed_spill_files(content) {
+                let _ = write!(text, "\n[{gone} was removed (dsh session clean)]");
+            }
             if let Some(f) = failure.as_ref().filter(|f| !f.violations.is_empty()) {
                 text.push_str("\nviolations:");
                 for v in &f.violations {
@@ -429,6 +543,23 @@ fn chunk_label(chunk: &StreamChunk) -> String {
         StreamChunk::Usage { usage } => format!("usage {}", usage_label(usage)),
         StreamChunk::Finish { reason } => format!("finish {}", reason.kind()),
     }
+}
+
+/// Spill files a result names (`…/spill/…` paths) that no longer exist.
+fn removed_spill_files(content: &[ContentBlock]) -> Vec<String> {
+    let mut gone = Vec::new();
+    for text in content.iter().filter_map(ContentBlock::as_text) {
+        for word in text.split(|c: char| c.is_whitespace() || c == ']' || c == '[') {
+            let path = word.trim_end_matches(['.', ',', ';', ')']);
+            if path.contains("/spill/")
+                && !gone.iter().any(|g| g == path)
+                && !Path::new(path).exists()
+            {
+                gone.push(path.to_string());
+            }
+        }
+    }
+    gone
 }
 
 /// One line per block, each starting on a new line.

@@ -1,0 +1,244 @@
+//! Session integrity through the CLI: a resumed log is claimed before
+//! anything runs, a torn tail is repaired with a marker, a corrupt line is
+//! an error and is kept, dangling tool calls are answered on resume, and
+//! the files a log names are kept with it until `dsh session clean`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn sessions(&self) -> PathBuf {
+        self.dir.path().join("sessions")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        cmd.current_dir(self.dir.path())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env("HOME", self.dir.path())
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .args(args)
+            .stdin(Stdio::null());
+        // `run` and `session clean` take the directory; show/replay a file.
+        if args[0] == "run" || args.get(1) == Some(&"clean") {
+            cmd.args(["--session-dir", "sessions"]);
+        }
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Runs one prompt in a new session; returns its id.
+    fn new_session(&self, prompt: &str) -> String {
+        let out = self.run(&["run", prompt]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let log = std::fs::read_dir(self.sessions())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .expect("a session log");
+        log.file_stem().unwrap().to_str().unwrap().to_string()
+    }
+
+    fn log(&self, id: &str) -> PathBuf {
+        self.sessions().join(format!("{id}.jsonl"))
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const BASH_ECHO: &str = r#"call bash {"command":"echo hi","description":"say hi"}"#;
+
+#[test]
+fn a_crash_mid_step_resumes_with_a_repair_marker_and_interrupted_results() {
+    let home = Home::new();
+    let id = home.new_session(BASH_ECHO);
+    let path = home.log(&id);
+    // Simulate a kill -9 after the tool call was logged: keep the log up
+    // to the `tool/call` event and add half of the next line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let keep: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.contains("\"type\":\"tool/result\""))
+        .collect();
+    let torn = r#"{"type":"tool/result","seq":16,"ti"#;
+    std::fs::write(&path, format!("{}\n{torn}", keep.join("\n"))).unwrap();
+
+    let out = home.run(&["run", "--resume", &id, "echo again"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("was cut short by a crash and removed"), "{err}");
+    assert!(err.contains("answered with INTERRUPTED"), "{err}");
+
+    let log = events(&path);
+    let marker = &log[keep.len()];
+    assert_eq!(marker["type"], "error");
+    assert_eq!(marker["data"]["code"], "LOG_REPAIRED");
+    let result = &log[keep.len() + 1];
+    assert_eq!(result["type"], "tool/result");
+    assert_eq!(result["data"]["callId"], "echo-call-1");
+    assert_eq!(result["data"]["errorCode"], "INTERRUPTED");
+    assert_eq!(result["data"]["isError"], true);
+    // seq stays strictly increasing across the repair and the new turn.
+    let seqs: Vec<u64> = log.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+    assert!(
+        log.iter().any(|e| e["type"] == "user/message"
+            && e["data"]["content"][0]["text"] == "echo again"),
+        "the new turn ran"
+    );
+    // The cut bytes are kept, privately, beside the log.
+    let sidecar = marker["data"]["message"]
+        .as_str()
+        .unwrap()
+        .split("saved to ")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert_eq!(std::fs::read_to_string(&sidecar).unwrap(), torn);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&sidecar).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // The history replays as a valid request: every call answered.
+    let replay = home.run(&["session", "replay", path.to_str().unwrap()]);
+    assert!(replay.status.success(), "{}", stderr(&replay));
+    let history: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+    let answered = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter(|b| b["type"] == "tool-result" && b["toolCallId"] == "echo-call-1")
+        .count();
+    assert_eq!(answered, 1, "{history}");
+}
+
+#[test]
+fn a_corrupt_complete_last_line_is_an_error_and_the_log_is_untouched() {
+    let home = Home::new();
+    let id = home.new_session("echo one");
+    let path = home.log(&id);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("{\"type\":\"turn/start\",\"seq\":oops}\n");
+    std::fs::write(&path, &text).unwrap();
+    let out = home.run(&["run", "--resume", &id, "echo two"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("corrupt session log line"), "{err}");
+    assert!(err.contains(&format!("{id}.jsonl:")), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "nothing deleted");
+    let show = home.run(&["session", "show", path.to_str().unwrap()]);
+    assert_eq!(show.status.code(), Some(2));
+}
+
+#[test]
+fn a_second_resume_of_a_session_in_use_exits_2_before_running_anything() {
+    let home = Home::new();
+    let id = home.new_session("echo one");
+    let marker = format!("307.{}", std::process::id());
+    let mut first = home
+        .command(&[
+            "run",
+            "--resume",
+            &id,
+            &format!(r#"call bash {{"command":"sleep {marker}","description":"wait"}}"#),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while dsh_testkit::procs::live_with("sleep", &format!("sleep {marker}")).is_empty() {
+        assert!(Instant::now() < deadline, "the first run did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let touched = home.dir.path().join("touched");
+    let started = Instant::now();
+    let second = home.run(&[
+        "run",
+        "--resume",
+        &id,
+        &format!(
+            r#"call bash {{"command":"touch {}","description":"x"}}"#,
+            touched.display()
+        ),
+    ]);
+    let took = started.elapsed();
+    let _ = first.kill();
+    let _ = first.wait();
+    for pid in dsh_testkit::procs::live_with("sleep", &format!("sleep {marker}")) {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("is in use by another dsh process"),
+        "{}",
+        stderr(&second)
+    );
+    assert!(!touched.exists(), "the second run ran nothing");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
+fn spill_files_live_with_the_session_until_cleaned() {
+    let home = Home::new();
+    std::fs::write(
+        home.dir.path().join("dsh.toml"),
+        "[bash]\nmax_output_bytes = 1000\n",
+    )
+    .unwrap();
+    let id = home.new_session("run seq 1 20000");
+    let path = home.log(&id);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let spill_dir = home.sessions().join(&id).join("spill");
+    let spilled: Vec<PathBuf> = std::fs::read_dir(&spill_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(spilled.len(), 1, "{spilled:?}");
+    let named = spilled[0].display().to_string();
+    assert!(named.starts_with('/'), "recorded paths are absolute");
+    assert!(text.contains(&named), "the log names the kept file");
+    assert!(std::fs::read_to_string(&spilled[0])
+        .unwrap()
+        .ends_with("20000\n"));
+
+    let clean = home.run(&["session", "clean", &id]);
+    assert!(clean.status.success(), "{}", stderr(&clean));
+    assert!(String::from_utf8_lossy(&clean.stdout).contains("removed 1 file(s)"));
+    assert!(!spilled[0].exists());
+    assert!(path.exists(), "the log stays");
+    let show = home.run(&["session", "show", path.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        shown.contains(&format!("[{named} was removed (dsh session clean)]")),
+        "{shown}"
+    );
+    let unknown = home.run(&["session", "clean", "s-nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
