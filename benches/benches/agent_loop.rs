@@ -162,6 +162,7 @@ fn per_step(c: &mut Criterion) {
                                     LoopSetup {
                                         session_id: None,
                                         seed: seed.clone(),
+                                        ..Default::default()
                                     },
                                 )
                                 .unwrap();

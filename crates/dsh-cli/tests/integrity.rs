@@ -92,7 +92,10 @@ fn a_crash_mid_step_resumes_with_a_repair_marker_and_interrupted_results() {
     let out = home.run(&["run", "--resume", &id, "echo again"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("was cut short by a crash and removed"), "{err}");
+    assert!(
+        err.contains("was cut short by a crash and removed"),
+        "{err}"
+    );
     assert!(err.contains("answered with INTERRUPTED"), "{err}");
 
     let log = events(&path);
@@ -151,7 +154,11 @@ fn a_corrupt_complete_last_line_is_an_error_and_the_log_is_untouched() {
     let err = stderr(&out);
     assert!(err.contains("corrupt session log line"), "{err}");
     assert!(err.contains(&format!("{id}.jsonl:")), "{err}");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "nothing deleted");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        text,
+        "nothing deleted"
+    );
     let show = home.run(&["session", "show", path.to_str().unwrap()]);
     assert_eq!(show.status.code(), Some(2));
 }

@@ -320,7 +320,10 @@ mod tests {
         let message = msgs[0]["error"]["message"].as_str().unwrap();
         assert!(message.starts_with(TOO_LARGE_MARKER), "{message}");
         assert!(message.contains("10045 byte"), "{message}");
-        assert_eq!(msgs[1], serde_json::json!({"jsonrpc":"2.0","id":4,"result":{}}));
+        assert_eq!(
+            msgs[1],
+            serde_json::json!({"jsonrpc":"2.0","id":4,"result":{}})
+        );
         assert_eq!(oversize.dropped(), 0);
     }
 

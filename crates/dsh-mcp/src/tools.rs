@@ -15,9 +15,9 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::frames::TOO_LARGE_MARKER;
 use crate::content;
 use crate::error::codes;
+use crate::frames::TOO_LARGE_MARKER;
 use crate::naming::tool_name;
 use crate::server::{lock, Mounted, Shared, SkippedTool};
 
@@ -247,11 +247,13 @@ async fn call(
             let _ = tokio::time::timeout(Duration::from_secs(1), shared.exited.cancelled()).await;
             Err(shared.exited_error())
         }
-        Err(ServiceError::McpError(e)) if e.message.starts_with(TOO_LARGE_MARKER) => Err(too_large(
-            shared,
-            name,
-            e.message[TOO_LARGE_MARKER.len()..].trim_start(),
-        )),
+        Err(ServiceError::McpError(e)) if e.message.starts_with(TOO_LARGE_MARKER) => {
+            Err(too_large(
+                shared,
+                name,
+                e.message[TOO_LARGE_MARKER.len()..].trim_start(),
+            ))
+        }
         Err(ServiceError::McpError(e)) => Err(ToolError::new(
             codes::MCP_CALL_FAILED,
             format!(

@@ -112,6 +112,10 @@ fn a_huge_stderr_line_is_cut_before_it_is_logged() {
         .lines()
         .find(|l| l.contains("sss"))
         .expect("the long line is logged");
-    assert!(line.contains("… (3000000 bytes, cut)"), "{}", &line[line.len() - 80..]);
+    assert!(
+        line.contains("… (3000000 bytes, cut)"),
+        "{}",
+        &line[line.len() - 80..]
+    );
     assert!(line.len() < 64 * 1024 + 200, "logged {} bytes", line.len());
 }

@@ -472,10 +472,7 @@ pub fn is_locked(path: &Path) -> bool {
 /// a warning) when that fails.
 fn save_torn(log: &Path, bytes: &[u8]) -> Option<PathBuf> {
     let millis = crate::session::now_ms();
-    let name = format!(
-        "{}.torn-{millis}",
-        log.file_name()?.to_string_lossy()
-    );
+    let name = format!("{}.torn-{millis}", log.file_name()?.to_string_lossy());
     let path = log.with_file_name(name);
     let mut opts = OpenOptions::new();
     opts.write(true).create_new(true);

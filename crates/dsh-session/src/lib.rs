@@ -33,6 +33,6 @@ pub use jsonl::{
     install_jsonl, is_locked, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line,
     JsonlPersistence, JsonlStore, OpenedLog, Repair,
 };
-pub use resume::interrupted_results;
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
+pub use resume::interrupted_results;
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};

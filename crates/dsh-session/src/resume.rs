@@ -16,10 +16,14 @@ const INTERRUPTED_MESSAGE: &str =
 /// with `ABORTED`). Append them, in order, after the log's events.
 pub fn interrupted_results(events: &[SessionEvent]) -> Vec<EventPayload> {
     let Some((at, turn, step, content)) =
-        events.iter().enumerate().rev().find_map(|(i, e)| match &e.data {
-            EventPayload::AssistantMessage(m) => Some((i, m.turn, m.step, &m.content)),
-            _ => None,
-        })
+        events
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, e)| match &e.data {
+                EventPayload::AssistantMessage(m) => Some((i, m.turn, m.step, &m.content)),
+                _ => None,
+            })
     else {
         return Vec::new();
     };
@@ -39,9 +43,7 @@ pub fn interrupted_results(events: &[SessionEvent]) -> Vec<EventPayload> {
                     step,
                     result: ToolResult {
                         call_id: call.call_id.clone(),
-                        content: vec![ContentBlock::text(format!(
-                            "Error: {INTERRUPTED_MESSAGE}"
-                        ))],
+                        content: vec![ContentBlock::text(format!("Error: {INTERRUPTED_MESSAGE}"))],
                         is_error: true,
                         failure: Some(ToolFailure {
                             code: codes::INTERRUPTED.to_string(),

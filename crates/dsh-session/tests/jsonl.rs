@@ -157,7 +157,11 @@ async fn resuming_an_existing_log_appends_after_it_and_repairs_a_torn_tail() {
     let sidecars: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("res.jsonl.torn-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("res.jsonl.torn-")
+        })
         .collect();
     assert_eq!(sidecars.len(), 1, "one sidecar file");
     assert_eq!(read(&sidecars[0].path()), r#"{"type":"step/st"#);

@@ -349,7 +349,10 @@ fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
             .deepseek
             .stream_idle_timeout_ms
             .unwrap_or(defaults.stream_idle_timeout_ms),
-        max_event_bytes: f.deepseek.max_event_bytes.unwrap_or(defaults.max_event_bytes),
+        max_event_bytes: f
+            .deepseek
+            .max_event_bytes
+            .unwrap_or(defaults.max_event_bytes),
         ..defaults
     };
     if let Err(e) = deepseek.validate() {

@@ -53,7 +53,11 @@ enum SessionCommand {
     /// which files were removed. Sessions in use are skipped.
     Clean {
         /// The sessions to clean.
-        #[arg(value_name = "ID", required_unless_present = "all", conflicts_with = "all")]
+        #[arg(
+            value_name = "ID",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
         ids: Vec<String>,
         /// Clean every session in the directory.
         #[arg(long)]
