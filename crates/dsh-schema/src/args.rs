@@ -31,6 +31,7 @@ pub trait ToolArgs {
 /// `minimum`/`maximum` so that out-of-range numbers fail validation instead
 /// of deserialization), `f32`/`f64`, `Vec<T>`, `VecDeque<T>`, `BTreeSet<T>`,
 /// `HashSet<T>`, `Box<T>`, `serde_json::Map<String, Value>` (any object),
+/// `serde_json::Value` (`json`, any value), `()` (`null`),
 /// and for types deriving `ToolArgs` (structs: objects with properties;
 /// unit-only enums: string enums). `Option<T>` is handled by the derive at the
 /// field level (an optional key), and is deliberately not a `ToolArgsField`:
@@ -38,7 +39,7 @@ pub trait ToolArgs {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a tool argument field",
     label = "no JSON schema for this type",
-    note = "supported: String, PathBuf, bool, integers, f32/f64, Vec<T>, BTreeSet<T>, HashSet<T>, Box<T>, serde_json::Map<String, Value>, Option<T> directly on a field, and structs / unit-only enums that derive ToolArgs"
+    note = "supported: String, PathBuf, bool, integers, f32/f64, Vec<T>, BTreeSet<T>, HashSet<T>, Box<T>, serde_json::Map<String, Value>, serde_json::Value, (), Option<T> directly on a field, and structs / enums that derive ToolArgs"
 )]
 pub trait ToolArgsField {
     /// The property of a field of this type.
@@ -143,6 +144,20 @@ impl<T: ToolArgsField + ?Sized> ToolArgsField for Box<T> {
 impl ToolArgsField for Map<String, Value> {
     fn schema_prop() -> SchemaProp {
         SchemaProp::object()
+    }
+}
+
+impl ToolArgsField for Value {
+    /// `json`: any value, unchecked.
+    fn schema_prop() -> SchemaProp {
+        SchemaProp::json()
+    }
+}
+
+impl ToolArgsField for () {
+    /// `null` (serde reads `()` from JSON `null` only).
+    fn schema_prop() -> SchemaProp {
+        SchemaProp::null()
     }
 }
 

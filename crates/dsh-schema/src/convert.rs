@@ -2,17 +2,20 @@
 
 use serde_json::{Map, Value};
 
-use crate::spec::{SchemaProp, SchemaSpec};
+use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
 
 /// Converts a spec to the JSON Schema the model is shown:
 /// `{"type":"object","properties":{…},"required":[…]}`.
 ///
 /// Total. Property order is kept; `required` lists the `required: true` keys
 /// at every level and is omitted when empty; `description` is copied when
-/// non-empty (an empty one is omitted, at every level); `enum`, `default`,
-/// `minimum`, `maximum` are copied when present; `properties` only
-/// for objects that have them (`{}` at the top level), `items` only for arrays
-/// that have them. No `additionalProperties`: extra keys are allowed.
+/// non-empty (an empty one is omitted, at every level); `const`, `enum`,
+/// `default`, `minimum`, `maximum`, `minLength`, `maxLength`, `minItems`,
+/// `maxItems` are copied when present; `properties` only for objects that
+/// have them (`{}` at the top level), `items` only for arrays that have them;
+/// `additionalProperties` only where a nested object sets it (the top level
+/// is open); a `json` property has no `type` (any value) and a `one_of`
+/// property is `{"oneOf": [...]}`.
 pub fn to_json_schema(spec: &SchemaSpec) -> Value {
     let mut out = Map::new();
     out.insert("type".into(), Value::String("object".into()));
@@ -39,10 +42,15 @@ fn object_parts(spec: &SchemaSpec) -> (Value, Option<Value>) {
 
 fn prop_schema(prop: &SchemaProp) -> Value {
     let mut out = Map::new();
-    out.insert("type".into(), Value::String(prop.ty.as_str().into()));
+    if prop.ty != SchemaType::Json {
+        out.insert("type".into(), Value::String(prop.ty.as_str().into()));
+    }
     // An empty description tells the model nothing: leave the key out.
     if let Some(d) = prop.description.as_ref().filter(|d| !d.is_empty()) {
         out.insert("description".into(), Value::String(d.clone()));
+    }
+    if let Some(c) = &prop.const_value {
+        out.insert("const".into(), c.clone());
     }
     if let Some(e) = &prop.enum_values {
         out.insert("enum".into(), Value::Array(e.clone()));
@@ -56,6 +64,16 @@ fn prop_schema(prop: &SchemaProp) -> Value {
     if let Some(m) = &prop.maximum {
         out.insert("maximum".into(), Value::Number(m.clone()));
     }
+    for (key, n) in [
+        ("minLength", prop.min_length),
+        ("maxLength", prop.max_length),
+        ("minItems", prop.min_items),
+        ("maxItems", prop.max_items),
+    ] {
+        if let Some(n) = n {
+            out.insert(key.into(), Value::from(n));
+        }
+    }
     if let Some(spec) = &prop.properties {
         let (props, required) = object_parts(spec);
         out.insert("properties".into(), props);
@@ -63,8 +81,17 @@ fn prop_schema(prop: &SchemaProp) -> Value {
             out.insert("required".into(), required);
         }
     }
+    if let Some(allowed) = prop.additional_properties {
+        out.insert("additionalProperties".into(), Value::Bool(allowed));
+    }
     if let Some(items) = &prop.items {
         out.insert("items".into(), prop_schema(items));
+    }
+    if let Some(branches) = &prop.one_of {
+        out.insert(
+            "oneOf".into(),
+            Value::Array(branches.iter().map(prop_schema).collect()),
+        );
     }
     Value::Object(out)
 }

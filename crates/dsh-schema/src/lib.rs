@@ -55,4 +55,6 @@ pub use convert::to_json_schema;
 pub use error::{SpecError, ToolArgsError};
 pub use load::json_kind;
 pub use spec::{SchemaProp, SchemaSpec, SchemaType};
-pub use validate::{is_valid, near_miss_notes, normalize_integers, validate_args};
+pub use validate::{
+    drop_undeclared_keys, is_valid, near_miss_notes, normalize_integers, validate_args,
+};

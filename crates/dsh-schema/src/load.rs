@@ -20,6 +20,9 @@ impl SchemaProp {
         if let Some(items) = &self.items {
             items.check(&format!("{path}[]"))?;
         }
+        for (i, branch) in self.one_of.iter().flatten().enumerate() {
+            branch.check(&branch_path(path, i))?;
+        }
         Ok(())
     }
 
@@ -58,6 +61,94 @@ impl SchemaProp {
                         ),
                     ));
                 }
+            }
+        }
+        if let Some(c) = &self.const_value {
+            if !self.ty.is_scalar() || c.is_array() || c.is_object() {
+                return Err(SpecError::new(
+                    path,
+                    format!(
+                        "\"const\" must be a scalar or null on a scalar property, got {} on {}",
+                        json_kind(c),
+                        self.ty
+                    ),
+                ));
+            }
+            if !crate::validate::type_matches(self.ty, c) {
+                return Err(SpecError::new(
+                    path,
+                    format!(
+                        "\"const\" {c} is not {}, so it could never be accepted",
+                        self.ty.article_noun()
+                    ),
+                ));
+            }
+            if self.enum_values.is_some() {
+                return Err(SpecError::new(
+                    path,
+                    "use either \"const\" or \"enum\", not both",
+                ));
+            }
+        }
+        let count_bounds = [
+            (
+                "minLength",
+                self.min_length,
+                self.max_length,
+                SchemaType::String,
+            ),
+            (
+                "minItems",
+                self.min_items,
+                self.max_items,
+                SchemaType::Array,
+            ),
+        ];
+        for (name, min, max, ty) in count_bounds {
+            let max_name = if ty == SchemaType::String {
+                "maxLength"
+            } else {
+                "maxItems"
+            };
+            if (min.is_some() || max.is_some()) && self.ty != ty {
+                return Err(SpecError::new(
+                    path,
+                    format!("\"{name}\"/\"{max_name}\" are only allowed on {ty} properties"),
+                ));
+            }
+            if let (Some(min), Some(max)) = (min, max) {
+                if min > max {
+                    return Err(SpecError::new(
+                        path,
+                        format!("\"{name}\" {min} is greater than \"{max_name}\" {max}"),
+                    ));
+                }
+            }
+        }
+        if self.additional_properties.is_some() && self.ty != SchemaType::Object {
+            return Err(SpecError::new(
+                path,
+                format!(
+                    "\"additionalProperties\" is only allowed on object properties, not on {}",
+                    self.ty
+                ),
+            ));
+        }
+        if let Some(branches) = &self.one_of {
+            if self.ty != SchemaType::Json {
+                return Err(SpecError::new(
+                    path,
+                    format!(
+                        "\"oneOf\" sets the type itself; leave \"type\" out (got {})",
+                        self.ty
+                    ),
+                ));
+            }
+            if branches.is_empty() {
+                return Err(SpecError::new(
+                    path,
+                    "\"oneOf\" must list at least one alternative",
+                ));
             }
         }
         for (name, bound) in [("minimum", &self.minimum), ("maximum", &self.maximum)] {
@@ -108,18 +199,20 @@ impl SchemaProp {
                 ),
             ));
         };
+        let one_of = map.get("oneOf").or_else(|| map.get("one_of"));
         let ty = match map.get("type") {
+            None if one_of.is_some() => SchemaType::Json,
             None => {
                 return Err(SpecError::new(
                     path,
-                    "missing \"type\" (one of string, number, integer, boolean, object, array)",
+                    "missing \"type\" (one of string, number, integer, boolean, object, array, null, json)",
                 ))
             }
             Some(Value::String(name)) => SchemaType::from_name(name).ok_or_else(|| {
                 SpecError::new(
                     path,
                     format!(
-                        "unknown type \"{name}\" (expected one of string, number, integer, boolean, object, array)"
+                        "unknown type \"{name}\" (expected one of string, number, integer, boolean, object, array, null, json)"
                     ),
                 )
             })?,
@@ -173,6 +266,35 @@ impl SchemaProp {
                     prop.enum_values = Some(values.clone());
                 }
                 "default" => prop.default = Some(v.clone()),
+                "const" => prop.const_value = Some(v.clone()),
+                "minLength" | "min_length" => prop.min_length = Some(count(v, path, key)?),
+                "maxLength" | "max_length" => prop.max_length = Some(count(v, path, key)?),
+                "minItems" | "min_items" => prop.min_items = Some(count(v, path, key)?),
+                "maxItems" | "max_items" => prop.max_items = Some(count(v, path, key)?),
+                "additionalProperties" | "additional_properties" => {
+                    prop.additional_properties = Some(v.as_bool().ok_or_else(|| {
+                        SpecError::new(
+                            path,
+                            format!("\"{key}\" must be true or false, got {}", json_kind(v)),
+                        )
+                    })?);
+                }
+                "oneOf" | "one_of" => {
+                    let Value::Array(branches) = v else {
+                        return Err(SpecError::new(
+                            path,
+                            format!(
+                                "\"{key}\" must be a list of alternatives, got {}",
+                                json_kind(v)
+                            ),
+                        ));
+                    };
+                    let mut parsed = Vec::with_capacity(branches.len());
+                    for (i, b) in branches.iter().enumerate() {
+                        parsed.push(SchemaProp::from_value_at(b, &branch_path(path, i))?);
+                    }
+                    prop.one_of = Some(parsed);
+                }
                 "minimum" | "maximum" => {
                     let Value::Number(n) = v else {
                         return Err(SpecError::new(
@@ -199,7 +321,7 @@ impl SchemaProp {
                     return Err(SpecError::new(
                         path,
                         format!(
-                            "unknown key \"{other}\" (allowed: type, required, description, enum, default, minimum, maximum, properties, items)"
+                            "unknown key \"{other}\" (allowed: type, required, description, const, enum, default, minimum, maximum, minLength, maxLength, minItems, maxItems, properties, additionalProperties, items, oneOf)"
                         ),
                     ))
                 }
@@ -241,6 +363,27 @@ impl SchemaSpec {
         }
         Ok(spec)
     }
+}
+
+/// The path of branch `i` of a `oneOf` at `path` in spec errors.
+fn branch_path(path: &str, i: usize) -> String {
+    format!("{path}.oneOf[{i}]")
+}
+
+/// A non-negative integer count (`minLength`, …).
+fn count(v: &Value, path: &str, key: &str) -> Result<u64, SpecError> {
+    v.as_u64().ok_or_else(|| {
+        SpecError::new(
+            path,
+            format!(
+                "\"{key}\" must be a non-negative integer, got {}",
+                match v {
+                    Value::Number(n) => n.to_string(),
+                    other => json_kind(other).to_string(),
+                }
+            ),
+        )
+    })
 }
 
 /// `prefix.name`, or `name` at the top.

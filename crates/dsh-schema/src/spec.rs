@@ -26,17 +26,24 @@ pub enum SchemaType {
     Object,
     /// A JSON array.
     Array,
+    /// JSON `null` only.
+    Null,
+    /// Any JSON value, unchecked (also the type of a `one_of` property,
+    /// whose branches decide).
+    Json,
 }
 
 impl SchemaType {
     /// Every type, in the order error messages list them.
-    pub const ALL: [SchemaType; 6] = [
+    pub const ALL: [SchemaType; 8] = [
         SchemaType::String,
         SchemaType::Number,
         SchemaType::Integer,
         SchemaType::Boolean,
         SchemaType::Object,
         SchemaType::Array,
+        SchemaType::Null,
+        SchemaType::Json,
     ];
 
     /// The JSON Schema name (`"string"`, `"integer"`, …).
@@ -48,10 +55,12 @@ impl SchemaType {
             SchemaType::Boolean => "boolean",
             SchemaType::Object => "object",
             SchemaType::Array => "array",
+            SchemaType::Null => "null",
+            SchemaType::Json => "json",
         }
     }
 
-    /// The type named `name`, if it is one of the six.
+    /// The type named `name`, if it is one of [`SchemaType::ALL`].
     pub fn from_name(name: &str) -> Option<SchemaType> {
         SchemaType::ALL.into_iter().find(|t| t.as_str() == name)
     }
@@ -65,10 +74,12 @@ impl SchemaType {
             SchemaType::Boolean => "a boolean",
             SchemaType::Object => "an object",
             SchemaType::Array => "an array",
+            SchemaType::Null => "null",
+            SchemaType::Json => "any JSON value",
         }
     }
 
-    /// Whether `enum`, `minimum` and `maximum` make sense on this type.
+    /// Whether `enum` and `const` make sense on this type.
     pub(crate) fn is_scalar(self) -> bool {
         !matches!(self, SchemaType::Object | SchemaType::Array)
     }
@@ -84,9 +95,14 @@ impl fmt::Display for SchemaType {
 ///
 /// Plain data: build it with [`SchemaProp::new`] and the `with_*` helpers, or
 /// load it as part of a spec. `required` only has meaning for a property of a
-/// spec (an `items` prop ignores it). `minimum`/`maximum` are inclusive bounds
-/// for `number`/`integer` properties (the derive sets them for bounded
-/// integer types such as `u8`).
+/// spec (an `items` or `one_of` prop ignores it). `minimum`/`maximum` are
+/// inclusive bounds for `number`/`integer` properties (the derive sets them
+/// for bounded integer types such as `u8`); `min_length`/`max_length` bound
+/// a string's length in characters, `min_items`/`max_items` an array's.
+/// A `one_of` property has type [`SchemaType::Json`]: a value must match
+/// exactly one branch. The serialized (JSON) names are camelCase
+/// (`oneOf`, `additionalProperties`, `minLength`, …); loading accepts the
+/// snake_case spellings too.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SchemaProp {
     /// The property's type.
@@ -98,6 +114,10 @@ pub struct SchemaProp {
     /// Shown to the model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The one allowed value (a JSON scalar or `null`), compared like an
+    /// enum member; checked after the type.
+    #[serde(rename = "const", skip_serializing_if = "Option::is_none")]
+    pub const_value: Option<Value>,
     /// The allowed values (JSON scalars); membership is checked after the type.
     #[serde(rename = "enum", skip_serializing_if = "Option::is_none")]
     pub enum_values: Option<Vec<Value>>,
@@ -110,12 +130,35 @@ pub struct SchemaProp {
     /// Inclusive upper bound (`number`/`integer` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maximum: Option<Number>,
+    /// Fewest characters (Unicode scalar values) of a `string`.
+    #[serde(rename = "minLength", skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    /// Most characters of a `string`.
+    #[serde(rename = "maxLength", skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    /// Fewest elements of an `array`.
+    #[serde(rename = "minItems", skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    /// Most elements of an `array`.
+    #[serde(rename = "maxItems", skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
     /// The properties of an `object` (absent: any object).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub properties: Option<SchemaSpec>,
     /// The element schema of an `array` (absent: any array).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub items: Option<Box<SchemaProp>>,
+    /// Whether an `object` with `properties` accepts keys it does not list
+    /// (`None`: open, as `Some(true)`). `false` makes each unknown key a
+    /// violation. The spec's top level is always open.
+    #[serde(
+        rename = "additionalProperties",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub additional_properties: Option<bool>,
+    /// The branches of a `one_of` property (type [`SchemaType::Json`]).
+    #[serde(rename = "oneOf", skip_serializing_if = "Option::is_none")]
+    pub one_of: Option<Vec<SchemaProp>>,
 }
 
 impl SchemaProp {
@@ -125,13 +168,47 @@ impl SchemaProp {
             ty,
             required: false,
             description: None,
+            const_value: None,
             enum_values: None,
             default: None,
             minimum: None,
             maximum: None,
+            min_length: None,
+            max_length: None,
+            min_items: None,
+            max_items: None,
             properties: None,
             items: None,
+            additional_properties: None,
+            one_of: None,
         }
+    }
+
+    /// `null`.
+    pub fn null() -> Self {
+        Self::new(SchemaType::Null)
+    }
+
+    /// `json`: any JSON value.
+    pub fn json() -> Self {
+        Self::new(SchemaType::Json)
+    }
+
+    /// A value that must match exactly one of `branches`.
+    pub fn one_of(branches: impl IntoIterator<Item = SchemaProp>) -> Self {
+        let mut prop = Self::new(SchemaType::Json);
+        prop.one_of = Some(branches.into_iter().collect());
+        prop
+    }
+
+    /// A string that only accepts `value` (a tag).
+    pub fn string_const(value: impl Into<String>) -> Self {
+        Self::string().with_const(Value::String(value.into()))
+    }
+
+    /// A property of type `ty` that only accepts `value`.
+    pub fn constant(ty: SchemaType, value: Value) -> Self {
+        Self::new(ty).with_const(value)
     }
 
     /// `string`.
@@ -198,6 +275,32 @@ impl SchemaProp {
     /// Sets the enum list.
     pub fn with_enum(mut self, values: impl IntoIterator<Item = Value>) -> Self {
         self.enum_values = Some(values.into_iter().collect());
+        self
+    }
+
+    /// Sets `const`.
+    pub fn with_const(mut self, value: Value) -> Self {
+        self.const_value = Some(value);
+        self
+    }
+
+    /// Sets the string length bounds (characters).
+    pub fn with_length(mut self, min: Option<u64>, max: Option<u64>) -> Self {
+        self.min_length = min;
+        self.max_length = max;
+        self
+    }
+
+    /// Sets the array length bounds.
+    pub fn with_item_count(mut self, min: Option<u64>, max: Option<u64>) -> Self {
+        self.min_items = min;
+        self.max_items = max;
+        self
+    }
+
+    /// Sets `additionalProperties`.
+    pub fn with_additional_properties(mut self, allowed: bool) -> Self {
+        self.additional_properties = Some(allowed);
         self
     }
 

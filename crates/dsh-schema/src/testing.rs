@@ -26,14 +26,15 @@ use serde_json::{Map, Number, Value};
 use dsh_schema::{SchemaProp, SchemaSpec, SchemaType};
 
 /// JSON objects that satisfy `spec`: every required key, optional keys
-/// sometimes, values of the declared type inside the declared bounds and
-/// enums, integers sometimes written as integral floats (`3.0`), plus
-/// unrelated extra keys.
+/// sometimes, values of the declared type inside the declared bounds,
+/// lengths, enums and constants, integers sometimes written as integral
+/// floats (`3.0`), a value of exactly one `one_of` branch, plus unrelated
+/// extra keys where the object is open.
 pub fn valid_value(spec: &SchemaSpec) -> BoxedStrategy<Value> {
-    object_strategy(spec)
+    object_strategy(spec, true)
 }
 
-fn object_strategy(spec: &SchemaSpec) -> BoxedStrategy<Value> {
+fn object_strategy(spec: &SchemaSpec, open: bool) -> BoxedStrategy<Value> {
     let entries: Vec<BoxedStrategy<Option<(String, Value)>>> = spec
         .iter()
         .map(|(name, prop)| {
@@ -49,7 +50,7 @@ fn object_strategy(spec: &SchemaSpec) -> BoxedStrategy<Value> {
         })
         .collect();
     let names: Vec<String> = spec.names().map(str::to_string).collect();
-    let extras = proptest::collection::vec(("[a-z]{1,8}", scalar()), 0..2);
+    let extras = proptest::collection::vec(("[a-z]{1,8}", scalar()), 0..if open { 2 } else { 1 });
     (entries, extras)
         .prop_map(move |(entries, extras)| {
             let mut map = Map::new();
@@ -69,6 +70,18 @@ fn object_strategy(spec: &SchemaSpec) -> BoxedStrategy<Value> {
 
 /// A value satisfying one property.
 pub fn prop_strategy(prop: &SchemaProp) -> BoxedStrategy<Value> {
+    if let Some(c) = &prop.const_value {
+        return Just(c.clone()).boxed();
+    }
+    if let Some(branches) = &prop.one_of {
+        let all = branches.clone();
+        let choices: Vec<BoxedStrategy<Value>> = branches.iter().map(prop_strategy).collect();
+        return proptest::strategy::Union::new(choices)
+            .prop_filter("matches exactly one branch", move |v| {
+                all.iter().filter(|b| branch_accepts(b, v)).count() == 1
+            })
+            .boxed();
+    }
     if let Some(members) = &prop.enum_values {
         let members: Vec<Value> = members
             .iter()
@@ -80,25 +93,53 @@ pub fn prop_strategy(prop: &SchemaProp) -> BoxedStrategy<Value> {
         }
     }
     match prop.ty {
+        SchemaType::String if prop.min_length.is_some() || prop.max_length.is_some() => {
+            let lo = prop.min_length.unwrap_or(0).min(64) as usize;
+            let hi = prop
+                .max_length
+                .unwrap_or(lo as u64 + 12)
+                .min(lo as u64 + 12) as usize;
+            proptest::collection::vec(proptest::char::any(), lo..=hi.max(lo))
+                .prop_map(|cs| Value::String(cs.into_iter().collect()))
+                .boxed()
+        }
         SchemaType::String => "\\PC{0,12}".prop_map(Value::String).boxed(),
+        SchemaType::Null => Just(Value::Null).boxed(),
+        SchemaType::Json => scalar(),
         SchemaType::Boolean => any::<bool>().prop_map(Value::Bool).boxed(),
         SchemaType::Integer => integer_strategy(prop),
         SchemaType::Number => number_strategy(prop),
         SchemaType::Object => match &prop.properties {
-            Some(props) => object_strategy(props),
+            Some(props) => object_strategy(props, prop.additional_properties != Some(false)),
+            None if prop.additional_properties == Some(false) => {
+                Just(Value::Object(Map::new())).boxed()
+            }
             None => proptest::collection::btree_map("[a-z]{1,6}", scalar(), 0..3)
                 .prop_map(|m| Value::Object(m.into_iter().collect()))
                 .boxed(),
         },
-        SchemaType::Array => match &prop.items {
-            Some(items) => proptest::collection::vec(prop_strategy(items), 0..4)
-                .prop_map(Value::Array)
-                .boxed(),
-            None => proptest::collection::vec(scalar(), 0..3)
-                .prop_map(Value::Array)
-                .boxed(),
-        },
+        SchemaType::Array => {
+            let lo = prop.min_items.unwrap_or(0).min(8) as usize;
+            let hi = prop.max_items.unwrap_or(lo as u64 + 3).min(lo as u64 + 3) as usize;
+            let len = lo..=hi.max(lo);
+            match &prop.items {
+                Some(items) => proptest::collection::vec(prop_strategy(items), len)
+                    .prop_map(Value::Array)
+                    .boxed(),
+                None => proptest::collection::vec(scalar(), len)
+                    .prop_map(Value::Array)
+                    .boxed(),
+            }
+        }
     }
+}
+
+/// Whether `v` passes `branch` (as a `one_of` branch is tried).
+fn branch_accepts(branch: &SchemaProp, v: &Value) -> bool {
+    let spec = SchemaSpec::new().with("v", branch.clone().required(true));
+    let mut wrapper = Map::new();
+    wrapper.insert("v".into(), v.clone());
+    dsh_schema::is_valid(&spec, &Value::Object(wrapper))
 }
 
 fn scalar() -> BoxedStrategy<Value> {

@@ -26,8 +26,16 @@ use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
 ///   inclusive bounds (`"n" must be at least 0` / `at most 255`); then
 ///   recursion into `properties` / `items` (depth-first, spec order, array
 ///   elements in index order);
+///   then `const` (`"a" must be "file"`), enum, numeric bounds, string length
+///   in characters (`"s" must be at least 1 character long`), array size
+///   (`"a" must have at most 2 items`), then recursion; a nested object with
+///   `additionalProperties: false` reports each undeclared key
+///   (`"a.c" is not an allowed property`); a `one_of` value must match
+///   exactly one branch (`"x" must match exactly one of: a string; …` /
+///   `"x" matches more than one alternative (1, 2)`); the crate README has
+///   the full wording;
 /// - `integer` is a number with no fractional part (`1` and `1.0` both are);
-/// - extra keys are allowed; `default` is not applied.
+/// - extra keys are allowed at the top level; `default` is not applied.
 ///
 /// Paths name array elements `[i]` and join a key with `.` only to a
 /// non-empty prefix (`a[2].c`; the child `a` of a key named `""` is `a`).
@@ -42,9 +50,38 @@ pub fn validate_args(spec: &SchemaSpec, value: &Value) -> Vec<String> {
     out
 }
 
-/// Whether `value` passes [`validate_args`]. Allocates nothing when it does.
+/// Whether `value` passes [`validate_args`]. Allocates nothing (also when it
+/// does not pass).
 pub fn is_valid(spec: &SchemaSpec, value: &Value) -> bool {
-    validate_args(spec, value).is_empty()
+    match value {
+        Value::Object(map) => {
+            let mut count = Count(0);
+            check_object(spec, map, None, &mut count);
+            count.0 == 0
+        }
+        _ => false,
+    }
+}
+
+/// Where violations go: collected as text, or only counted (the quiet mode
+/// `one_of` branches are tried in, which must not allocate).
+trait Sink {
+    fn report(&mut self, message: impl FnOnce() -> String);
+}
+
+impl Sink for Vec<String> {
+    fn report(&mut self, message: impl FnOnce() -> String) {
+        self.push(message());
+    }
+}
+
+/// Counts violations without rendering them.
+struct Count(usize);
+
+impl Sink for Count {
+    fn report(&mut self, _message: impl FnOnce() -> String) {
+        self.0 += 1;
+    }
 }
 
 /// One segment of a value path, linked to its parent on the stack.
@@ -59,6 +96,13 @@ enum Seg<'a> {
     Key(&'a str),
     Index(usize),
 }
+
+/// The unnamed root a `one_of` branch is checked at to word its failure
+/// relative to the value (`"path" is missing`).
+const BRANCH_ROOT: PathNode<'static> = PathNode {
+    seg: Seg::Key(""),
+    parent: None,
+};
 
 impl PathNode<'_> {
     /// `a.b[3].c`
@@ -116,11 +160,11 @@ fn lookup<'v>(map: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
     }
 }
 
-fn check_object(
+fn check_object<S: Sink>(
     spec: &SchemaSpec,
     map: &Map<String, Value>,
     parent: Option<&PathNode<'_>>,
-    out: &mut Vec<String>,
+    out: &mut S,
 ) {
     for (name, prop) in spec {
         let node = PathNode {
@@ -130,10 +174,12 @@ fn check_object(
         match lookup(map, name) {
             None => {
                 if prop.required {
-                    let mut msg = String::from("missing required property \"");
-                    node.render_into(&mut msg);
-                    msg.push('"');
-                    out.push(msg);
+                    out.report(|| {
+                        let mut msg = String::from("missing required property \"");
+                        node.render_into(&mut msg);
+                        msg.push('"');
+                        msg
+                    });
                 }
             }
             Some(v) => check_value(prop, v, &node, out),
@@ -141,50 +187,122 @@ fn check_object(
     }
 }
 
-fn check_value(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: &mut Vec<String>) {
+/// `"<path>" <rest><value>` for a bound or const violation.
+fn with_value(node: &PathNode<'_>, rest: &str, value: &dyn std::fmt::Display) -> String {
+    let mut msg = node.quoted_then(rest);
+    let _ = write!(msg, "{value}");
+    msg
+}
+
+/// `1 character` / `2 characters`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: &mut S) {
     if !type_matches(prop.ty, v) {
-        let mut msg = node.quoted_then(" must be ");
-        msg.push_str(prop.ty.article_noun());
-        out.push(msg);
+        out.report(|| {
+            let mut msg = node.quoted_then(" must be ");
+            msg.push_str(prop.ty.article_noun());
+            msg
+        });
         return;
     }
-    if let Some(members) = &prop.enum_values {
-        if !members.iter().any(|m| enum_eq(m, v)) {
-            let mut msg = node.quoted_then(" must be one of [");
-            for (i, m) in members.iter().enumerate() {
-                if i > 0 {
-                    msg.push(',');
-                }
-                // A Value displays as compact JSON; writing to a String cannot fail.
-                let _ = write!(msg, "{m}");
-            }
-            msg.push(']');
-            out.push(msg);
+    if let Some(c) = &prop.const_value {
+        if !enum_eq(c, v) {
+            out.report(|| with_value(node, " must be ", c));
             return;
         }
     }
-    if let Value::Number(n) = v {
-        if let Some(min) = &prop.minimum {
-            if cmp_numbers(n, min) == Ordering::Less {
-                let mut msg = node.quoted_then(" must be at least ");
-                let _ = write!(msg, "{min}");
-                out.push(msg);
+    if let Some(members) = &prop.enum_values {
+        if !members.iter().any(|m| enum_eq(m, v)) {
+            out.report(|| {
+                let mut msg = node.quoted_then(" must be one of [");
+                for (i, m) in members.iter().enumerate() {
+                    if i > 0 {
+                        msg.push(',');
+                    }
+                    // A Value displays as compact JSON; writing to a String cannot fail.
+                    let _ = write!(msg, "{m}");
+                }
+                msg.push(']');
+                msg
+            });
+            return;
+        }
+    }
+    match v {
+        Value::Number(n) => {
+            if let Some(min) = &prop.minimum {
+                if cmp_numbers(n, min) == Ordering::Less {
+                    out.report(|| with_value(node, " must be at least ", min));
+                    return;
+                }
+            }
+            if let Some(max) = &prop.maximum {
+                if cmp_numbers(n, max) == Ordering::Greater {
+                    out.report(|| with_value(node, " must be at most ", max));
+                    return;
+                }
+            }
+        }
+        Value::String(s) if prop.min_length.is_some() || prop.max_length.is_some() => {
+            let len = s.chars().count() as u64;
+            if let Some(min) = prop.min_length.filter(|m| len < *m) {
+                out.report(|| {
+                    let n = plural(min, "character", "characters");
+                    node.quoted_then(&format!(" must be at least {n} long"))
+                });
+                return;
+            }
+            if let Some(max) = prop.max_length.filter(|m| len > *m) {
+                out.report(|| {
+                    let n = plural(max, "character", "characters");
+                    node.quoted_then(&format!(" must be at most {n} long"))
+                });
                 return;
             }
         }
-        if let Some(max) = &prop.maximum {
-            if cmp_numbers(n, max) == Ordering::Greater {
-                let mut msg = node.quoted_then(" must be at most ");
-                let _ = write!(msg, "{max}");
-                out.push(msg);
+        Value::Array(items) => {
+            let len = items.len() as u64;
+            if let Some(min) = prop.min_items.filter(|m| len < *m) {
+                out.report(|| {
+                    let n = plural(min, "item", "items");
+                    node.quoted_then(&format!(" must have at least {n}"))
+                });
+                return;
+            }
+            if let Some(max) = prop.max_items.filter(|m| len > *m) {
+                out.report(|| {
+                    let n = plural(max, "item", "items");
+                    node.quoted_then(&format!(" must have at most {n}"))
+                });
                 return;
             }
         }
+        _ => {}
     }
     match v {
         Value::Object(map) => {
             if let Some(props) = &prop.properties {
                 check_object(props, map, Some(node), out);
+            }
+            if prop.additional_properties == Some(false) {
+                for key in map.keys() {
+                    if !prop.properties.as_ref().is_some_and(|p| p.contains(key)) {
+                        out.report(|| {
+                            let child = PathNode {
+                                seg: Seg::Key(key),
+                                parent: Some(node),
+                            };
+                            child.quoted_then(" is not an allowed property")
+                        });
+                    }
+                }
             }
         }
         Value::Array(items) => {
@@ -200,6 +318,113 @@ fn check_value(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: &mut Vec<
         }
         _ => {}
     }
+    if let Some(branches) = &prop.one_of {
+        check_one_of(branches, v, node, out);
+    }
+}
+
+/// Whether `v` matches `branch` (quietly: nothing is allocated).
+fn matches_branch(branch: &SchemaProp, v: &Value) -> bool {
+    let mut count = Count(0);
+    check_value(branch, v, &BRANCH_ROOT, &mut count);
+    count.0 == 0
+}
+
+fn check_one_of<S: Sink>(branches: &[SchemaProp], v: &Value, node: &PathNode<'_>, out: &mut S) {
+    let mut first = None;
+    let mut several = false;
+    for (i, b) in branches.iter().enumerate() {
+        if matches_branch(b, v) {
+            if first.is_some() {
+                several = true;
+                break;
+            }
+            first = Some(i);
+        }
+    }
+    match (first, several) {
+        (Some(_), false) => {}
+        (Some(_), true) => out.report(|| {
+            let hits: Vec<String> = branches
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| matches_branch(b, v))
+                .map(|(i, _)| (i + 1).to_string())
+                .collect();
+            node.quoted_then(&format!(
+                " matches more than one alternative ({})",
+                hits.join(", ")
+            ))
+        }),
+        (None, _) => out.report(|| {
+            let mut msg = node.quoted_then(" must match exactly one of: ");
+            for (i, b) in branches.iter().enumerate() {
+                if i > 0 {
+                    msg.push_str("; ");
+                }
+                msg.push_str(&branch_brief(b));
+                if let Some(reason) = branch_reason(b, v) {
+                    let _ = write!(msg, " ({reason})");
+                }
+            }
+            msg
+        }),
+    }
+}
+
+/// A few words naming a `one_of` branch: `a string`, `"auto"`,
+/// `an object with "kind": "file"`, `one of ["a","b"]`.
+fn branch_brief(b: &SchemaProp) -> String {
+    if let Some(c) = &b.const_value {
+        return c.to_string();
+    }
+    if let Some(members) = &b.enum_values {
+        let list: Vec<String> = members.iter().map(Value::to_string).collect();
+        return format!("one of [{}]", list.join(","));
+    }
+    if let Some(branches) = &b.one_of {
+        return format!("one of {} alternatives", branches.len());
+    }
+    if b.ty == SchemaType::Object {
+        let tag = b.properties.as_ref().and_then(|props| {
+            props
+                .iter()
+                .find(|(_, p)| p.required && p.const_value.is_some())
+        });
+        if let Some((name, p)) = tag {
+            if let Some(c) = &p.const_value {
+                return format!("an object with \"{name}\": {c}");
+            }
+        }
+    }
+    b.ty.article_noun().to_string()
+}
+
+/// Why `v` failed branch `b`, relative to the value, when that is not
+/// already plain from [`branch_brief`] (a wrong type or a wrong constant).
+fn branch_reason(b: &SchemaProp, v: &Value) -> Option<String> {
+    if !type_matches(b.ty, v) {
+        return None;
+    }
+    if b.const_value.as_ref().is_some_and(|c| !enum_eq(c, v))
+        || b.enum_values
+            .as_ref()
+            .is_some_and(|m| !m.iter().any(|x| enum_eq(x, v)))
+    {
+        return None;
+    }
+    let mut found = Vec::new();
+    check_value(b, v, &BRANCH_ROOT, &mut found);
+    let first = found.into_iter().next()?;
+    Some(
+        if let Some(rest) = first.strip_prefix("missing required property ") {
+            format!("{rest} is missing")
+        } else if let Some(rest) = first.strip_prefix("\"\" ") {
+            rest.to_string()
+        } else {
+            first
+        },
+    )
 }
 
 /// Whether `v` has type `ty` (`integer`: a number with no fractional part).
@@ -211,6 +436,8 @@ pub(crate) fn type_matches(ty: SchemaType, v: &Value) -> bool {
         SchemaType::Boolean => v.is_boolean(),
         SchemaType::Object => v.is_object(),
         SchemaType::Array => v.is_array(),
+        SchemaType::Null => v.is_null(),
+        SchemaType::Json => true,
     }
 }
 
@@ -227,6 +454,19 @@ fn enum_eq(member: &Value, v: &Value) -> bool {
     match (member, v) {
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         _ => member == v,
+    }
+}
+
+/// Removes the top-level keys `spec` does not declare (validation ignores
+/// them, and the model was told they were ignored): a typed tool's type then
+/// never sees them, so one with `#[serde(deny_unknown_fields)]` reads the
+/// same values validation accepted. Allocates nothing when every key is
+/// declared.
+pub fn drop_undeclared_keys(spec: &SchemaSpec, value: &mut Value) {
+    if let Value::Object(map) = value {
+        if map.keys().any(|k| !spec.contains(k)) {
+            map.retain(|k, _| spec.contains(k));
+        }
     }
 }
 
@@ -270,6 +510,13 @@ fn normalize_value(prop: &SchemaProp, v: &mut Value) {
             }
         }
         _ => {}
+    }
+    if let Some(branch) = prop
+        .one_of
+        .as_ref()
+        .and_then(|bs| bs.iter().find(|b| matches_branch(b, v)))
+    {
+        normalize_value(branch, v);
     }
 }
 

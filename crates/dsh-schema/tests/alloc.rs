@@ -61,3 +61,48 @@ fn the_valid_path_does_not_allocate() {
     assert!(allocations_during(|| result = validate_args(&spec, &invalid)) > 0);
     assert_eq!(result.len(), 2);
 }
+
+#[test]
+fn the_valid_path_with_the_new_keywords_does_not_allocate() {
+    use dsh_schema::SchemaType;
+    let tagged = |tag: &str| {
+        SchemaProp::object_with(
+            SchemaSpec::new()
+                .with(
+                    "kind",
+                    SchemaProp::constant(SchemaType::String, json!(tag)).required(true),
+                )
+                .with("path", SchemaProp::string().with_length(Some(1), Some(64))),
+        )
+        .with_additional_properties(false)
+    };
+    let spec = SchemaSpec::new()
+        .with(
+            "target",
+            SchemaProp::one_of([SchemaProp::integer(), tagged("dir"), tagged("file")])
+                .required(true),
+        )
+        .with(
+            "mode",
+            SchemaProp::constant(SchemaType::String, json!("fast")),
+        )
+        .with(
+            "tags",
+            SchemaProp::array_of(SchemaProp::string().with_length(Some(1), None))
+                .with_item_count(Some(1), Some(8)),
+        )
+        .with("blob", SchemaProp::json())
+        .with("none", SchemaProp::null());
+    // The value matches the last branch: the first two fail quietly.
+    let valid = json!({"target": {"kind": "file", "path": "src/lib.rs"}, "mode": "fast",
+                       "tags": ["a", "bb"], "blob": {"x": [1]}, "none": null});
+    let mut result = Vec::new();
+    assert_eq!(
+        allocations_during(|| result = validate_args(&spec, &valid)),
+        0
+    );
+    assert!(result.is_empty());
+    let invalid = json!({"target": {"kind": "file", "path": ""}});
+    assert!(allocations_during(|| result = validate_args(&spec, &invalid)) > 0);
+    assert_eq!(result.len(), 1, "{result:?}");
+}

@@ -65,15 +65,56 @@ fn scalar_prop() -> BoxedStrategy<SchemaProp> {
         Just(SchemaProp::boolean().with_enum([json!(false)])),
         Just(SchemaProp::boolean().with_enum([json!(true), json!(false)])),
     ];
+    let bounded_string = (0u64..4, 0u64..6)
+        .prop_map(|(lo, extra)| SchemaProp::string().with_length(Some(lo), Some(lo + extra)));
+    let constant = prop_oneof![
+        "[a-z]{1,4}".prop_map(|s| SchemaProp::constant(SchemaType::String, Value::String(s))),
+        any::<i32>().prop_map(|n| SchemaProp::constant(SchemaType::Integer, Value::from(n))),
+    ];
     prop_oneof![
         string,
         integer,
         number,
         boolean,
+        bounded_string,
+        constant,
+        Just(SchemaProp::null()),
+        Just(SchemaProp::json()),
         Just(SchemaProp::object()),
         Just(SchemaProp::array())
     ]
     .boxed()
+}
+
+/// `one_of` with branches disjoint by construction: distinct types, and
+/// objects told apart by a required constant `kind`.
+fn one_of_prop(inner: BoxedStrategy<SchemaProp>) -> BoxedStrategy<SchemaProp> {
+    let tagged = |tag: &'static str| {
+        proptest::collection::vec((name(), inner.clone()), 0..2).prop_map(move |props| {
+            let mut spec: SchemaSpec = props.into_iter().filter(|(n, _)| n != "kind").collect();
+            spec.insert(
+                "kind",
+                SchemaProp::constant(SchemaType::String, json!(tag)).required(true),
+            );
+            SchemaProp::object_with(spec)
+        })
+    };
+    let pool: Vec<BoxedStrategy<SchemaProp>> = vec![
+        Just(SchemaProp::string()).boxed(),
+        Just(SchemaProp::integer()).boxed(),
+        Just(SchemaProp::boolean()).boxed(),
+        Just(SchemaProp::null()).boxed(),
+        tagged("a").boxed(),
+        tagged("b").boxed(),
+    ];
+    (
+        proptest::sample::subsequence((0..pool.len()).collect::<Vec<_>>(), 1..=3),
+        pool,
+    )
+        .prop_map(|(picked, drawn)| {
+            SchemaProp::one_of(picked.into_iter().map(|i| drawn[i].clone()))
+        })
+        .boxed()
 }
 
 fn with_flags(p: impl Strategy<Value = SchemaProp>) -> impl Strategy<Value = SchemaProp> {
@@ -91,10 +132,23 @@ fn prop() -> BoxedStrategy<SchemaProp> {
         .prop_recursive(3, 32, 4, |inner| {
             prop_oneof![
                 with_flags(
-                    proptest::collection::vec((name(), inner.clone()), 0..4)
-                        .prop_map(|props| { SchemaProp::object_with(props.into_iter().collect()) })
+                    (
+                        proptest::collection::vec((name(), inner.clone()), 0..4),
+                        proptest::option::of(any::<bool>())
+                    )
+                        .prop_map(|(props, extra)| {
+                            let mut p = SchemaProp::object_with(props.into_iter().collect());
+                            p.additional_properties = extra;
+                            p
+                        })
                 ),
-                with_flags(inner.prop_map(SchemaProp::array_of)),
+                with_flags(inner.clone().prop_map(SchemaProp::array_of)),
+                with_flags(
+                    (inner.clone(), 0u64..3, 0u64..3).prop_map(|(item, lo, extra)| {
+                        SchemaProp::array_of(item).with_item_count(Some(lo), Some(lo + extra))
+                    })
+                ),
+                with_flags(one_of_prop(inner)),
             ]
         })
         .boxed()
@@ -158,8 +212,41 @@ fn required_agrees(spec: &SchemaSpec, schema: &Value) -> Result<(), String> {
 }
 
 fn prop_agrees(prop: &SchemaProp, schema: &Value) -> Result<(), String> {
-    if schema["type"] != prop.ty.as_str() {
+    let type_ok = if prop.ty == SchemaType::Json {
+        schema.get("type").is_none()
+    } else {
+        schema["type"] == prop.ty.as_str()
+    };
+    if !type_ok {
         return Err(format!("type {} != {}", schema["type"], prop.ty));
+    }
+    for (key, want) in [
+        ("const", prop.const_value.clone()),
+        ("minLength", prop.min_length.map(Value::from)),
+        ("maxLength", prop.max_length.map(Value::from)),
+        ("minItems", prop.min_items.map(Value::from)),
+        ("maxItems", prop.max_items.map(Value::from)),
+        (
+            "additionalProperties",
+            prop.additional_properties.map(Value::from),
+        ),
+    ] {
+        if schema.get(key).cloned() != want {
+            return Err(format!("{key} {:?} != {want:?}", schema.get(key)));
+        }
+    }
+    match &prop.one_of {
+        Some(branches) => {
+            let got = schema["oneOf"].as_array().ok_or("no oneOf")?;
+            if got.len() != branches.len() {
+                return Err("oneOf length".into());
+            }
+            for (b, s) in branches.iter().zip(got) {
+                prop_agrees(b, s)?;
+            }
+        }
+        None if schema.get("oneOf").is_some() => return Err("oneOf without spec".into()),
+        None => {}
     }
     // Only a non-empty description is copied.
     let description = prop.description.as_deref().filter(|d| !d.is_empty());
@@ -195,8 +282,26 @@ struct Site {
     pointer: String,
     /// Parent pointer and key, for drops.
     drop: Option<(String, String)>,
+    /// Object pointer and key, for an inserted unknown key.
+    insert: Option<(String, String)>,
     replacement: Value,
     expected: String,
+    /// `expected` is only the start of the violation (`one_of` lists every
+    /// branch after it).
+    prefix: bool,
+}
+
+impl Site {
+    fn replace(pointer: &str, replacement: Value, expected: String) -> Site {
+        Site {
+            pointer: pointer.to_string(),
+            drop: None,
+            insert: None,
+            replacement,
+            expected,
+            prefix: false,
+        }
+    }
 }
 
 fn collect_sites(
@@ -218,10 +323,12 @@ fn collect_sites(
         };
         if prop.required {
             out.push(Site {
-                pointer: p.clone(),
                 drop: Some((pointer.to_string(), name.to_string())),
-                replacement: Value::Null,
-                expected: format!("missing required property \"{display}\""),
+                ..Site::replace(
+                    &p,
+                    Value::Null,
+                    format!("missing required property \"{display}\""),
+                )
             });
         }
         collect_value_sites(prop, v, &p, &display, swap_null, out);
@@ -236,34 +343,120 @@ fn collect_value_sites(
     swap_null: bool,
     out: &mut Vec<Site>,
 ) {
-    let wrong = if swap_null {
-        Value::Null
-    } else {
-        match prop.ty {
-            SchemaType::String => json!(1),
-            SchemaType::Number => json!("1"),
-            SchemaType::Integer => json!(1.5),
-            SchemaType::Boolean => json!("true"),
-            SchemaType::Object => json!([]),
-            SchemaType::Array => json!({}),
+    if prop.one_of.is_some() {
+        // 1.5 is of no branch's type (string, integer, boolean, null, object).
+        out.push(Site {
+            prefix: true,
+            ..Site::replace(
+                pointer,
+                json!(1.5),
+                format!("\"{path}\" must match exactly one of: "),
+            )
+        });
+        return;
+    }
+    let noun = match prop.ty {
+        SchemaType::String => Some(("a string", json!(1))),
+        SchemaType::Number => Some(("a number", json!("1"))),
+        SchemaType::Integer => Some(("an integer", json!(1.5))),
+        SchemaType::Boolean => Some(("a boolean", json!("true"))),
+        SchemaType::Object => Some(("an object", json!([]))),
+        SchemaType::Array => Some(("an array", json!({}))),
+        SchemaType::Null => Some(("null", json!(1))),
+        SchemaType::Json => None,
+    };
+    if let Some((noun, wrong)) = noun {
+        let wrong = if swap_null && prop.ty != SchemaType::Null {
+            Value::Null
+        } else {
+            wrong
+        };
+        out.push(Site::replace(
+            pointer,
+            wrong,
+            format!("\"{path}\" must be {noun}"),
+        ));
+    }
+    if let Some(c) = &prop.const_value {
+        let other = match c {
+            Value::String(s) => json!(format!("{s}~")),
+            Value::Number(n) => json!(n.as_i64().unwrap_or(0).wrapping_add(1)),
+            _ => Value::Null,
+        };
+        out.push(Site::replace(
+            pointer,
+            other,
+            format!("\"{path}\" must be {c}"),
+        ));
+    }
+    let chars = |n: u64| {
+        if n == 1 {
+            "1 character".to_string()
+        } else {
+            format!("{n} characters")
         }
     };
-    out.push(Site {
-        pointer: pointer.to_string(),
-        drop: None,
-        replacement: wrong,
-        expected: format!(
-            "\"{path}\" must be {}",
-            match prop.ty {
-                SchemaType::String => "a string",
-                SchemaType::Number => "a number",
-                SchemaType::Integer => "an integer",
-                SchemaType::Boolean => "a boolean",
-                SchemaType::Object => "an object",
-                SchemaType::Array => "an array",
+    if let Some(min) = prop.min_length.filter(|m| *m > 0) {
+        out.push(Site::replace(
+            pointer,
+            json!("x".repeat(min as usize - 1)),
+            format!("\"{path}\" must be at least {} long", chars(min)),
+        ));
+    }
+    if let Some(max) = prop.max_length {
+        out.push(Site::replace(
+            pointer,
+            json!("x".repeat(max as usize + 1)),
+            format!("\"{path}\" must be at most {} long", chars(max)),
+        ));
+    }
+    let items = |n: u64| {
+        if n == 1 {
+            "1 item".to_string()
+        } else {
+            format!("{n} items")
+        }
+    };
+    if let Value::Array(elems) = v {
+        if let Some(min) = prop.min_items.filter(|m| *m > 0) {
+            let fewer: Vec<Value> = elems.iter().take(min as usize - 1).cloned().collect();
+            out.push(Site::replace(
+                pointer,
+                Value::Array(fewer),
+                format!("\"{path}\" must have at least {}", items(min)),
+            ));
+        }
+        if let (Some(max), Some(first)) = (prop.max_items, elems.first()) {
+            let mut more = elems.clone();
+            while more.len() as u64 <= max {
+                more.push(first.clone());
             }
-        ),
-    });
+            out.push(Site::replace(
+                pointer,
+                Value::Array(more),
+                format!("\"{path}\" must have at most {}", items(max)),
+            ));
+        }
+    }
+    if let (Value::Object(map), Some(false)) = (v, prop.additional_properties) {
+        let key = "zz_unknown";
+        let declared = prop.properties.as_ref().is_some_and(|p| p.contains(key));
+        if !declared && !map.contains_key(key) {
+            let display = if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            };
+            out.push(Site {
+                insert: Some((pointer.to_string(), key.to_string())),
+                ..Site::replace(
+                    pointer,
+                    json!(1),
+                    format!("\"{display}\" is not an allowed property"),
+                )
+            });
+        }
+    }
     if let Some(members) = &prop.enum_values {
         let outside = match prop.ty {
             SchemaType::String => Some(Value::String(
@@ -287,15 +480,14 @@ fn collect_value_sites(
             _ => None,
         };
         if let Some(outside) = outside {
-            out.push(Site {
-                pointer: pointer.to_string(),
-                drop: None,
-                replacement: outside,
-                expected: format!(
+            out.push(Site::replace(
+                pointer,
+                outside,
+                format!(
                     "\"{path}\" must be one of {}",
                     serde_json::to_string(members).unwrap()
                 ),
-            });
+            ));
         }
     }
     match v {
@@ -373,14 +565,23 @@ proptest! {
         prop_assume!(!sites.is_empty());
         let site = &sites[pick.index(sites.len())];
         let mut broken = value.clone();
-        match &site.drop {
-            Some((parent, key)) => {
+        match (&site.drop, &site.insert) {
+            (Some((parent, key)), _) => {
                 let obj = broken.pointer_mut(parent).and_then(Value::as_object_mut).unwrap();
                 obj.shift_remove(key);
             }
-            None => *broken.pointer_mut(&site.pointer).unwrap() = site.replacement.clone(),
+            (None, Some((object, key))) => {
+                let obj = broken.pointer_mut(object).and_then(Value::as_object_mut).unwrap();
+                obj.insert(key.clone(), site.replacement.clone());
+            }
+            (None, None) => *broken.pointer_mut(&site.pointer).unwrap() = site.replacement.clone(),
         }
         let violations = validate_args(&spec, &broken);
-        prop_assert_eq!(violations, vec![site.expected.clone()], "value {} broken {}", value, broken);
+        if site.prefix {
+            prop_assert_eq!(violations.len(), 1, "{:?} value {} broken {}", violations, value, broken);
+            prop_assert!(violations[0].starts_with(&site.expected), "{:?} vs {}", violations, site.expected);
+        } else {
+            prop_assert_eq!(violations, vec![site.expected.clone()], "value {} broken {}", value, broken);
+        }
     }
 }

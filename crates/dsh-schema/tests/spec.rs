@@ -255,7 +255,7 @@ fn spec_error_paths_under_a_key_named_empty_join_without_a_leading_dot() {
     assert_eq!(e.path(), "a");
     assert_eq!(
         e.to_string(),
-        r#"invalid schema spec: property "a": unknown type "x" (expected one of string, number, integer, boolean, object, array)"#
+        r#"invalid schema spec: property "a": unknown type "x" (expected one of string, number, integer, boolean, object, array, null, json)"#
     );
     let e = err(
         json!({"o": {"type": "object", "properties": {"": {"type": "object", "properties": {"a": {"type": 1}}}}}}),

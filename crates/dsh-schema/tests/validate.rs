@@ -1,6 +1,6 @@
 //! The violation texts, their order, and the edge cases of `validate_args`.
 
-use dsh_schema::{validate_args, SchemaProp, SchemaSpec};
+use dsh_schema::{validate_args, SchemaProp, SchemaSpec, SchemaType};
 use serde_json::{json, Value};
 
 fn bash_spec() -> SchemaSpec {
@@ -305,4 +305,235 @@ fn near_miss_notes_under_a_key_named_empty_join_the_same_way() {
             r#"note: argument "timeout_ms" is not a parameter of bash and was ignored; did you mean "timeoutMs"?"#
         ]
     );
+}
+
+// ---------------------------------------------------------------------------
+// The second-edition vocabulary: null, json, const, one_of,
+// additionalProperties, lengths and item counts. These pin the wording.
+
+fn kind_file() -> SchemaProp {
+    SchemaProp::object_with(
+        SchemaSpec::new()
+            .with(
+                "kind",
+                SchemaProp::constant(SchemaType::String, json!("file")).required(true),
+            )
+            .with("path", SchemaProp::string().required(true)),
+    )
+}
+
+#[test]
+fn one_of_names_each_branch_and_the_first_reason() {
+    let spec = SchemaSpec::new().with("x", SchemaProp::one_of([SchemaProp::string(), kind_file()]));
+    assert!(validate_args(&spec, &json!({"x": "a"})).is_empty());
+    assert!(validate_args(&spec, &json!({"x": {"kind": "file", "path": "p"}})).is_empty());
+    assert_eq!(
+        validate_args(&spec, &json!({"x": {"kind": "file"}})),
+        [
+            r#""x" must match exactly one of: a string; an object with "kind": "file" ("path" is missing)"#
+        ]
+    );
+    assert_eq!(
+        validate_args(&spec, &json!({"x": {"kind": "dir", "path": "p"}})),
+        [
+            r#""x" must match exactly one of: a string; an object with "kind": "file" ("kind" must be "file")"#
+        ]
+    );
+    assert_eq!(
+        validate_args(&spec, &json!({"x": 3})),
+        [r#""x" must match exactly one of: a string; an object with "kind": "file""#]
+    );
+    let overlapping = SchemaSpec::new().with(
+        "x",
+        SchemaProp::one_of([
+            SchemaProp::integer(),
+            SchemaProp::number(),
+            SchemaProp::string(),
+        ]),
+    );
+    assert_eq!(
+        validate_args(&overlapping, &json!({"x": 2})),
+        [r#""x" matches more than one alternative (1, 2)"#]
+    );
+    let bounded = SchemaSpec::new().with(
+        "x",
+        SchemaProp::one_of([
+            SchemaProp::string().with_length(Some(2), None),
+            SchemaProp::constant(SchemaType::String, json!("auto")),
+        ]),
+    );
+    assert_eq!(
+        validate_args(&bounded, &json!({"x": "a"})),
+        [r#""x" must match exactly one of: a string (must be at least 2 characters long); "auto""#]
+    );
+}
+
+#[test]
+fn null_json_and_const() {
+    let spec = SchemaSpec::new()
+        .with("n", SchemaProp::null())
+        .with("any", SchemaProp::json().required(true))
+        .with("c", SchemaProp::constant(SchemaType::Integer, json!(3)));
+    assert!(validate_args(
+        &spec,
+        &json!({"n": null, "any": [1, {"a": null}], "c": 3.0})
+    )
+    .is_empty());
+    assert_eq!(
+        validate_args(&spec, &json!({"n": 0, "c": 4})),
+        [
+            r#""n" must be null"#,
+            r#"missing required property "any""#,
+            r#""c" must be 3"#
+        ]
+    );
+}
+
+#[test]
+fn lengths_in_characters_and_item_counts() {
+    let spec = SchemaSpec::new()
+        .with("s", SchemaProp::string().with_length(Some(1), Some(3)))
+        .with("t", SchemaProp::string().with_length(Some(2), None))
+        .with(
+            "a",
+            SchemaProp::array_of(SchemaProp::integer()).with_item_count(Some(1), Some(2)),
+        )
+        .with("b", SchemaProp::array().with_item_count(Some(2), None));
+    // Three characters, nine bytes.
+    assert!(validate_args(&spec, &json!({"s": "äöü", "a": [1]})).is_empty());
+    assert_eq!(
+        validate_args(&spec, &json!({"s": "", "t": "x", "a": [], "b": [1]})),
+        [
+            r#""s" must be at least 1 character long"#,
+            r#""t" must be at least 2 characters long"#,
+            r#""a" must have at least 1 item"#,
+            r#""b" must have at least 2 items"#
+        ]
+    );
+    assert_eq!(
+        validate_args(&spec, &json!({"s": "abcd", "a": [1, 2, 3]})),
+        [
+            r#""s" must be at most 3 characters long"#,
+            r#""a" must have at most 2 items"#
+        ]
+    );
+}
+
+#[test]
+fn closed_nested_objects_name_each_unknown_key() {
+    let spec = SchemaSpec::new().with(
+        "a",
+        SchemaProp::object_with(SchemaSpec::new().with("b", SchemaProp::string()))
+            .with_additional_properties(false),
+    );
+    assert!(validate_args(&spec, &json!({"a": {"b": "x"}, "top": "open"})).is_empty());
+    assert_eq!(
+        validate_args(&spec, &json!({"a": {"b": "x", "c": 1, "d": 2}})),
+        [
+            r#""a.c" is not an allowed property"#,
+            r#""a.d" is not an allowed property"#
+        ]
+    );
+    let schema = dsh_schema::to_json_schema(&spec);
+    assert_eq!(
+        schema["properties"]["a"]["additionalProperties"],
+        json!(false)
+    );
+    assert!(
+        schema.get("additionalProperties").is_none(),
+        "the top level stays open"
+    );
+}
+
+#[test]
+fn new_keywords_load_from_json_and_toml_and_convert() {
+    let spec = SchemaSpec::from_json_str(
+        r#"{"target": {"oneOf": [{"type": "string", "minLength": 1},
+                                  {"type": "object", "additionalProperties": false,
+                                   "properties": {"kind": {"type": "string", "const": "file", "required": true}}}]},
+            "tags": {"type": "array", "items": {"type": "string"}, "min_items": 1, "maxItems": 4},
+            "nothing": {"type": "null"}, "blob": {"type": "json"}}"#,
+    )
+    .unwrap();
+    let schema = dsh_schema::to_json_schema(&spec);
+    assert_eq!(
+        schema["properties"]["target"],
+        json!({"oneOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "object", "properties": {"kind": {"type": "string", "const": "file"}},
+             "required": ["kind"], "additionalProperties": false}
+        ]})
+    );
+    assert_eq!(
+        schema["properties"]["tags"],
+        json!({"type": "array", "minItems": 1, "maxItems": 4, "items": {"type": "string"}})
+    );
+    assert_eq!(schema["properties"]["blob"], json!({}));
+    assert_eq!(schema["properties"]["nothing"], json!({"type": "null"}));
+    let from_toml: SchemaSpec = toml_spec(
+        "[target]\none_of = [{ type = \"string\" }, { type = \"integer\" }]\n[name]\ntype = \"string\"\nmin_length = 1\n",
+    );
+    assert_eq!(from_toml.get("name").unwrap().min_length, Some(1));
+    assert_eq!(
+        from_toml
+            .get("target")
+            .unwrap()
+            .one_of
+            .as_ref()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[allow(clippy::unwrap_used)] // a test helper
+fn toml_spec(text: &str) -> SchemaSpec {
+    // TOML goes through serde: the same loader as JSON.
+    let value: serde_json::Value =
+        serde_json::to_value(text.parse::<toml::Table>().unwrap()).unwrap();
+    SchemaSpec::from_value(&value).unwrap()
+}
+
+#[test]
+fn bad_uses_of_the_new_keywords_are_spec_errors() {
+    let bad = [
+        (
+            r#"{"a": {"type": "string", "const": 1}}"#,
+            r#""const" 1 is not a string"#,
+        ),
+        (
+            r#"{"a": {"type": "object", "const": 1}}"#,
+            r#""const" must be a scalar"#,
+        ),
+        (
+            r#"{"a": {"type": "integer", "minLength": 1}}"#,
+            "only allowed on string",
+        ),
+        (
+            r#"{"a": {"type": "string", "minLength": 3, "maxLength": 2}}"#,
+            "greater than",
+        ),
+        (
+            r#"{"a": {"type": "string", "minLength": -1}}"#,
+            "non-negative integer",
+        ),
+        (
+            r#"{"a": {"type": "array", "maxItems": 1.5}}"#,
+            "non-negative integer",
+        ),
+        (
+            r#"{"a": {"type": "string", "additionalProperties": false}}"#,
+            "only allowed on object",
+        ),
+        (r#"{"a": {"oneOf": []}}"#, "at least one alternative"),
+        (
+            r#"{"a": {"type": "string", "oneOf": [{"type": "string"}]}}"#,
+            "leave \"type\" out",
+        ),
+        (r#"{"a": {"oneOf": [{"type": "strin"}]}}"#, "a.oneOf[0]"),
+    ];
+    for (text, want) in bad {
+        let err = SchemaSpec::from_json_str(text).unwrap_err().to_string();
+        assert!(err.contains(want), "{text}: {err}");
+    }
 }

@@ -4,18 +4,31 @@
 //! On a struct with named fields it implements `dsh_tools::ToolArgs` (the
 //! spec) and `dsh_tools::ToolArgsField` (an object property with those
 //! properties, so the struct nests). On a unit-only enum it implements
-//! `ToolArgsField` as a string enum of the serde names.
+//! `ToolArgsField` as a string enum of the serde names; on an enum with
+//! data, as a `one_of` with one branch per variant in serde's
+//! representation: externally tagged (`"Unit"`, `{"Newtype": value}`,
+//! `{"Struct": {fields}}`, the wrapper closed to other keys), internally
+//! tagged (`tag = "t"`: `{"t": "Name", fields…}`; a newtype variant holds a
+//! struct whose fields join the tag) or adjacently tagged (`tag` +
+//! `content`: `{"t": "Name", "c": value}`). Branches are told apart by a
+//! constant, so a value matches exactly one.
 //!
 //! The derive reads serde's attributes so that the spec describes exactly
-//! what `#[derive(Deserialize)]` accepts: container `rename_all` and
-//! `default`; field `rename`, `default`, `skip` / `skip_deserializing`,
-//! `flatten`; variant `rename` and `skip`. A field is required unless it is
-//! an `Option<…>`, has a default, or the container has one. Doc comments
-//! become descriptions. Attributes that would make the spec lie
-//! (`deny_unknown_fields`, `alias` on fields, `deserialize_with`, `with`,
-//! `tag`, `untagged`, `transparent`, `from`, `try_from`) and unsupported
-//! shapes (tuple/unit structs, generics, data-carrying enums, recursive
-//! types) are compile errors saying what to do instead.
+//! what `#[derive(Deserialize)]` accepts: container `rename_all`,
+//! `default`, `deny_unknown_fields` (the object's `additional_properties:
+//! false` when nested; at the top level the typed call path drops
+//! undeclared keys before deserializing, as it always ignores them),
+//! `tag`, `content`; field `rename`, `default`, `skip` /
+//! `skip_deserializing`, `flatten`; variant `rename`, `rename_all` and
+//! `skip`. A field is required unless it is an `Option<…>`, has a default,
+//! or the container has one. Doc comments become descriptions. Bounds the
+//! Rust type cannot say come from `#[tool(min_length = 1, max_length = 80,
+//! min_items = 1, max_items = 10)]` on a field (lengths for strings, item
+//! counts for arrays). Attributes that would make the spec lie (`alias` on
+//! fields, `deserialize_with`, `with`, `untagged`, `transparent`, `from`,
+//! `try_from`) and unsupported shapes (tuple/unit structs, tuple variants,
+//! generics, recursive types) are compile errors saying what to do
+//! instead.
 //!
 //! [`SchemaSpec`]: https://docs.rs/dsh-tools
 
@@ -31,7 +44,7 @@ use syn::{parse_macro_input, Attribute, Data, DeriveInput, Expr, Fields, Lit, Li
 
 /// Derives `dsh_tools::ToolArgs` (structs) and `dsh_tools::ToolArgsField`
 /// (structs and unit-only enums). See the crate documentation.
-#[proc_macro_derive(ToolArgs, attributes(serde))]
+#[proc_macro_derive(ToolArgs, attributes(serde, tool))]
 pub fn derive_tool_args(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     match expand(&input) {
@@ -50,6 +63,12 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let container = ContainerAttrs::parse(&input.attrs)?;
     match &input.data {
         Data::Struct(data) => match &data.fields {
+            Fields::Named(_) if container.tag.is_some() || container.content.is_some() => {
+                Err(syn::Error::new_spanned(
+                    &input.ident,
+                    "#[serde(tag/content)] describes an enum's representation; a struct has none",
+                ))
+            }
             Fields::Named(fields) => expand_struct(input, &container, fields.named.iter()),
             _ => Err(syn::Error::new_spanned(
                 &input.ident,
@@ -70,6 +89,45 @@ fn expand_struct<'a>(
     fields: impl Iterator<Item = &'a syn::Field>,
 ) -> syn::Result<TokenStream2> {
     let ident = &input.ident;
+    let stmts = field_stmts(ident, container.rename_all, container.default, fields)?;
+    let describe = doc_string(&input.attrs).map(|d| {
+        quote! { prop.description = ::core::option::Option::Some(::std::string::String::from(#d)); }
+    });
+    let closed = container.deny_unknown_fields.then(|| {
+        quote! { prop.additional_properties = ::core::option::Option::Some(false); }
+    });
+    Ok(quote! {
+        impl ::dsh_tools::ToolArgs for #ident {
+            fn schema_spec() -> ::dsh_tools::SchemaSpec {
+                let mut spec = ::dsh_tools::SchemaSpec::new();
+                #(#stmts)*
+                spec
+            }
+        }
+
+        impl ::dsh_tools::ToolArgsField for #ident {
+            fn schema_prop() -> ::dsh_tools::SchemaProp {
+                #[allow(unused_mut)]
+                let mut prop = ::dsh_tools::SchemaProp::object_with(
+                    <Self as ::dsh_tools::ToolArgs>::schema_spec(),
+                );
+                #closed
+                #describe
+                prop
+            }
+        }
+    })
+}
+
+/// Statements that insert the properties of `fields` into a
+/// `dsh_tools::SchemaSpec` named `spec` (`owner` is the type, to refuse
+/// recursion; `rename` the rule for field names).
+fn field_stmts<'a>(
+    owner: &syn::Ident,
+    rename: Option<RenameRule>,
+    all_default: bool,
+    fields: impl Iterator<Item = &'a syn::Field>,
+) -> syn::Result<Vec<TokenStream2>> {
     let mut stmts = Vec::new();
     for field in fields {
         let attrs = FieldAttrs::parse(&field.attrs)?;
@@ -79,7 +137,7 @@ fn expand_struct<'a>(
         let Some(field_ident) = &field.ident else {
             continue;
         };
-        if mentions(&field.ty, ident) {
+        if mentions(&field.ty, owner) {
             return Err(syn::Error::new_spanned(
                 &field.ty,
                 "recursive ToolArgs types are not supported: the schema would be infinite; give the nested level its own type",
@@ -100,8 +158,7 @@ fn expand_struct<'a>(
         }
         let name = match &attrs.rename {
             Some(n) => n.clone(),
-            None => container
-                .rename_all
+            None => rename
                 .map(|r| r.apply_to_field(&field_ident.unraw().to_string()))
                 .unwrap_or_else(|| field_ident.unraw().to_string()),
         };
@@ -109,45 +166,28 @@ fn expand_struct<'a>(
             Some(inner) => (inner, true),
             None => (&field.ty, false),
         };
-        let required = !(optional || attrs.default || container.default);
+        let required = !(optional || attrs.default || all_default);
         let prop = quote_spanned! {ty.span()=>
             <#ty as ::dsh_tools::ToolArgsField>::schema_prop()
         };
         let describe = doc_string(&field.attrs).map(|d| {
             quote! { prop.description = ::core::option::Option::Some(::std::string::String::from(#d)); }
         });
+        let bounds = attrs.bounds.iter().map(|(key, n)| {
+            let key = syn::Ident::new(key, Span::call_site());
+            quote! { prop.#key = ::core::option::Option::Some(#n); }
+        });
         stmts.push(quote! {
             {
                 let mut prop: ::dsh_tools::SchemaProp = #prop;
                 prop.required = #required;
+                #(#bounds)*
                 #describe
                 spec.insert(#name, prop);
             }
         });
     }
-    let describe = doc_string(&input.attrs).map(|d| {
-        quote! { prop.description = ::core::option::Option::Some(::std::string::String::from(#d)); }
-    });
-    Ok(quote! {
-        impl ::dsh_tools::ToolArgs for #ident {
-            fn schema_spec() -> ::dsh_tools::SchemaSpec {
-                let mut spec = ::dsh_tools::SchemaSpec::new();
-                #(#stmts)*
-                spec
-            }
-        }
-
-        impl ::dsh_tools::ToolArgsField for #ident {
-            fn schema_prop() -> ::dsh_tools::SchemaProp {
-                #[allow(unused_mut)]
-                let mut prop = ::dsh_tools::SchemaProp::object_with(
-                    <Self as ::dsh_tools::ToolArgs>::schema_spec(),
-                );
-                #describe
-                prop
-            }
-        }
-    })
+    Ok(stmts)
 }
 
 fn expand_enum<'a>(
@@ -156,44 +196,207 @@ fn expand_enum<'a>(
     variants: impl Iterator<Item = &'a syn::Variant>,
 ) -> syn::Result<TokenStream2> {
     let ident = &input.ident;
-    let mut names = Vec::new();
-    for variant in variants {
-        if !matches!(variant.fields, Fields::Unit) {
+    let variants: Vec<&syn::Variant> = variants.collect();
+    let describe = doc_string(&input.attrs).map(|d| {
+        quote! { prop.description = ::core::option::Option::Some(::std::string::String::from(#d)); }
+    });
+    let unit_only = variants.iter().all(|v| matches!(v.fields, Fields::Unit));
+    if unit_only && container.tag.is_none() {
+        let mut names = Vec::new();
+        for variant in &variants {
+            let attrs = VariantAttrs::parse(&variant.attrs)?;
+            if !attrs.skip {
+                names.push(variant_name(container, variant, &attrs));
+            }
+        }
+        if names.is_empty() {
             return Err(syn::Error::new_spanned(
-                &variant.fields,
-                "ToolArgs supports only unit-only enums (they become string enums); move the data into struct fields, or use a separate optional field per case",
+                ident,
+                "ToolArgs needs at least one (non-skipped) variant: an empty string enum accepts nothing",
             ));
         }
+        return Ok(quote! {
+            impl ::dsh_tools::ToolArgsField for #ident {
+                fn schema_prop() -> ::dsh_tools::SchemaProp {
+                    #[allow(unused_mut)]
+                    let mut prop = ::dsh_tools::SchemaProp::string_enum([#(#names),*]);
+                    #describe
+                    prop
+                }
+            }
+        });
+    }
+    if container.content.is_some() && container.tag.is_none() {
+        return Err(syn::Error::new_spanned(
+            ident,
+            "#[serde(content = \"…\")] needs #[serde(tag = \"…\")] too (adjacent tagging)",
+        ));
+    }
+    let mut branches = Vec::new();
+    for variant in &variants {
         let attrs = VariantAttrs::parse(&variant.attrs)?;
         if attrs.skip {
             continue;
         }
-        let name = match attrs.rename {
-            Some(n) => n,
-            None => container
-                .rename_all
-                .map(|r| r.apply_to_variant(&variant.ident.unraw().to_string()))
-                .unwrap_or_else(|| variant.ident.unraw().to_string()),
-        };
-        names.push(name);
+        let name = variant_name(container, variant, &attrs);
+        branches.push(variant_branch(ident, container, variant, &attrs, &name)?);
     }
-    if names.is_empty() {
+    if branches.is_empty() {
         return Err(syn::Error::new_spanned(
             ident,
-            "ToolArgs needs at least one (non-skipped) variant: an empty string enum accepts nothing",
+            "ToolArgs needs at least one (non-skipped) variant: an empty enum accepts nothing",
         ));
     }
-    let describe = doc_string(&input.attrs).map(|d| {
-        quote! { prop.description = ::core::option::Option::Some(::std::string::String::from(#d)); }
-    });
     Ok(quote! {
         impl ::dsh_tools::ToolArgsField for #ident {
             fn schema_prop() -> ::dsh_tools::SchemaProp {
                 #[allow(unused_mut)]
-                let mut prop = ::dsh_tools::SchemaProp::string_enum([#(#names),*]);
+                let mut prop = ::dsh_tools::SchemaProp::one_of([#(#branches),*]);
                 #describe
                 prop
             }
+        }
+    })
+}
+
+/// The serde name of a variant.
+fn variant_name(
+    container: &ContainerAttrs,
+    variant: &syn::Variant,
+    attrs: &VariantAttrs,
+) -> String {
+    match &attrs.rename {
+        Some(n) => n.clone(),
+        None => container
+            .rename_all
+            .map(|r| r.apply_to_variant(&variant.ident.unraw().to_string()))
+            .unwrap_or_else(|| variant.ident.unraw().to_string()),
+    }
+}
+
+/// The `one_of` branch of one variant, as an expression of type
+/// `dsh_tools::SchemaProp`, in the container's representation.
+fn variant_branch(
+    owner: &syn::Ident,
+    container: &ContainerAttrs,
+    variant: &syn::Variant,
+    attrs: &VariantAttrs,
+    name: &str,
+) -> syn::Result<TokenStream2> {
+    let constant = quote! {
+        ::dsh_tools::SchemaProp::string_const(#name)
+    };
+    // The variant's own value: its fields as an object, or the newtype's
+    // schema; `None` for a unit variant.
+    enum Shape {
+        Unit,
+        Newtype(Box<Type>),
+        Struct(Vec<TokenStream2>),
+    }
+    let shape = match &variant.fields {
+        Fields::Unit => Shape::Unit,
+        Fields::Unnamed(f) if f.unnamed.len() == 1 => {
+            let ty = f.unnamed[0].ty.clone();
+            if mentions(&ty, owner) {
+                return Err(syn::Error::new_spanned(
+                    &ty,
+                    "recursive ToolArgs types are not supported: the schema would be infinite",
+                ));
+            }
+            Shape::Newtype(Box::new(ty))
+        }
+        Fields::Unnamed(f) => {
+            return Err(syn::Error::new_spanned(
+                f,
+                "ToolArgs does not support tuple variants (they are JSON arrays of mixed types); use a struct variant with named fields",
+            ))
+        }
+        Fields::Named(f) => Shape::Struct(field_stmts(
+            owner,
+            attrs.rename_all,
+            false,
+            f.named.iter(),
+        )?),
+    };
+    let closed = container.deny_unknown_fields.then(|| {
+        quote! { prop.additional_properties = ::core::option::Option::Some(false); }
+    });
+    let object = |stmts: &[TokenStream2], close: bool| {
+        let close = close.then(|| {
+            quote! { prop.additional_properties = ::core::option::Option::Some(false); }
+        });
+        quote! {{
+            let mut spec = ::dsh_tools::SchemaSpec::new();
+            #(#stmts)*
+            #[allow(unused_mut)]
+            let mut prop = ::dsh_tools::SchemaProp::object_with(spec);
+            #close
+            prop
+        }}
+    };
+    let value_prop = |shape: &Shape| -> Option<TokenStream2> {
+        match shape {
+            Shape::Unit => None,
+            Shape::Newtype(ty) => Some(quote_spanned! {ty.span()=>
+                <#ty as ::dsh_tools::ToolArgsField>::schema_prop()
+            }),
+            Shape::Struct(stmts) => Some(object(stmts, container.deny_unknown_fields)),
+        }
+    };
+    Ok(match (&container.tag, &container.content) {
+        (None, _) => match value_prop(&shape) {
+            None => constant,
+            Some(value) => object(
+                &[quote! {
+                    {
+                        let mut prop: ::dsh_tools::SchemaProp = #value;
+                        prop.required = true;
+                        spec.insert(#name, prop);
+                    }
+                }],
+                true,
+            ),
+        },
+        (Some(tag), None) => {
+            let tag_stmt = quote! {
+                spec.insert(#tag, { let mut c = #constant; c.required = true; c });
+            };
+            let rest = match &shape {
+                Shape::Unit => quote! {},
+                Shape::Newtype(ty) => quote_spanned! {ty.span()=>
+                    spec.extend(<#ty as ::dsh_tools::ToolArgs>::schema_spec());
+                },
+                Shape::Struct(stmts) => quote! { #(#stmts)* },
+            };
+            quote! {{
+                let mut spec = ::dsh_tools::SchemaSpec::new();
+                #tag_stmt
+                #rest
+                #[allow(unused_mut)]
+                let mut prop = ::dsh_tools::SchemaProp::object_with(spec);
+                #closed
+                prop
+            }}
+        }
+        (Some(tag), Some(content)) => {
+            let content_stmt = value_prop(&shape).map(|value| {
+                quote! {
+                    {
+                        let mut prop: ::dsh_tools::SchemaProp = #value;
+                        prop.required = true;
+                        spec.insert(#content, prop);
+                    }
+                }
+            });
+            quote! {{
+                let mut spec = ::dsh_tools::SchemaSpec::new();
+                spec.insert(#tag, { let mut c = #constant; c.required = true; c });
+                #content_stmt
+                #[allow(unused_mut)]
+                let mut prop = ::dsh_tools::SchemaProp::object_with(spec);
+                #closed
+                prop
+            }}
         }
     })
 }
@@ -263,6 +466,9 @@ fn doc_string(attrs: &[Attribute]) -> Option<String> {
 struct ContainerAttrs {
     rename_all: Option<RenameRule>,
     default: bool,
+    deny_unknown_fields: bool,
+    tag: Option<String>,
+    content: Option<String>,
 }
 
 impl ContainerAttrs {
@@ -282,12 +488,26 @@ impl ContainerAttrs {
                         out.default = true;
                         skip_value(&meta)
                     }
-                    "deny_unknown_fields" => Err(meta.error(
-                        "ToolArgs does not support #[serde(deny_unknown_fields)]: extra keys are allowed at the model boundary (validation ignores them, so deserialization must too); remove the attribute",
+                    "deny_unknown_fields" => {
+                        out.deny_unknown_fields = true;
+                        Ok(())
+                    }
+                    "tag" => {
+                        let lit: LitStr = meta.value()?.parse()?;
+                        out.tag = Some(lit.value());
+                        Ok(())
+                    }
+                    "content" => {
+                        let lit: LitStr = meta.value()?.parse()?;
+                        out.content = Some(lit.value());
+                        Ok(())
+                    }
+                    "untagged" => Err(meta.error(
+                        "ToolArgs does not support #[serde(untagged)]: an untagged value has no constant that tells the variants apart, so the model could not be told which one it sent; use the default (external) tagging or #[serde(tag = \"…\")]",
                     )),
-                    "tag" | "content" | "untagged" => Err(meta.error(format!(
-                        "ToolArgs does not support #[serde({key})]: tagged representations have no schema here; use a plain struct or a unit-only enum",
-                    ))),
+                    "rename_all_fields" => Err(meta.error(
+                        "ToolArgs does not support #[serde(rename_all_fields)]; put #[serde(rename_all = \"…\")] on each struct variant",
+                    )),
                     "transparent" | "from" | "try_from" | "remote" => Err(meta.error(format!(
                         "ToolArgs does not support #[serde({key})]: the schema is derived from the fields, which this attribute bypasses",
                     ))),
@@ -305,11 +525,32 @@ struct FieldAttrs {
     default: bool,
     skip: bool,
     flatten: bool,
+    /// `#[tool(min_length = 1, …)]`: (SchemaProp field, value).
+    bounds: Vec<(&'static str, u64)>,
 }
 
 impl FieldAttrs {
     fn parse(attrs: &[Attribute]) -> syn::Result<Self> {
         let mut out = FieldAttrs::default();
+        for attr in attrs.iter().filter(|a| a.path().is_ident("tool")) {
+            attr.parse_nested_meta(|meta| {
+                let key = path_name(&meta);
+                let field = match key.as_str() {
+                    "min_length" => "min_length",
+                    "max_length" => "max_length",
+                    "min_items" => "min_items",
+                    "max_items" => "max_items",
+                    _ => {
+                        return Err(meta.error(
+                            "unknown #[tool(…)] key; supported: min_length, max_length (strings, in characters), min_items, max_items (arrays)",
+                        ))
+                    }
+                };
+                let lit: syn::LitInt = meta.value()?.parse()?;
+                out.bounds.push((field, lit.base10_parse::<u64>()?));
+                Ok(())
+            })?;
+        }
         for attr in serde_attrs(attrs) {
             attr.parse_nested_meta(|meta| {
                 let key = path_name(&meta);
@@ -349,6 +590,7 @@ impl FieldAttrs {
 #[derive(Default)]
 struct VariantAttrs {
     rename: Option<String>,
+    rename_all: Option<RenameRule>,
     skip: bool,
 }
 
@@ -365,13 +607,20 @@ impl VariantAttrs {
                         }
                         Ok(())
                     }
+                    "rename_all" => {
+                        if let Some(rule) = deserialize_name(&meta)? {
+                            out.rename_all = Some(RenameRule::parse(&rule)?);
+                        }
+                        Ok(())
+                    }
                     "skip" | "skip_deserializing" => {
                         out.skip = true;
                         Ok(())
                     }
-                    "deserialize_with" | "with" => Err(meta.error(format!(
-                        "ToolArgs does not support #[serde({key})] on variants",
-                    ))),
+                    "deserialize_with" | "with" | "alias" | "other" | "untagged" => Err(meta
+                        .error(format!(
+                            "ToolArgs does not support #[serde({key})] on variants",
+                        ))),
                     _ => skip_value(&meta),
                 }
             })?;

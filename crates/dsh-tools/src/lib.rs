@@ -57,8 +57,8 @@ mod tool;
 pub use dsh_kernel::ErrorCode;
 pub use dsh_protocol::{ToolCall, ToolFailure, ToolResult};
 pub use dsh_schema::{
-    is_valid, json_kind, near_miss_notes, normalize_integers, to_json_schema, validate_args,
-    NoArgs, SchemaProp, SchemaSpec, SchemaType, ToolArgs, ToolArgsField,
+    drop_undeclared_keys, is_valid, json_kind, near_miss_notes, normalize_integers, to_json_schema,
+    validate_args, NoArgs, SchemaProp, SchemaSpec, SchemaType, ToolArgs, ToolArgsField,
 };
 pub use dsh_tools_derive::ToolArgs;
 pub use error::{codes, SpecError, ToolArgsError, ToolError};

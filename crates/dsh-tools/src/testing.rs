@@ -41,6 +41,7 @@ pub fn check_deserializes<A: ToolArgs + DeserializeOwned>(value: &Value) -> Resu
     }
     let mut value = value.clone();
     normalize_integers(&spec, &mut value);
+    dsh_schema::drop_undeclared_keys(&spec, &mut value);
     deserialize_validated::<A>(value)
         .map(drop)
         .map_err(|e| format!("{}: {}", e.code(), e.message()))
@@ -78,6 +79,18 @@ pub fn strip_optional_nulls(spec: &SchemaSpec, value: &mut Value) {
 }
 
 fn strip_prop(prop: &SchemaProp, v: &mut Value) {
+    if let Some(branches) = &prop.one_of {
+        // serde writes the variant; strip as the branch it then matches.
+        for branch in branches {
+            let mut candidate = v.clone();
+            strip_prop(branch, &mut candidate);
+            if prop_accepts(branch, &candidate) {
+                *v = candidate;
+                return;
+            }
+        }
+        return;
+    }
     match v {
         Value::Object(_) => {
             if let Some(props) = &prop.properties {
@@ -93,6 +106,14 @@ fn strip_prop(prop: &SchemaProp, v: &mut Value) {
         }
         _ => {}
     }
+}
+
+/// Whether `v` passes `prop` on its own.
+fn prop_accepts(prop: &SchemaProp, v: &Value) -> bool {
+    let spec = SchemaSpec::new().with("v", prop.clone().required(true));
+    let mut wrapper = serde_json::Map::new();
+    wrapper.insert("v".into(), v.clone());
+    validate_args(&spec, &Value::Object(wrapper)).is_empty()
 }
 
 /// Runs both drift checks on `cases` generated values of `A`'s spec: each
@@ -119,6 +140,7 @@ where
         );
         let mut normalized = value.clone();
         normalize_integers(&spec, &mut normalized);
+        dsh_schema::drop_undeclared_keys(&spec, &mut normalized);
         let args: A = deserialize_validated(normalized)
             .map_err(|e| TestCaseError::fail(format!("ARGS_DRIFT for {value}: {}", e.message())))?;
         check_serialized(&args).map_err(|e| TestCaseError::fail(format!("{args:?}: {e}")))?;

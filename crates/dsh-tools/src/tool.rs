@@ -202,6 +202,7 @@ where
         name.into(),
         description.into(),
         A::schema_spec(),
+        Keys::DropUndeclared,
         move |value, ctx, notes| match deserialize_validated::<A>(value) {
             Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
             Ok(args) => finish_body(body(args, ctx), notes),
@@ -267,6 +268,7 @@ pub trait ArgsTool: Send + Sync + Sized + 'static {
             name,
             description,
             Self::Args::schema_spec(),
+            Keys::DropUndeclared,
             move |value, ctx, notes| match deserialize_validated::<Self::Args>(value) {
                 Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
                 Ok(args) => finish_body(me.clone().run(args, ctx), notes),
@@ -295,6 +297,7 @@ where
         name.into(),
         description.into(),
         spec,
+        Keys::Keep,
         move |value, ctx, notes| finish_body(body(value, ctx), notes),
     )
 }
@@ -302,7 +305,23 @@ where
 /// The pipeline both typed builders share: parse the raw text and validate it
 /// against `spec` (errors never reach `run`), then hand the validated value,
 /// the call's context and the near-miss notes to `run`.
-fn typed_tool<R>(name: String, description: String, spec: SchemaSpec, run: R) -> TypedTool
+/// What the body of a spec'd tool sees of keys the spec does not declare.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keys {
+    /// A typed body: they are dropped, so a type that denies unknown fields
+    /// reads exactly what validation accepted.
+    DropUndeclared,
+    /// A JSON body: the object as sent.
+    Keep,
+}
+
+fn typed_tool<R>(
+    name: String,
+    description: String,
+    spec: SchemaSpec,
+    keys: Keys,
+    run: R,
+) -> TypedTool
 where
     R: Fn(Value, ToolContext, Vec<String>) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
         + Send
@@ -322,7 +341,12 @@ where
           -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         match prepare_args(&call_spec, &name, arguments, ctx.finish.as_ref()) {
             Err(e) => Box::pin(std::future::ready(Err(e))),
-            Ok((value, notes)) => run(value, ctx, notes),
+            Ok((mut value, notes)) => {
+                if keys == Keys::DropUndeclared {
+                    dsh_schema::drop_undeclared_keys(&call_spec, &mut value);
+                }
+                run(value, ctx, notes)
+            }
         }
     };
     TypedTool {
@@ -503,7 +527,8 @@ pub fn read_args<A: ToolArgs + DeserializeOwned>(
     finish: Option<&FinishReason>,
 ) -> Result<(A, Vec<String>), ToolError> {
     let spec = A::schema_spec();
-    let (value, notes) = prepare_args(&spec, tool, raw, finish)?;
+    let (mut value, notes) = prepare_args(&spec, tool, raw, finish)?;
+    dsh_schema::drop_undeclared_keys(&spec, &mut value);
     let args = deserialize_validated(value).map_err(|e| e.with_notes(notes.clone()))?;
     Ok((args, notes))
 }

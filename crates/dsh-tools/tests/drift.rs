@@ -264,3 +264,126 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
         ]
     })
 }
+
+// ---------------------------------------------------------------------------
+// Second-edition shapes: data enums in every serde representation, closed
+// nested objects, json and null fields, length and item bounds.
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs, PartialEq)]
+struct Span {
+    start: u32,
+    end: Option<u32>,
+}
+
+/// Externally tagged (serde's default): `"Whole"`, `{"Lines": {...}}`,
+/// `{"Pattern": "x"}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs, PartialEq)]
+enum Target {
+    Whole,
+    Lines(Span),
+    Pattern(String),
+    #[serde(rename_all = "camelCase")]
+    Around {
+        line_no: u32,
+        context_lines: Option<u8>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Internal {
+    File { path: String },
+    Dir(Span),
+    Stdin,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs, PartialEq)]
+#[serde(tag = "t", content = "c")]
+enum Adjacent {
+    Num(i64),
+    Pair { a: bool, b: Option<String> },
+    Nothing,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Closed {
+    name: String,
+    #[tool(min_length = 1, max_length = 8)]
+    label: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Second {
+    target: Target,
+    internal: Internal,
+    adjacent: Option<Adjacent>,
+    closed: Closed,
+    #[tool(min_items = 1, max_items = 3)]
+    tags: Vec<String>,
+    blob: Value,
+    nothing: Option<()>,
+}
+
+#[test]
+fn data_enums_closed_objects_and_bounds_do_not_drift() {
+    testing::assert_no_drift::<Second>(CASES);
+}
+
+#[test]
+fn the_new_shapes_have_the_expected_schema() {
+    let spec = Second::schema_spec();
+    let schema = dsh_tools::to_json_schema(&spec);
+    let props = &schema["properties"];
+    assert_eq!(
+        props["target"]["oneOf"][0],
+        serde_json::json!({"type": "string", "const": "Whole"})
+    );
+    assert_eq!(
+        props["target"]["oneOf"][2],
+        serde_json::json!({"type": "object", "properties": {"Pattern": {"type": "string"}},
+                           "required": ["Pattern"], "additionalProperties": false})
+    );
+    assert_eq!(
+        props["internal"]["oneOf"][0]["properties"]["kind"],
+        serde_json::json!({"type": "string", "const": "file"})
+    );
+    assert_eq!(
+        props["internal"]["oneOf"][1]["required"],
+        serde_json::json!(["kind", "start"])
+    );
+    assert_eq!(
+        props["adjacent"]["oneOf"][1]["properties"]["c"]["required"],
+        serde_json::json!(["a"])
+    );
+    assert_eq!(props["closed"]["additionalProperties"], false);
+    assert_eq!(props["closed"]["properties"]["label"]["maxLength"], 8);
+    assert_eq!(props["tags"]["minItems"], 1);
+    assert_eq!(props["blob"], serde_json::json!({}));
+    assert_eq!(props["nothing"], serde_json::json!({"type": "null"}));
+    assert!(schema.get("additionalProperties").is_none());
+    // Wording a model reads for a wrong variant.
+    let bad = dsh_tools::validate_args(
+        &spec,
+        &serde_json::json!({"target": {"Lines": {"end": 3}}, "internal": {"kind": "pipe"},
+                             "closed": {"name": "n", "x": 1}, "tags": [], "blob": null}),
+    );
+    assert_eq!(
+        bad,
+        [
+            r#""target" must match exactly one of: "Whole"; an object ("Lines.start" is missing); an object ("Pattern" is missing); an object ("Around" is missing)"#,
+            r#""internal" must match exactly one of: an object with "kind": "file" ("kind" must be "file"); an object with "kind": "dir" ("kind" must be "dir"); an object with "kind": "stdin" ("kind" must be "stdin")"#,
+            r#""closed.x" is not an allowed property"#,
+            r#""tags" must have at least 1 item"#,
+        ]
+    );
+}
+
+#[test]
+fn a_top_level_closed_type_ignores_undeclared_keys_like_every_tool() {
+    let (args, notes) =
+        dsh_tools::read_args::<Closed>("t", r#"{"name": "n", "lable": "typo"}"#, None).unwrap();
+    assert_eq!(args.name, "n");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+}

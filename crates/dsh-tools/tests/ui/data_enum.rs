@@ -1,7 +1,7 @@
-// Only unit-only enums (string enums) have a schema.
+// Tuple variants are JSON arrays of mixed types: no schema.
 #[derive(serde::Deserialize, dsh_tools::ToolArgs)]
 enum E {
-    A(String),
+    A(String, u8),
 }
 
 fn main() {}
