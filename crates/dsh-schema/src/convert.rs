@@ -64,6 +64,12 @@ fn prop_schema(prop: &SchemaProp) -> Value {
     if let Some(m) = &prop.maximum {
         out.insert("maximum".into(), Value::Number(m.clone()));
     }
+    if let Some(m) = &prop.exclusive_minimum {
+        out.insert("exclusiveMinimum".into(), Value::Number(m.clone()));
+    }
+    if let Some(m) = &prop.exclusive_maximum {
+        out.insert("exclusiveMaximum".into(), Value::Number(m.clone()));
+    }
     for (key, n) in [
         ("minLength", prop.min_length),
         ("maxLength", prop.max_length),

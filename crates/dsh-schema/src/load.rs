@@ -151,7 +151,12 @@ impl SchemaProp {
                 ));
             }
         }
-        for (name, bound) in [("minimum", &self.minimum), ("maximum", &self.maximum)] {
+        for (name, bound) in [
+            ("minimum", &self.minimum),
+            ("maximum", &self.maximum),
+            ("exclusiveMinimum", &self.exclusive_minimum),
+            ("exclusiveMaximum", &self.exclusive_maximum),
+        ] {
             if bound.is_some() && !matches!(self.ty, SchemaType::Number | SchemaType::Integer) {
                 return Err(SpecError::new(
                     path,
@@ -295,18 +300,21 @@ impl SchemaProp {
                     }
                     prop.one_of = Some(parsed);
                 }
-                "minimum" | "maximum" => {
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusive_minimum"
+                | "exclusiveMaximum" | "exclusive_maximum" => {
                     let Value::Number(n) = v else {
                         return Err(SpecError::new(
                             path,
                             format!("\"{key}\" must be a number, got {}", json_kind(v)),
                         ));
                     };
-                    if key == "minimum" {
-                        prop.minimum = Some(n.clone());
-                    } else {
-                        prop.maximum = Some(n.clone());
-                    }
+                    let slot = match key.as_str() {
+                        "minimum" => &mut prop.minimum,
+                        "maximum" => &mut prop.maximum,
+                        "exclusiveMinimum" | "exclusive_minimum" => &mut prop.exclusive_minimum,
+                        _ => &mut prop.exclusive_maximum,
+                    };
+                    *slot = Some(n.clone());
                 }
                 "properties" => {
                     prop.properties = Some(SchemaSpec::from_value_at(v, path)?);
@@ -321,7 +329,7 @@ impl SchemaProp {
                     return Err(SpecError::new(
                         path,
                         format!(
-                            "unknown key \"{other}\" (allowed: type, required, description, const, enum, default, minimum, maximum, minLength, maxLength, minItems, maxItems, properties, additionalProperties, items, oneOf)"
+                            "unknown key \"{other}\" (allowed: type, required, description, const, enum, default, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, minItems, maxItems, properties, additionalProperties, items, oneOf)"
                         ),
                     ))
                 }

@@ -130,6 +130,14 @@ pub struct SchemaProp {
     /// Inclusive upper bound (`number`/`integer` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maximum: Option<Number>,
+    /// Exclusive lower bound (`number`/`integer` only): the value must be
+    /// greater.
+    #[serde(rename = "exclusiveMinimum", skip_serializing_if = "Option::is_none")]
+    pub exclusive_minimum: Option<Number>,
+    /// Exclusive upper bound (`number`/`integer` only): the value must be
+    /// less.
+    #[serde(rename = "exclusiveMaximum", skip_serializing_if = "Option::is_none")]
+    pub exclusive_maximum: Option<Number>,
     /// Fewest characters (Unicode scalar values) of a `string`.
     #[serde(rename = "minLength", skip_serializing_if = "Option::is_none")]
     pub min_length: Option<u64>,
@@ -173,6 +181,8 @@ impl SchemaProp {
             default: None,
             minimum: None,
             maximum: None,
+            exclusive_minimum: None,
+            exclusive_maximum: None,
             min_length: None,
             max_length: None,
             min_items: None,
@@ -284,6 +294,32 @@ impl SchemaProp {
         self
     }
 
+    /// Sets the inclusive lower bound from an `f64` (integral values become
+    /// integers); a non-finite value clears it.
+    pub fn at_least(mut self, minimum: f64) -> Self {
+        self.minimum = bound_number(minimum);
+        self
+    }
+
+    /// Sets the inclusive upper bound from an `f64`, as [`SchemaProp::at_least`].
+    pub fn at_most(mut self, maximum: f64) -> Self {
+        self.maximum = bound_number(maximum);
+        self
+    }
+
+    /// Sets the exclusive lower bound from an `f64` (the value must be
+    /// greater), as [`SchemaProp::at_least`].
+    pub fn above(mut self, bound: f64) -> Self {
+        self.exclusive_minimum = bound_number(bound);
+        self
+    }
+
+    /// Sets the exclusive upper bound from an `f64` (the value must be less).
+    pub fn below(mut self, bound: f64) -> Self {
+        self.exclusive_maximum = bound_number(bound);
+        self
+    }
+
     /// Sets the string length bounds (characters).
     pub fn with_length(mut self, min: Option<u64>, max: Option<u64>) -> Self {
         self.min_length = min;
@@ -327,6 +363,17 @@ impl SchemaProp {
     pub fn with_items(mut self, items: SchemaProp) -> Self {
         self.items = Some(Box::new(items));
         self
+    }
+}
+
+/// `x` as a spec number: an integer when integral and within i64, else a
+/// float; `None` for NaN and infinities.
+fn bound_number(x: f64) -> Option<Number> {
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        // Integral and below 2^53: exact as an i64.
+        Some(Number::from(x as i64))
+    } else {
+        Number::from_f64(x)
     }
 }
 

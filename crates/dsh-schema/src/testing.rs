@@ -107,6 +107,23 @@ pub fn prop_strategy(prop: &SchemaProp) -> BoxedStrategy<Value> {
         SchemaType::Null => Just(Value::Null).boxed(),
         SchemaType::Json => scalar(),
         SchemaType::Boolean => any::<bool>().prop_map(Value::Bool).boxed(),
+        SchemaType::Integer | SchemaType::Number
+            if prop.exclusive_minimum.is_some() || prop.exclusive_maximum.is_some() =>
+        {
+            let bounds = prop.clone();
+            let inner = if prop.ty == SchemaType::Integer {
+                integer_strategy(prop)
+            } else {
+                number_strategy(prop)
+            };
+            // Small values near the exclusive bounds too, so the filter passes often.
+            let near = exclusive_near(prop);
+            prop_oneof![inner, near]
+                .prop_filter("inside the exclusive bounds", move |v| {
+                    within_exclusive(&bounds, v)
+                })
+                .boxed()
+        }
         SchemaType::Integer => integer_strategy(prop),
         SchemaType::Number => number_strategy(prop),
         SchemaType::Object => match &prop.properties {
@@ -150,6 +167,30 @@ fn scalar() -> BoxedStrategy<Value> {
         "[a-z ]{0,6}".prop_map(Value::String),
     ]
     .boxed()
+}
+
+fn within_exclusive(prop: &SchemaProp, v: &Value) -> bool {
+    let Some(x) = v.as_f64() else { return false };
+    prop.exclusive_minimum
+        .as_ref()
+        .and_then(Number::as_f64)
+        .is_none_or(|m| x > m)
+        && prop
+            .exclusive_maximum
+            .as_ref()
+            .and_then(Number::as_f64)
+            .is_none_or(|m| x < m)
+}
+
+/// Integers just inside an exclusive bound (`bound + 1 ..= bound + 100`, or
+/// below an upper one).
+fn exclusive_near(prop: &SchemaProp) -> BoxedStrategy<Value> {
+    let start = match (&prop.exclusive_minimum, &prop.exclusive_maximum) {
+        (Some(min), _) => min.as_f64().map_or(0, |m| m.floor() as i64 + 1),
+        (None, Some(max)) => max.as_f64().map_or(0, |m| m.ceil() as i64 - 100),
+        (None, None) => 0,
+    };
+    (start..start.saturating_add(100)).prop_map(Value::from).boxed()
 }
 
 fn within_bounds(prop: &SchemaProp, v: &Value) -> bool {

@@ -249,6 +249,18 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
                     return;
                 }
             }
+            if let Some(min) = &prop.exclusive_minimum {
+                if cmp_numbers(n, min) != Ordering::Greater {
+                    out.report(|| with_value(node, " must be greater than ", min));
+                    return;
+                }
+            }
+            if let Some(max) = &prop.exclusive_maximum {
+                if cmp_numbers(n, max) != Ordering::Less {
+                    out.report(|| with_value(node, " must be less than ", max));
+                    return;
+                }
+            }
         }
         Value::String(s) if prop.min_length.is_some() || prop.max_length.is_some() => {
             let len = s.chars().count() as u64;

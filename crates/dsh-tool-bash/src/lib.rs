@@ -44,11 +44,14 @@ pub const BASH_KILL_DESCRIPTION: &str =
 #[derive(Debug, Serialize, Deserialize, ToolArgs)]
 pub struct BashArgs {
     /// The bash command to run.
+    #[tool(min_length = 1)]
     pub command: String,
     /// A short (5-10 words), active-voice description of what the command does, shown to the user. Examples: "ls" → "List files in current directory"; "git status" → "Show working tree status".
+    #[tool(min_length = 1)]
     pub description: String,
     /// Timeout in milliseconds (default 120000, max 600000). The command is killed when it expires.
     #[serde(rename = "timeoutMs", default)]
+    #[tool(exclusive_minimum = 0)]
     pub timeout_ms: Option<f64>,
     /// Working directory for this call (default: the session's working directory).
     #[serde(default)]
@@ -62,6 +65,7 @@ pub struct BashArgs {
 #[derive(Debug, Serialize, Deserialize, ToolArgs)]
 pub struct TaskIdArgs {
     /// The task id returned by the bash tool.
+    #[tool(min_length = 1)]
     pub task_id: String,
 }
 
@@ -209,42 +213,6 @@ fn bash_error(e: BashError) -> ToolError {
     ToolError::new(e.code().to_string(), e.to_string())
 }
 
-fn nonempty(field: &str, value: &str) -> Result<(), ToolError> {
-    if value.trim().is_empty() {
-        return Err(ToolError::new(
-            codes::INVALID_ARGS,
-            format!("invalid {field}: expected a non-empty string"),
-        ));
-    }
-    Ok(())
-}
-
-/// `value` as JSON renders it in the reference (`JSON.stringify`): integral
-/// values without a fractional part (`-1`, not serde's `-1.0`), `-0` as `0`,
-/// NaN and infinities as `null`.
-fn json_number(value: f64) -> String {
-    if !value.is_finite() {
-        return "null".into();
-    }
-    // Below 2^53 every integral f64 is exactly an i64.
-    if value.fract() == 0.0 && value.abs() < 9_007_199_254_740_992.0 {
-        return (value as i64).to_string();
-    }
-    serde_json::Number::from_f64(value)
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| "null".into())
-}
-
-fn check_task_id(id: &str) -> Result<(), ToolError> {
-    if id.is_empty() {
-        return Err(ToolError::new(
-            codes::INVALID_ARGS,
-            "invalid task_id: expected a string, got \"\"",
-        ));
-    }
-    Ok(())
-}
-
 fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn dsh_tools::Tool> {
     define_tool(
         "bash",
@@ -253,21 +221,11 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
             let executor = executor.clone();
             let owners = owners.clone();
             async move {
-                nonempty("command", &args.command)?;
-                nonempty("description", &args.description)?;
+                // The argument type checked everything (lengths, timeoutMs > 0)
+                // before this body runs.
                 let mut req = BashRequest::new(args.command).with_cancel(ctx.cancel.clone());
                 if let Some(t) = args.timeout_ms {
-                    if !t.is_finite() || t <= 0.0 {
-                        return Err(ToolError::new(
-                            codes::INVALID_ARGS,
-                            format!(
-                                "invalid timeoutMs: expected a positive number, got {}",
-                                json_number(t)
-                            ),
-                        ));
-                    }
-                    // Fractional milliseconds round up so a tiny positive value
-                    // never becomes "no timeout".
+                    // Fractional milliseconds round up.
                     req = req.with_timeout_ms(t.ceil() as u64);
                 }
                 if let Some(w) = args.workdir {
@@ -317,7 +275,6 @@ fn bash_output_tool(executor: Arc<dyn BashExecutor>) -> Arc<dyn dsh_tools::Tool>
         move |args: TaskIdArgs, _ctx: ToolContext| {
             let executor = executor.clone();
             async move {
-                check_task_id(&args.task_id)?;
                 let read = executor.read_output(&args.task_id).map_err(bash_error)?;
                 Ok(vec![ContentBlock::text(render_task_read(&read))])
             }
@@ -333,7 +290,6 @@ fn bash_kill_tool(executor: Arc<dyn BashExecutor>) -> Arc<dyn dsh_tools::Tool> {
         move |args: TaskIdArgs, _ctx: ToolContext| {
             let executor = executor.clone();
             async move {
-                check_task_id(&args.task_id)?;
                 let killed = executor.kill(&args.task_id).map_err(bash_error)?;
                 let text = if killed {
                     format!("killed background task {}", args.task_id)
@@ -345,20 +301,4 @@ fn bash_kill_tool(executor: Arc<dyn BashExecutor>) -> Arc<dyn dsh_tools::Tool> {
         },
     )
     .into_arc()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::json_number;
-
-    #[test]
-    fn numbers_render_like_json_stringify() {
-        assert_eq!(json_number(-1.0), "-1");
-        assert_eq!(json_number(0.0), "0");
-        assert_eq!(json_number(-0.0), "0");
-        assert_eq!(json_number(-0.5), "-0.5");
-        assert_eq!(json_number(-1e300), "-1e+300");
-        assert_eq!(json_number(f64::NAN), "null");
-        assert_eq!(json_number(f64::NEG_INFINITY), "null");
-    }
 }

@@ -41,48 +41,34 @@ async fn schema_violations_are_invalid_args() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn value_checks_run_in_reference_order() {
+async fn value_checks_are_violations_of_the_argument_type() {
     let h = Harness::new(|_| {});
-    for command in ["", "   ", "\n\t"] {
-        let r = h
-            .call("bash", json!({"command": command, "description": "Blank"}))
-            .await;
-        assert_error(
-            &r,
-            "INVALID_ARGS",
-            "Error: invalid command: expected a non-empty string",
-        );
-    }
     let r = h
-        .call("bash", json!({"command": "true", "description": " "}))
+        .call("bash", json!({"command": "", "description": "Blank"}))
         .await;
     assert_error(
         &r,
         "INVALID_ARGS",
-        "Error: invalid description: expected a non-empty string",
+        "Error: invalid arguments: \"command\" must be at least 1 character long",
     );
-    // command is checked before description, description before timeoutMs.
+    // Every violation at once, in spec order, listed for the model.
     let r = h
         .call(
             "bash",
             json!({"command": "", "description": "", "timeoutMs": -1}),
         )
         .await;
+    assert_eq!(r.code(), Some("INVALID_ARGS"));
+    let failure = r.failure.as_ref().unwrap();
     assert_eq!(
-        r.text(),
-        "Error: invalid command: expected a non-empty string"
+        failure.violations,
+        [
+            "\"command\" must be at least 1 character long",
+            "\"description\" must be at least 1 character long",
+            "\"timeoutMs\" must be greater than 0",
+        ]
     );
-    let r = h
-        .call(
-            "bash",
-            json!({"command": "x", "description": "", "timeoutMs": -1}),
-        )
-        .await;
-    assert_eq!(
-        r.text(),
-        "Error: invalid description: expected a non-empty string"
-    );
-    for (timeout, shown) in [(json!(-1), "-1"), (json!(0), "0"), (json!(-0.5), "-0.5")] {
+    for timeout in [json!(-1), json!(0), json!(-0.5)] {
         let r = h
             .call(
                 "bash",
@@ -92,7 +78,7 @@ async fn value_checks_run_in_reference_order() {
         assert_error(
             &r,
             "INVALID_ARGS",
-            &format!("Error: invalid timeoutMs: expected a positive number, got {shown}"),
+            "Error: invalid arguments: \"timeoutMs\" must be greater than 0",
         );
     }
     // Nothing ran: no background task was created by any of these.
@@ -266,7 +252,7 @@ async fn task_id_checks() {
         assert_error(
             &r,
             "INVALID_ARGS",
-            "Error: invalid task_id: expected a string, got \"\"",
+            "Error: invalid arguments: \"task_id\" must be at least 1 character long",
         );
         let r = h.call(tool, json!({"task_id": "bash-99"})).await;
         assert_error(&r, "UNKNOWN_TASK", "Error: unknown bash task \"bash-99\"");

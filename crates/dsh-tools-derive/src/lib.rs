@@ -177,11 +177,16 @@ fn field_stmts<'a>(
             let key = syn::Ident::new(key, Span::call_site());
             quote! { prop.#key = ::core::option::Option::Some(#n); }
         });
+        let range = attrs.range.iter().map(|(method, x)| {
+            let method = syn::Ident::new(method, Span::call_site());
+            quote! { prop = prop.#method(#x); }
+        });
         stmts.push(quote! {
             {
                 let mut prop: ::dsh_tools::SchemaProp = #prop;
                 prop.required = #required;
                 #(#bounds)*
+                #(#range)*
                 #describe
                 spec.insert(#name, prop);
             }
@@ -401,6 +406,19 @@ fn variant_branch(
     })
 }
 
+/// The value of a number literal, possibly negated (`1`, `-2.5`).
+fn literal_f64(expr: &Expr) -> Option<f64> {
+    match expr {
+        Expr::Lit(lit) => match &lit.lit {
+            Lit::Int(i) => i.base10_parse::<f64>().ok(),
+            Lit::Float(f) => f.base10_parse::<f64>().ok(),
+            _ => None,
+        },
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => literal_f64(&u.expr).map(|x| -x),
+        _ => None,
+    }
+}
+
 /// `T` when `ty` is `Option<T>` (last path segment `Option`, one type
 /// argument: the same syntactic test serde uses for "missing means None").
 fn option_inner(ty: &Type) -> Option<&Type> {
@@ -527,6 +545,8 @@ struct FieldAttrs {
     flatten: bool,
     /// `#[tool(min_length = 1, …)]`: (SchemaProp field, value).
     bounds: Vec<(&'static str, u64)>,
+    /// `#[tool(minimum = 1)]`, `#[tool(maximum = 10.5)]`.
+    range: Vec<(&'static str, f64)>,
 }
 
 impl FieldAttrs {
@@ -535,6 +555,21 @@ impl FieldAttrs {
         for attr in attrs.iter().filter(|a| a.path().is_ident("tool")) {
             attr.parse_nested_meta(|meta| {
                 let key = path_name(&meta);
+                let method = match key.as_str() {
+                    "minimum" => Some("at_least"),
+                    "maximum" => Some("at_most"),
+                    "exclusive_minimum" => Some("above"),
+                    "exclusive_maximum" => Some("below"),
+                    _ => None,
+                };
+                if let Some(method) = method {
+                    let expr: Expr = meta.value()?.parse()?;
+                    let value = literal_f64(&expr).ok_or_else(|| {
+                        syn::Error::new_spanned(&expr, "expected a number literal")
+                    })?;
+                    out.range.push((method, value));
+                    return Ok(());
+                }
                 let field = match key.as_str() {
                     "min_length" => "min_length",
                     "max_length" => "max_length",
@@ -542,7 +577,7 @@ impl FieldAttrs {
                     "max_items" => "max_items",
                     _ => {
                         return Err(meta.error(
-                            "unknown #[tool(…)] key; supported: min_length, max_length (strings, in characters), min_items, max_items (arrays)",
+                            "unknown #[tool(…)] key; supported: min_length, max_length (strings, in characters), min_items, max_items (arrays), minimum, maximum, exclusive_minimum, exclusive_maximum (numbers)",
                         ))
                     }
                 };
