@@ -115,6 +115,8 @@ codes! {
         "The tool body panicked; the panic was contained.";
     ARGS_DRIFT = "ARGS_DRIFT", "tools", false, RespondToModel,
         "Arguments passed validation but did not deserialize: a bug in the tool's argument type, never the model's fault.";
+    INVALID_TOOL_OUTPUT = "INVALID_TOOL_OUTPUT", "tools", false, RespondToModel,
+        "A tool's structured output did not match its declared output schema: a bug in the tool, logged with its violations; the model gets a neutral error.";
     ABORTED = "ABORTED", "agent", false, EndTurn,
         "The call, the model request or the step was cancelled (Ctrl-C, abort, dispose).";
     DUPLICATE_TOOL = "DUPLICATE_TOOL", "tools", false, Caller,

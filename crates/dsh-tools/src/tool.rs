@@ -9,6 +9,7 @@ use dsh_kernel::{BoxFuture, DshError, Extensions};
 use dsh_llm::{ContentBlock, FinishReason, MessageSource, ToolSchema};
 use dsh_protocol::CallId;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -136,6 +137,7 @@ type CallFn =
 pub struct TypedTool {
     schema: ToolSchema,
     spec: Arc<SchemaSpec>,
+    output: Option<Arc<SchemaSpec>>,
     call: Arc<CallFn>,
 }
 
@@ -143,6 +145,12 @@ impl TypedTool {
     /// The spec the arguments are validated against.
     pub fn spec(&self) -> &SchemaSpec {
         &self.spec
+    }
+
+    /// The declared structured output, for tools built with
+    /// [`define_tool_with_output`].
+    pub fn output_spec(&self) -> Option<&SchemaSpec> {
+        self.output.as_deref()
     }
 
     /// Sets the provider strict-mode flag of the schema.
@@ -208,6 +216,65 @@ where
             Ok(args) => finish_body(body(args, ctx), notes),
         },
     )
+}
+
+/// Defines a typed tool with a structured output: like [`define_tool`], but
+/// the body returns an `O`, whose spec ([`ToolArgs`], usually derived) is
+/// the tool's declared output. The value is serialized and validated
+/// against that spec before it becomes content (one text block of compact
+/// JSON). A mismatch is a bug in the tool: it is logged with its violations
+/// (`tracing` error, target `dsh_tools`) and the model gets a neutral
+/// `INVALID_TOOL_OUTPUT` error result, never the malformed value.
+pub fn define_tool_with_output<A, O, F, Fut>(
+    name: impl Into<String>,
+    description: impl Into<String>,
+    body: F,
+) -> TypedTool
+where
+    A: ToolArgs + DeserializeOwned + Send + 'static,
+    O: ToolArgs + Serialize + Send + 'static,
+    F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    let output = Arc::new(O::schema_spec());
+    let name = name.into();
+    let checked = output.clone();
+    let tool_name = name.clone();
+    let mut tool = define_tool(name, description, move |args: A, ctx: ToolContext| {
+        let fut = body(args, ctx);
+        let spec = checked.clone();
+        let tool_name = tool_name.clone();
+        async move { checked_output(&tool_name, &spec, &fut.await?) }
+    });
+    tool.output = Some(output);
+    tool
+}
+
+/// Serializes and validates a structured output (see
+/// [`define_tool_with_output`]).
+fn checked_output<O: Serialize>(
+    tool: &str,
+    spec: &SchemaSpec,
+    output: &O,
+) -> Result<Vec<ContentBlock>, ToolError> {
+    let neutral = || {
+        ToolError::new(
+            codes::INVALID_TOOL_OUTPUT,
+            format!(
+                "internal error: tool \"{tool}\" produced a result that does not match its declared output; this is a bug in the tool, not in your call"
+            ),
+        )
+    };
+    let value = serde_json::to_value(output).map_err(|e| {
+        tracing::error!(target: "dsh_tools", tool, error = %e, "tool output does not serialize (INVALID_TOOL_OUTPUT)");
+        neutral()
+    })?;
+    let violations = validate_args(spec, &value);
+    if !violations.is_empty() {
+        tracing::error!(target: "dsh_tools", tool, violations = ?violations, "tool output does not match its declared schema (INVALID_TOOL_OUTPUT)");
+        return Err(neutral());
+    }
+    Ok(vec![ContentBlock::text(value.to_string())])
 }
 
 /// A typed tool written as a struct: stateful tools (a task table, a cache,
@@ -352,6 +419,7 @@ where
     TypedTool {
         schema,
         spec,
+        output: None,
         call: Arc::new(call),
     }
 }
