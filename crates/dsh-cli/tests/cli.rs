@@ -557,6 +557,62 @@ async fn mcp_servers_from_the_flag_and_the_config() {
 }
 
 #[tokio::test]
+async fn tool_listings_say_who_validates_the_arguments() {
+    let fixture = mcp_fixture();
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.path().join("dsh.toml"),
+        format!(
+            "[mcp.servers.loc]\ncommand = \"{0}\"\nvalidate_args = true\n\n[mcp.servers.srv]\ncommand = \"{0}\"\n",
+            fixture.display()
+        ),
+    )
+    .unwrap();
+    let mut c = sb.dsh();
+    c.args(["tools", "list", "--json", "--trust-project"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let listed: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let check = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["validation"].clone())
+    };
+    assert_eq!(check("bash"), Some("dsh".into()));
+    assert_eq!(check("loc__add"), Some("local".into()));
+    assert_eq!(check("srv__add"), Some("server".into()));
+    // A bad call to a locally validated server never leaves dsh.
+    let mut c = sb.dsh();
+    c.args([
+        "run",
+        "--trust-project",
+        r#"call loc__add {"a": "x", "b": 1}"#,
+    ]);
+    let out = output(c).await;
+    assert!(
+        out.stdout.contains(r#""a" must be a number"#),
+        "{}",
+        out.stdout
+    );
+    let mut c = sb.dsh();
+    c.args(["mcp", "list", "--trust-project"]);
+    let out = output(c).await;
+    assert!(
+        out.stdout.contains("  loc__add\targs: local"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("  srv__add\targs: server"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[tokio::test]
 async fn resuming_a_session_in_use_is_refused() {
     let sb = Sandbox::new();
     let mut c = sb.dsh();

@@ -41,6 +41,11 @@ pub struct McpServerConfig {
     /// [`DEFAULT_MAX_MESSAGE_BYTES`]); a larger response fails its call
     /// with `RESULT_TOO_LARGE` without being buffered whole.
     pub max_message_bytes: usize,
+    /// Validate the model's arguments in dsh, with the usual wording, before
+    /// the call leaves (default false: the server validates). A tool whose
+    /// schema is outside the enforced subset is passed through with a
+    /// warning naming the keyword.
+    pub validate_args: bool,
 }
 
 impl McpServerConfig {
@@ -56,6 +61,7 @@ impl McpServerConfig {
             timeout: DEFAULT_TIMEOUT,
             enabled: true,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            validate_args: false,
         }
     }
 
@@ -108,6 +114,7 @@ impl McpServerConfig {
 /// cwd = "/work"
 /// timeout_ms = 30000
 /// max_message_bytes = 16777216
+/// validate_args = false
 /// enabled = true
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +137,9 @@ pub struct McpServerSpec {
     /// Largest message read from the server (default 16 MiB).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_message_bytes: Option<usize>,
+    /// Validate arguments in dsh before calling (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub validate_args: bool,
     /// Whether the server is started (default true).
     #[serde(default = "default_enabled")]
     pub enabled: bool,
@@ -182,6 +192,7 @@ impl McpServerSpec {
             timeout,
             enabled: self.enabled,
             max_message_bytes,
+            validate_args: self.validate_args,
         })
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_llm::{ContentBlock, ToolSchema};
-use dsh_tools::{json_kind, raw_tool, ToolError};
+use dsh_tools::{json_kind, raw_tool, ArgsCheck, ToolArgsError, ToolError};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
 };
@@ -165,11 +165,29 @@ fn schema_of(server: &str, tool: &McpTool) -> ToolSchema {
 }
 
 fn make_tool(shared: &Arc<Shared>, remote: String, schema: ToolSchema) -> Arc<dyn dsh_tools::Tool> {
+    let verdict = dsh_schema::classify_json_schema(&schema.parameters);
+    let (check, local) = match (verdict, shared.config.validate_args) {
+        (Ok(raw), true) => (ArgsCheck::Local, Some(Arc::new(raw))),
+        (Ok(_), false) => (ArgsCheck::Server, None),
+        (Err(why), asked) => {
+            if asked {
+                tracing::warn!(target: "dsh_mcp", server = %shared.config.name, tool = %schema.name, "arguments are not validated locally (the server still validates them): {why}");
+            }
+            (ArgsCheck::Unsupported(why.to_string()), None)
+        }
+    };
     let shared = Arc::downgrade(shared);
     raw_tool(schema, move |args, ctx| {
         let shared = shared.upgrade();
         let remote = remote.clone();
+        let local = local.clone();
         async move {
+            if let Some(raw) = &local {
+                let violations = raw.validate(&args);
+                if !violations.is_empty() {
+                    return Err(ToolError::from(ToolArgsError::new(violations)));
+                }
+            }
             let Some(shared) = shared else {
                 return Err(ToolError::new(
                     codes::MCP_SERVER_EXITED,
@@ -179,6 +197,7 @@ fn make_tool(shared: &Arc<Shared>, remote: String, schema: ToolSchema) -> Arc<dy
             call(&shared, remote, &ctx.tool, args, ctx.cancel).await
         }
     })
+    .with_check(check)
     .into_arc()
 }
 

@@ -252,6 +252,39 @@ async fn a_result_above_max_message_bytes_is_too_large_at_once_and_the_server_ke
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_args_checks_calls_locally_with_the_usual_wording() {
+    let mut config = fixture("fx");
+    config.validate_args = true;
+    let (registry, server) = start(config).await;
+    let checks = registry.schemas_with_checks();
+    let add = checks.iter().find(|(s, _)| s.name == "fx__add").unwrap();
+    assert_eq!(add.1, dsh_tools::ArgsCheck::Local);
+    let r = exec(&registry, "fx__add", r#"{"a": "one"}"#).await;
+    assert_eq!(r.code(), Some("INVALID_ARGS"), "{r:?}");
+    assert_eq!(
+        r.failure.as_ref().unwrap().violations,
+        [
+            r#""a" must be a number"#,
+            r#"missing required property "b""#
+        ]
+    );
+    let ok = exec(&registry, "fx__add", r#"{"a": 1, "b": 2}"#).await;
+    assert_eq!(ok.text(), "3");
+    server.shutdown().await;
+
+    // Without it the server judges (and its own error comes back).
+    let (registry, server) = start(fixture("fx")).await;
+    let checks = registry.schemas_with_checks();
+    assert_eq!(
+        checks.iter().find(|(s, _)| s.name == "fx__add").unwrap().1,
+        dsh_tools::ArgsCheck::Server
+    );
+    let r = exec(&registry, "fx__add", r#"{"a": "one"}"#).await;
+    assert_eq!(r.code(), Some(codes::MCP_CALL_FAILED), "{r:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_aborts_it_and_tells_the_server() {
     let (registry, server) = start(fixture("fx")).await;
     let file = marker("cancel");

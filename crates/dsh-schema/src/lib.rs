@@ -41,6 +41,7 @@ mod convert;
 mod error;
 mod load;
 mod number;
+mod raw;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 mod readme {}
@@ -54,6 +55,7 @@ pub use args::{NoArgs, ToolArgs, ToolArgsField};
 pub use convert::to_json_schema;
 pub use error::{SpecError, ToolArgsError};
 pub use load::json_kind;
+pub use raw::{classify_json_schema, RawSchema, Unsupported};
 pub use spec::{SchemaProp, SchemaSpec, SchemaType};
 pub use validate::{
     drop_undeclared_keys, is_valid, near_miss_notes, normalize_integers, validate_args,

@@ -190,7 +190,9 @@ fn exclusive_near(prop: &SchemaProp) -> BoxedStrategy<Value> {
         (None, Some(max)) => max.as_f64().map_or(0, |m| m.ceil() as i64 - 100),
         (None, None) => 0,
     };
-    (start..start.saturating_add(100)).prop_map(Value::from).boxed()
+    (start..start.saturating_add(100))
+        .prop_map(Value::from)
+        .boxed()
 }
 
 fn within_bounds(prop: &SchemaProp, v: &Value) -> bool {

@@ -546,6 +546,25 @@ proptest! {
         let mut v = value.clone();
         dsh_schema::normalize_integers(&spec, &mut v);
         let _ = SchemaSpec::from_value(&value);
+        if let Ok(raw) = dsh_schema::classify_json_schema(&value) {
+            let _ = raw.validate(&value);
+        }
+    }
+
+    /// What dsh shows the model is itself inside the raw subset, and the
+    /// classified spec judges values exactly as the original.
+    #[test]
+    fn shown_schemas_classify_back_to_an_equivalent_spec(
+        (spec, value) in spec_and_value(),
+        other in arbitrary_json(),
+    ) {
+        let shown = to_json_schema(&spec);
+        let raw = dsh_schema::classify_json_schema(&shown)
+            .map_err(|e| TestCaseError::fail(format!("{e} in {shown}")))?;
+        prop_assert!(!raw.closed);
+        prop_assert_eq!(raw.validate(&value), validate_args(&spec, &value));
+        let probe = serde_json::json!({"wrapped": other});
+        prop_assert_eq!(raw.validate(&probe).len(), validate_args(&spec, &probe).len());
     }
 
     #[test]

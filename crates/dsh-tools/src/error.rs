@@ -13,8 +13,7 @@ pub use dsh_schema::{SpecError, ToolArgsError};
 pub mod codes {
     pub use dsh_protocol::codes::{
         ABORTED, ARGS_DRIFT, DUPLICATE_TOOL, INVALID_ARGS, INVALID_JSON, INVALID_SPEC,
-        INVALID_TOOL_OUTPUT,
-        LISTENER_PANICKED, TOOL_FAILED, TOOL_PANICKED, UNKNOWN_TOOL,
+        INVALID_TOOL_OUTPUT, LISTENER_PANICKED, TOOL_FAILED, TOOL_PANICKED, UNKNOWN_TOOL,
     };
 }
 

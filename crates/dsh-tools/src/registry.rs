@@ -17,7 +17,7 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{codes, ToolError};
-use crate::tool::{Tool, ToolContext, ToolOutput};
+use crate::tool::{ArgsCheck, Tool, ToolContext, ToolOutput};
 
 /// What the caller of [`ToolRegistry::execute`] adds to a [`ToolCall`]: how
 /// the model step ended, the cancellation token and the caller's context.
@@ -105,6 +105,13 @@ impl Inner {
         read(&self.tools)
             .iter()
             .map(|e| e.tool.schema().clone())
+            .collect()
+    }
+
+    fn checks(&self) -> Vec<(ToolSchema, ArgsCheck)> {
+        read(&self.tools)
+            .iter()
+            .map(|e| (e.tool.schema().clone(), e.tool.args_check()))
             .collect()
     }
 
@@ -236,6 +243,12 @@ impl ToolRegistry {
     /// The schemas in registration order: what the model is shown.
     pub fn schemas(&self) -> Vec<ToolSchema> {
         self.inner.schemas()
+    }
+
+    /// The schemas in registration order, each with who checks its
+    /// arguments (for `dsh tools list --json`).
+    pub fn schemas_with_checks(&self) -> Vec<(ToolSchema, ArgsCheck)> {
+        self.inner.checks()
     }
 
     /// Number of registered tools.

@@ -36,6 +36,40 @@ pub trait Tool: Send + Sync + 'static {
         arguments: &str,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+
+    /// Who checks the arguments against the schema (for listings); typed
+    /// tools by default.
+    fn args_check(&self) -> ArgsCheck {
+        ArgsCheck::Dsh
+    }
+}
+
+/// Who checks a tool's arguments before its body runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgsCheck {
+    /// dsh, against the spec the model was shown (typed and spec tools).
+    Dsh,
+    /// dsh, against a raw schema inside the enforced subset (an MCP server
+    /// with `validate_args = true`).
+    Local,
+    /// The tool's server (raw tools); the schema is inside the subset dsh
+    /// could enforce.
+    Server,
+    /// The tool's server; the schema is outside the subset (the reason names
+    /// the keyword and where), so dsh never validates it, even when asked.
+    Unsupported(String),
+}
+
+impl std::fmt::Display for ArgsCheck {
+    /// `dsh`, `local`, `server`, `unsupported: <reason>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArgsCheck::Dsh => f.write_str("dsh"),
+            ArgsCheck::Local => f.write_str("local"),
+            ArgsCheck::Server => f.write_str("server"),
+            ArgsCheck::Unsupported(why) => write!(f, "unsupported: {why}"),
+        }
+    }
 }
 
 /// Where a tool sends context for its agent's model outside its own result
@@ -430,6 +464,7 @@ where
 #[derive(Clone)]
 pub struct RawTool {
     schema: ToolSchema,
+    check: ArgsCheck,
     call: Arc<CallFn>,
 }
 
@@ -442,6 +477,12 @@ impl std::fmt::Debug for RawTool {
 }
 
 impl RawTool {
+    /// Records who checks the arguments (default [`ArgsCheck::Server`]).
+    pub fn with_check(mut self, check: ArgsCheck) -> Self {
+        self.check = check;
+        self
+    }
+
     /// Wraps the tool for [`ToolRegistry::register`](crate::ToolRegistry::register).
     pub fn into_arc(self) -> Arc<dyn Tool> {
         Arc::new(self)
@@ -459,6 +500,10 @@ impl Tool for RawTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         (self.call)(arguments, ctx)
+    }
+
+    fn args_check(&self) -> ArgsCheck {
+        self.check.clone()
     }
 }
 
@@ -478,6 +523,7 @@ where
     };
     RawTool {
         schema,
+        check: ArgsCheck::Server,
         call: Arc::new(call),
     }
 }

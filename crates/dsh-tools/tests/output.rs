@@ -68,6 +68,12 @@ async fn an_output_that_breaks_its_schema_is_a_neutral_error() {
     assert!(r.is_error);
     assert_eq!(r.code(), Some("INVALID_TOOL_OUTPUT"));
     let text = r.text();
-    assert!(text.contains("this is a bug in the tool, not in your call"), "{text}");
-    assert!(!text.contains("firstWord"), "the malformed value is not shown: {text}");
+    assert!(
+        text.contains("this is a bug in the tool, not in your call"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("firstWord"),
+        "the malformed value is not shown: {text}"
+    );
 }

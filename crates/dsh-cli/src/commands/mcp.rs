@@ -60,12 +60,20 @@ pub(crate) fn run(args: McpArgs) -> u8 {
                 format!("{name}\tfailed\t{msg}")
             } else if let Some(server) = app.mcp.iter().find(|s| s.name() == name) {
                 let tools = server.tools();
-                format!(
+                let checks = app.tools.schemas_with_checks();
+                let mut line = format!(
                     "{name}\t{}\t{} tools: {}",
                     server.state(),
                     tools.len(),
                     tools.join(", ")
-                )
+                );
+                // One line per tool: who validates its arguments.
+                for tool in &tools {
+                    if let Some((_, check)) = checks.iter().find(|(s, _)| &s.name == tool) {
+                        line.push_str(&format!("\n  {tool}\targs: {check}"));
+                    }
+                }
+                line
             } else {
                 format!("{name}\tnot started")
             };
