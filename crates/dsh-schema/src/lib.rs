@@ -46,6 +46,7 @@ mod raw;
 #[doc = include_str!("../README.md")]
 mod readme {}
 mod spec;
+mod strict;
 pub mod suggest;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -57,6 +58,7 @@ pub use error::{SpecError, ToolArgsError};
 pub use load::json_kind;
 pub use raw::{classify_json_schema, RawSchema, Unsupported};
 pub use spec::{SchemaProp, SchemaSpec, SchemaType};
+pub use strict::{strip_introduced_nulls, to_strict_schema, Inexpressible};
 pub use validate::{
     drop_undeclared_keys, is_valid, near_miss_notes, normalize_integers, validate_args,
 };

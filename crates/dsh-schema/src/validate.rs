@@ -335,6 +335,11 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
     }
 }
 
+/// Whether `v` matches `prop` on its own (quietly: nothing is allocated).
+pub(crate) fn matches_prop(prop: &SchemaProp, v: &Value) -> bool {
+    matches_branch(prop, v)
+}
+
 /// Whether `v` matches `branch` (quietly: nothing is allocated).
 fn matches_branch(branch: &SchemaProp, v: &Value) -> bool {
     let mut count = Count(0);

@@ -66,6 +66,19 @@ pub fn success_result(call_id: impl Into<CallId>, output: ToolOutput) -> ToolRes
     ToolResult::success(call_id, content)
 }
 
+/// `arguments` with the nulls strict compilation introduced removed (see
+/// [`dsh_schema::strip_introduced_nulls`]); unparsable text is passed on
+/// as it is, for the tool to report.
+fn without_introduced_nulls(spec: &dsh_schema::SchemaSpec, arguments: String) -> String {
+    match serde_json::from_str::<serde_json::Value>(&arguments) {
+        Ok(mut value) => {
+            dsh_schema::strip_introduced_nulls(spec, &mut value);
+            value.to_string()
+        }
+        Err(_) => arguments,
+    }
+}
+
 /// Runs one tool's calls. The tool's body is the single listener of this
 /// hook, so its registration carries the kernel's activity gate:
 /// `Scope::close_and_wait` waits until no call of the tool is running.
@@ -75,12 +88,19 @@ struct Entry {
     id: u64,
     name: String,
     tool: Arc<dyn Tool>,
+    /// What the model is shown: the tool's schema, or its strict-dialect
+    /// compilation.
+    shown: ToolSchema,
     runner: Arc<CallHook>,
 }
 
 struct Inner {
     tools: RwLock<Vec<Entry>>,
     next_id: AtomicU64,
+    /// Compile tools registered from now on to the strict dialect.
+    strict: std::sync::atomic::AtomicBool,
+    /// Tools that could not be made strict, and why.
+    strict_warnings: std::sync::Mutex<Vec<String>>,
     on_execute: WaterfallHook<Execution, ToolResult>,
     on_change: EmitHook<()>,
 }
@@ -104,14 +124,14 @@ impl Inner {
     fn schemas(&self) -> Vec<ToolSchema> {
         read(&self.tools)
             .iter()
-            .map(|e| e.tool.schema().clone())
+            .map(|e| e.shown.clone())
             .collect()
     }
 
     fn checks(&self) -> Vec<(ToolSchema, ArgsCheck)> {
         read(&self.tools)
             .iter()
-            .map(|e| (e.tool.schema().clone(), e.tool.args_check()))
+            .map(|e| (e.shown.clone(), e.tool.args_check()))
             .collect()
     }
 
@@ -155,6 +175,8 @@ impl ToolRegistry {
             inner: Arc::new(Inner {
                 tools: RwLock::new(Vec::new()),
                 next_id: AtomicU64::new(1),
+                strict: std::sync::atomic::AtomicBool::new(false),
+                strict_warnings: std::sync::Mutex::new(Vec::new()),
                 on_execute: WaterfallHook::new("tools/execute"),
                 on_change: EmitHook::new("tools/change"),
             }),
@@ -169,6 +191,59 @@ impl ToolRegistry {
         let registry = Arc::new(ToolRegistry::new());
         let reg = kernel.provide(registry.clone())?;
         Ok((registry, reg))
+    }
+
+    /// From now on, tools registered are shown to the model in the
+    /// provider's strict dialect ([`dsh_schema::to_strict_schema`], with
+    /// `strict: true`) when their spec can be expressed without loss, and the
+    /// `null`s that compilation introduced are removed from their calls
+    /// before the tool sees them. A tool that cannot be made strict is shown
+    /// as before, and a warning says why ([`ToolRegistry::take_strict_warnings`]).
+    /// Call it before registering tools; it does not change tools already
+    /// registered.
+    pub fn set_strict(&self, strict: bool) {
+        self.inner
+            .strict
+            .store(strict, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The warnings of tools that could not be made strict since the last
+    /// call (`tool "x" is sent without strict mode: …`), in registration
+    /// order.
+    pub fn take_strict_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *dsh_kernel::sync::lock(&self.inner.strict_warnings))
+    }
+
+    /// The schema to show for `tool`, and its spec when it is shown strict.
+    fn strict_form(&self, tool: &Arc<dyn Tool>) -> (ToolSchema, Option<Arc<dsh_schema::SchemaSpec>>) {
+        let schema = tool.schema().clone();
+        if !self.inner.strict.load(std::sync::atomic::Ordering::SeqCst) {
+            return (schema, None);
+        }
+        let refuse = |why: String| {
+            dsh_kernel::sync::lock(&self.inner.strict_warnings).push(format!(
+                "tool \"{}\" is sent without strict mode: {why}",
+                schema.name
+            ));
+        };
+        let Some(spec) = tool.arg_spec() else {
+            refuse("its schema is outside the subset dsh can compile".into());
+            return (schema, None);
+        };
+        match dsh_schema::to_strict_schema(&spec) {
+            Ok(parameters) => {
+                let shown = ToolSchema {
+                    parameters,
+                    strict: Some(true),
+                    ..schema
+                };
+                (shown, Some(Arc::new(spec)))
+            }
+            Err(why) => {
+                refuse(why.to_string());
+                (schema, None)
+            }
+        }
     }
 
     /// Registers `tool` under its schema's name, after the existing tools.
@@ -188,15 +263,20 @@ impl ToolRegistry {
                     format!("a tool named \"{name}\" is already registered; unregister it first or choose another name"),
                 ));
             }
+            let (shown, strict) = self.strict_form(&tool);
             let runner = Arc::new(CallHook::new("tools/call"));
             let body = tool.clone();
             let gated = runner.on(move |(arguments, ctx): (String, ToolContext), _next| {
-                body.call(&arguments, ctx)
+                match &strict {
+                    Some(spec) => body.call(&without_introduced_nulls(spec, arguments), ctx),
+                    None => body.call(&arguments, ctx),
+                }
             });
             tools.push(Entry {
                 id,
                 name,
                 tool,
+                shown,
                 runner,
             });
             gated

@@ -42,6 +42,13 @@ pub trait Tool: Send + Sync + 'static {
     fn args_check(&self) -> ArgsCheck {
         ArgsCheck::Dsh
     }
+
+    /// The arguments' spec when the tool has one (typed tools; raw tools
+    /// whose schema is inside the enforced subset): what the registry
+    /// compiles for provider strict mode. `None` by default.
+    fn arg_spec(&self) -> Option<SchemaSpec> {
+        None
+    }
 }
 
 /// Who checks a tool's arguments before its body runs.
@@ -218,6 +225,10 @@ impl Tool for TypedTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         (self.call)(arguments, ctx)
+    }
+
+    fn arg_spec(&self) -> Option<SchemaSpec> {
+        Some((*self.spec).clone())
     }
 }
 
@@ -504,6 +515,12 @@ impl Tool for RawTool {
 
     fn args_check(&self) -> ArgsCheck {
         self.check.clone()
+    }
+
+    fn arg_spec(&self) -> Option<SchemaSpec> {
+        dsh_schema::classify_json_schema(&self.schema.parameters)
+            .ok()
+            .map(|raw| raw.spec)
     }
 }
 
