@@ -272,3 +272,296 @@ fn a_failed_call_logs_its_violations_and_show_lists_them() {
         "{s}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// dsh session stats
+
+/// `dsh ARGS` in `home` (HOME, config and data there), stdin closed.
+fn dsh_in(home: &Path, args: &[&str]) -> Output {
+    Command::new(DSH)
+        .current_dir(home)
+        .args(args)
+        .env_remove("DEEPSEEK_API_KEY")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("dsh runs")
+}
+
+fn stats_json(home: &Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["session", "stats", "--json"];
+    all.extend_from_slice(args);
+    let out = dsh_in(home, &all);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+#[test]
+fn stats_of_a_real_session_count_the_failed_call_and_no_correction_across_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    // bash requires `description`: INVALID_ARGS.
+    let out = dsh_in(
+        home,
+        &[
+            "run",
+            "--model",
+            "echo",
+            "--session-dir",
+            "sessions",
+            r#"call bash {"command":"echo hi"}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = std::fs::read_dir(home.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a session log");
+    let id = log.file_stem().unwrap().to_str().unwrap().to_string();
+
+    let v = stats_json(home, &["--session-dir", "sessions", &id]);
+    assert_eq!(v["turns"], 1);
+    assert_eq!(v["steps"], 2);
+    assert_eq!(v["toolCalls"], 1);
+    assert_eq!(v["failures"], 1);
+    assert_eq!(v["selfCorrections"], 0);
+    assert_eq!(v["selfCorrectionRate"], 0.0);
+    assert_eq!(v["meanStepsToRecovery"], serde_json::Value::Null);
+    // The echo model reports zero usage and no cache figures.
+    assert_eq!(
+        v["tokens"],
+        serde_json::json!({"input": 0, "output": 0, "cacheRead": null,
+            "cacheWrite": null, "reasoning": null})
+    );
+    assert_eq!(
+        v["tools"],
+        serde_json::json!({"bash": {
+            "calls": 1, "failures": 1,
+            "failuresByCode": {"INVALID_ARGS": 1},
+            "topViolationPaths": [{"path": "description", "count": 1}],
+            "selfCorrections": 0, "selfCorrectionRate": 0.0,
+            "meanStepsToRecovery": null
+        }})
+    );
+
+    // The corrected call in the next turn is not a self-correction.
+    let out = dsh_in(
+        home,
+        &[
+            "run",
+            "--model",
+            "echo",
+            "--session-dir",
+            "sessions",
+            "--resume",
+            &id,
+            r#"call bash {"command":"echo hi","description":"say hi"}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // By path this time.
+    let v = stats_json(home, &[log.to_str().unwrap()]);
+    assert_eq!(v["turns"], 2);
+    assert_eq!(v["tools"]["bash"]["calls"], 2);
+    assert_eq!(v["tools"]["bash"]["failures"], 1);
+    assert_eq!(v["tools"]["bash"]["selfCorrections"], 0);
+    assert_eq!(v["toolCalls"], 2);
+
+    // The human form: a row per tool and the session line.
+    let out = dsh_in(
+        home,
+        &["session", "stats", "--session-dir", "sessions", &id],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0], "TOOL  CALLS  FAILED  CORRECTED  RATE  MEAN STEPS  TOP CODES",
+        "{text}"
+    );
+    assert_eq!(
+        lines[1], "bash      2       1          0    0%           -  INVALID_ARGS 1",
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"violations bash: "description" 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("session: 2 turns, 4 steps, 2 tool calls, 1 failed, 0 self-corrected"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tokens: input 0, output 0, cache read -, cache write -, reasoning -"),
+        "{text}"
+    );
+}
+
+/// One turn: bash fails at step 1 (two violations) and succeeds at step 2
+/// (corrected after 1 step); read fails at step 1 without a code and
+/// succeeds only at step 4 (too late); grep's result was synthesized (no
+/// `tool/call`, named from the assistant message) and fails at step 4,
+/// then grep succeeds at step 6 (corrected after 2 steps).
+const STATS_LOG: &str = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}
+{"type":"step/start","seq":1,"time":2,"data":{"turn":1,"step":1}}
+{"type":"usage","seq":2,"time":3,"data":{"turn":1,"step":1,"usage":{"inputTokens":100,"outputTokens":20,"cacheReadTokens":50}}}
+{"type":"tool/call","seq":3,"time":4,"data":{"turn":1,"step":1,"callId":"a","name":"bash","arguments":"{}"}}
+{"type":"tool/result","seq":4,"time":5,"data":{"turn":1,"step":1,"callId":"a","content":[{"type":"text","text":"Error: bad"}],"isError":true,"errorCode":"INVALID_ARGS","errorMessage":"bad","violations":["missing required property \"description\"","\"timeout\" must be an integer"]}}
+{"type":"tool/call","seq":5,"time":6,"data":{"turn":1,"step":1,"callId":"b","name":"read","arguments":"{}"}}
+{"type":"tool/result","seq":6,"time":7,"data":{"turn":1,"step":1,"callId":"b","content":[{"type":"text","text":"Error: ?"}],"isError":true}}
+{"type":"step/end","seq":7,"time":8,"data":{"turn":1,"step":1}}
+{"type":"step/start","seq":8,"time":9,"data":{"turn":1,"step":2}}
+{"type":"usage","seq":9,"time":10,"data":{"turn":1,"step":2,"usage":{"inputTokens":10,"outputTokens":5,"reasoningTokens":2}}}
+{"type":"tool/call","seq":10,"time":11,"data":{"turn":1,"step":2,"callId":"c","name":"bash","arguments":"{}"}}
+{"type":"tool/result","seq":11,"time":12,"data":{"turn":1,"step":2,"callId":"c","content":[{"type":"text","text":"ok"}],"isError":false}}
+{"type":"step/end","seq":12,"time":13,"data":{"turn":1,"step":2}}
+{"type":"assistant/message","seq":13,"time":14,"data":{"turn":1,"step":4,"content":[{"type":"tool-call","id":"g","name":"grep","arguments":"{}"}]}}
+{"type":"tool/result","seq":14,"time":15,"data":{"turn":1,"step":4,"callId":"g","content":[{"type":"text","text":"Error: gone"}],"isError":true,"errorCode":"INTERRUPTED"}}
+{"type":"tool/call","seq":15,"time":16,"data":{"turn":1,"step":4,"callId":"d","name":"read","arguments":"{}"}}
+{"type":"tool/result","seq":16,"time":17,"data":{"turn":1,"step":4,"callId":"d","content":[{"type":"text","text":"ok"}],"isError":false}}
+{"type":"tool/call","seq":17,"time":18,"data":{"turn":1,"step":6,"callId":"e","name":"grep","arguments":"{}"}}
+{"type":"tool/result","seq":18,"time":19,"data":{"turn":1,"step":6,"callId":"e","content":[{"type":"text","text":"ok"}],"isError":false}}
+{"type":"turn/end","seq":19,"time":20,"data":{"turn":1,"reason":{"kind":"completed"}}}
+"#;
+
+#[test]
+fn stats_of_a_crafted_log_count_self_corrections_within_two_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let sessions = home.join("data/dsh/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    write_log(&sessions, "s-stats.jsonl", STATS_LOG);
+    // By id, in the default session directory.
+    let v = stats_json(home, &["s-stats"]);
+    let expected = serde_json::json!({
+        "turns": 1, "steps": 2, "toolCalls": 6, "failures": 3,
+        "selfCorrections": 2, "selfCorrectionRate": 2.0 / 3.0,
+        "meanStepsToRecovery": 1.5,
+        "tokens": {"input": 110, "output": 25, "cacheRead": 50,
+            "cacheWrite": null, "reasoning": 2},
+        "tools": {
+            "bash": {"calls": 2, "failures": 1,
+                "failuresByCode": {"INVALID_ARGS": 1},
+                "topViolationPaths": [{"path": "description", "count": 1},
+                    {"path": "timeout", "count": 1}],
+                "selfCorrections": 1, "selfCorrectionRate": 1.0,
+                "meanStepsToRecovery": 1.0},
+            "grep": {"calls": 2, "failures": 1,
+                "failuresByCode": {"INTERRUPTED": 1},
+                "topViolationPaths": [],
+                "selfCorrections": 1, "selfCorrectionRate": 1.0,
+                "meanStepsToRecovery": 2.0},
+            "read": {"calls": 2, "failures": 1,
+                "failuresByCode": {"UNKNOWN": 1},
+                "topViolationPaths": [],
+                "selfCorrections": 0, "selfCorrectionRate": 0.0,
+                "meanStepsToRecovery": null}
+        }
+    });
+    assert_eq!(v, expected);
+
+    let out = dsh_in(home, &["session", "stats", "s-stats"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in [
+        "bash      2       1          1  100%        1.00  INVALID_ARGS 1",
+        "grep      2       1          1  100%        2.00  INTERRUPTED 1",
+        "read      2       1          0    0%           -  UNKNOWN 1",
+        r#"violations bash: "description" 1, "timeout" 1"#,
+        "session: 1 turns, 2 steps, 6 tool calls, 3 failed, 2 self-corrected (rate 67%, mean steps 1.50)",
+        "tokens: input 110, output 25, cache read 50, cache write -, reasoning 2",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn stats_of_an_unknown_session_or_a_corrupt_log_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    std::fs::create_dir_all(home.join("sessions")).unwrap();
+    let out = dsh_in(
+        home,
+        &["session", "stats", "--session-dir", "sessions", "s-nope"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(r#"dsh: no session "s-nope""#),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+
+    // Not a valid id either: no path escapes the directory.
+    write_log(home, "outside.jsonl", STATS_LOG);
+    let out = dsh_in(
+        home,
+        &[
+            "session",
+            "stats",
+            "--session-dir",
+            "sessions",
+            "../outside",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(r#"no session "../outside""#));
+
+    let mut lines: Vec<&str> = STATS_LOG.lines().collect();
+    lines[4] = "{not json";
+    write_log(
+        &home.join("sessions"),
+        "s-bad.jsonl",
+        &(lines.join("\n") + "\n"),
+    );
+    for args in [
+        &["session", "stats", "--session-dir", "sessions", "s-bad"][..],
+        &["session", "stats", "--json", "sessions/s-bad.jsonl"],
+    ] {
+        let out = dsh_in(home, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains("s-bad.jsonl:5:"), "{}", stderr(&out));
+        assert!(stdout(&out).is_empty());
+    }
+}
+
+#[test]
+fn stats_escape_control_characters_in_tool_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let log = concat!(
+        r#"{"type":"tool/call","seq":0,"time":1,"data":{"turn":1,"step":1,"callId":"a","name":"x\u001b]52;c;AAAA\u0007\u009b","arguments":"{}"}}"#,
+        "\n",
+        r#"{"type":"tool/result","seq":1,"time":2,"data":{"turn":1,"step":1,"callId":"a","content":[],"isError":true,"errorCode":"E\u001b[2J"}}"#,
+        "\n"
+    );
+    let path = write_log(home, "s-esc.jsonl", log);
+    for json in [false, true] {
+        let mut args = vec!["session", "stats", path.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let out = dsh_in(home, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let raw = &out.stdout;
+        assert!(
+            !raw.contains(&0x1b) && !raw.contains(&0x07),
+            "{}",
+            stdout(&out)
+        );
+        assert!(!stdout(&out).contains('\u{9b}'));
+        if json {
+            let v: serde_json::Value = serde_json::from_slice(raw).unwrap();
+            assert_eq!(v["tools"]["x\u{1b}]52;c;AAAA\u{7}\u{9b}"]["failures"], 1);
+        } else {
+            assert!(
+                stdout(&out).contains(r"x\x1b]52;c;AAAA\x07\u{9b}"),
+                "{}",
+                stdout(&out)
+            );
+        }
+    }
+}

@@ -14,6 +14,9 @@
 //! log back, tolerating a torn last line. Other backends implement
 //! [`SessionPersistence`] and use [`install_persistence`].
 //!
+//! [`session_stats`] computes validation telemetry (failures per tool and
+//! code, violation paths, self-corrections, tokens) from a log alone.
+//!
 //! This crate does not run turns or talk to models (that is the agent loop)
 //! and does no I/O on the append path.
 
@@ -25,6 +28,7 @@ mod jsonl;
 mod persist;
 mod resume;
 mod session;
+mod stats;
 
 pub use derive::{derive_message, derive_messages, envelope};
 pub use dsh_protocol::event::*;
@@ -36,3 +40,7 @@ pub use jsonl::{
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
 pub use resume::interrupted_results;
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};
+pub use stats::{
+    session_stats, violation_path, PathCount, SessionStats, TokenTotals, ToolStats,
+    CORRECTION_WINDOW_STEPS, TOP_VIOLATION_PATHS, UNKNOWN_CODE, UNKNOWN_TOOL,
+};

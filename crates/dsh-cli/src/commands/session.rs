@@ -1,5 +1,5 @@
 //! `dsh session show FILE`, `dsh session replay FILE`, `dsh session list`,
-//! `dsh session clean ID… | --all`.
+//! `dsh session stats FILE|ID [--json]`, `dsh session clean ID… | --all`.
 //!
 //! Exit codes: 0 success (a torn last line is reported on stderr but is not
 //! an error), 2 unusable input (missing file, corrupt log — the line number
@@ -13,9 +13,10 @@ use clap::{Args, Subcommand};
 use dsh_llm::{ContentBlock, MessageSource, StreamChunk, TokenUsage};
 use dsh_protocol::{ToolCall, ToolResult};
 use dsh_session::{
-    list_sessions, load_jsonl, AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload,
-    LoadedLog, MessageEvent, SessionEvent, SessionStore, SteeringEvent, StepEvent, ToolCallEvent,
-    ToolResultEvent, TurnEndEvent, TurnEndReason, TurnStartEvent, TurnTrigger, UsageEvent,
+    list_sessions, load_jsonl, session_stats, AssistantMessageEvent, ChunkEvent, ErrorEvent,
+    EventPayload, LoadedLog, MessageEvent, SessionEvent, SessionStats, SessionStore, SteeringEvent,
+    StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason, TurnStartEvent,
+    TurnTrigger, UsageEvent,
 };
 
 /// Arguments of `dsh session`.
@@ -45,6 +46,20 @@ enum SessionCommand {
     List {
         /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions,
         /// else ~/.local/share/dsh/sessions).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+    /// Validation telemetry of a session: per tool calls, failures (by
+    /// code), most frequent violation paths, self-corrections; turns, steps
+    /// and tokens.
+    Stats {
+        /// A session log file, or the id of a session in the session directory.
+        #[arg(value_name = "FILE|ID")]
+        session: String,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Directory of session logs (default as for `list`), for an ID.
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
     },
@@ -83,6 +98,11 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
             Err(code) => code,
         },
         SessionCommand::List { session_dir } => list(session_dir),
+        SessionCommand::Stats {
+            session,
+            json,
+            session_dir,
+        } => stats(&session, json, session_dir),
         SessionCommand::Clean {
             ids,
             all,
@@ -220,6 +240,180 @@ fn replay(log: LoadedLog) -> u8 {
             1
         }
     }
+}
+
+fn stats(session: &str, json: bool, session_dir: Option<PathBuf>) -> u8 {
+    let Some(file) = resolve_session(session, session_dir) else {
+        return 2;
+    };
+    let log = match load(&file) {
+        Ok(log) => log,
+        Err(code) => return code,
+    };
+    let stats = session_stats(&log.events);
+    if json {
+        match serde_json::to_string_pretty(&stats) {
+            Ok(text) => crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&text))),
+            Err(e) => {
+                eprintln!("dsh: cannot encode the stats: {e}");
+                1
+            }
+        }
+    } else {
+        crate::output::emit(&crate::sanitize::visible(&render_stats(&stats)))
+    }
+}
+
+/// The log `arg` names: an existing file, else `<dir>/<arg>.jsonl` for a
+/// session id. `None` (reported on stderr) when it is neither.
+fn resolve_session(arg: &str, session_dir: Option<PathBuf>) -> Option<PathBuf> {
+    let path = Path::new(arg);
+    if path.is_file() {
+        return Some(path.to_path_buf());
+    }
+    let Some(dir) = session_dir.or_else(default_session_dir) else {
+        eprintln!(
+            "dsh: no session file \"{arg}\", and cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
+        );
+        return None;
+    };
+    let file = dir.join(format!("{arg}.jsonl"));
+    if dsh_session::validate_session_id(arg).is_err() || !file.is_file() {
+        eprintln!(
+            "dsh: no session \"{arg}\" (not a file, nor a session in {}; see `dsh session list`)",
+            dir.display()
+        );
+        return None;
+    }
+    Some(file)
+}
+
+/// The human-readable stats: one table row per tool, then the session line.
+fn render_stats(stats: &SessionStats) -> String {
+    let mut out = String::new();
+    if stats.tools.is_empty() {
+        out.push_str("no tool calls\n");
+    } else {
+        let rows: Vec<[String; 7]> = stats
+            .tools
+            .iter()
+            .map(|(name, t)| {
+                let mut codes: Vec<(&String, &u64)> = t.failures_by_code.iter().collect();
+                codes.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+                let mut top: Vec<String> = codes
+                    .iter()
+                    .take(3)
+                    .map(|(code, n)| format!("{code} {n}"))
+                    .collect();
+                if codes.len() > 3 {
+                    top.push("…".into());
+                }
+                [
+                    clip(&crate::sanitize::visible(name), 40),
+                    t.calls.to_string(),
+                    t.failures.to_string(),
+                    t.self_corrections.to_string(),
+                    percent(t.self_correction_rate),
+                    mean(t.mean_steps_to_recovery),
+                    if top.is_empty() {
+                        "-".into()
+                    } else {
+                        crate::sanitize::visible(&top.join(", ")).into_owned()
+                    },
+                ]
+            })
+            .collect();
+        let header = [
+            "TOOL",
+            "CALLS",
+            "FAILED",
+            "CORRECTED",
+            "RATE",
+            "MEAN STEPS",
+            "TOP CODES",
+        ];
+        let mut widths = header.map(|h| h.chars().count());
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut line = |cells: [&str; 7]| {
+            let mut l = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                match i {
+                    0 => {
+                        l.push_str(cell);
+                        l.push_str(&" ".repeat(pad));
+                    }
+                    6 => l.push_str(cell),
+                    _ => {
+                        l.push_str(&" ".repeat(pad));
+                        l.push_str(cell);
+                    }
+                }
+                if i < 6 {
+                    l.push_str("  ");
+                }
+            }
+            out.push_str(l.trim_end());
+            out.push('\n');
+        };
+        line(header);
+        for row in &rows {
+            line(row.each_ref().map(String::as_str));
+        }
+        for (name, t) in &stats.tools {
+            if t.top_violation_paths.is_empty() {
+                continue;
+            }
+            let paths: Vec<String> = t
+                .top_violation_paths
+                .iter()
+                .map(|p| format!("{} {}", one_line(&p.path, 60), p.count))
+                .collect();
+            let _ = writeln!(
+                out,
+                "violations {}: {}",
+                clip(&crate::sanitize::visible(name), 40),
+                paths.join(", ")
+            );
+        }
+    }
+    let t = &stats.tokens;
+    let _ = writeln!(
+        out,
+        "session: {} turns, {} steps, {} tool calls, {} failed, {} self-corrected (rate {}, mean steps {})",
+        stats.turns,
+        stats.steps,
+        stats.tool_calls,
+        stats.failures,
+        stats.self_corrections,
+        percent(stats.self_correction_rate),
+        mean(stats.mean_steps_to_recovery),
+    );
+    let opt = |n: Option<i64>| n.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let _ = writeln!(
+        out,
+        "tokens: input {}, output {}, cache read {}, cache write {}, reasoning {}",
+        t.input,
+        t.output,
+        opt(t.cache_read),
+        opt(t.cache_write),
+        opt(t.reasoning)
+    );
+    out
+}
+
+/// `50%`, `-` for none.
+fn percent(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "-".into(), |r| format!("{:.0}%", r * 100.0))
+}
+
+/// `1.50`, `-` for none.
+fn mean(m: Option<f64>) -> String {
+    m.map_or_else(|| "-".into(), |m| format!("{m:.2}"))
 }
 
 fn list(session_dir: Option<PathBuf>) -> u8 {
