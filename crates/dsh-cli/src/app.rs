@@ -28,6 +28,10 @@ pub(crate) struct StackArgs {
     /// base_url, system_prompt… apply) without recording it; see `dsh trust`.
     #[arg(long)]
     pub trust_project: bool,
+    /// Send tools in DeepSeek's strict function-calling dialect where their
+    /// schema allows (the beta endpoint; also `[deepseek] strict_tools`).
+    #[arg(long)]
+    pub strict_tools: bool,
     /// What the command does with an untrusted project config (set by the
     /// command, not a flag).
     #[arg(skip)]
@@ -44,6 +48,7 @@ impl StackArgs {
             config: self.config.clone(),
             mcp: self.mcp.clone(),
             cwd: None,
+            strict_tools: self.strict_tools,
             project_trust: if self.trust_project {
                 dsh::ProjectTrust::Trust
             } else {

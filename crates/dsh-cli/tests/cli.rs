@@ -355,6 +355,70 @@ async fn run_against_a_loopback_deepseek_server() {
 }
 
 #[tokio::test]
+async fn strict_tools_round_trip_through_the_beta_endpoint() {
+    // A strict model sends every key; absent ones as null.
+    let args = r#"{"command":"echo strict","description":"Say it","timeoutMs":null,"workdir":null,"run_in_background":null}"#;
+    let call = ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":args}}]},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}).to_string(),
+        "[DONE]".to_string(),
+    ]);
+    let server = LoopbackServer::start([call, text_reply("done")])
+        .await
+        .unwrap();
+    let sb = Sandbox::new();
+    let mut c = sb.dsh();
+    c.args(["run", "--strict-tools", "say it"])
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .env("DEEPSEEK_BASE_URL", server.base_url());
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "done\n");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        reqs[0].path, "/beta/chat/completions",
+        "strict needs the beta endpoint"
+    );
+    let first = reqs[0].json();
+    let bash = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "bash")
+        .unwrap()
+        .clone();
+    assert_eq!(bash["function"]["strict"], true);
+    assert_eq!(
+        bash["function"]["parameters"]["additionalProperties"],
+        false
+    );
+    assert_eq!(
+        bash["function"]["parameters"]["properties"]["workdir"]["type"],
+        json!(["string", "null"])
+    );
+    // The nulls never reached the tool: it ran and its output went back.
+    let second = reqs[1].json();
+    let msgs = second["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[msgs.len() - 1],
+        json!({"role":"tool","tool_call_id":"call_1","content":"strict\n"})
+    );
+
+    // Without the flag: the plain endpoint and no strict flag.
+    let server = LoopbackServer::start([text_reply("plain")]).await.unwrap();
+    let mut c = sb.dsh();
+    c.args(["run", "hello"])
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .env("DEEPSEEK_BASE_URL", server.base_url());
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let req = &server.requests()[0];
+    assert_eq!(req.path, "/chat/completions");
+    assert!(req.json()["tools"][1]["function"].get("strict").is_none());
+}
+
+#[tokio::test]
 async fn provider_errors_exit_1_with_the_code() {
     let server = LoopbackServer::start([ScriptedResponse::json(
         401,

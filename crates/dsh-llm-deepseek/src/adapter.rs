@@ -43,6 +43,8 @@ struct Shared {
     config: DeepSeekConfig,
     api_key: String,
     endpoint: String,
+    /// Where requests with strict tools go.
+    beta_endpoint: String,
     client: reqwest::Client,
 }
 
@@ -77,11 +79,13 @@ impl DeepSeekAdapter {
                 .with_cause(e)
             })?;
         let endpoint = config.endpoint();
+        let beta_endpoint = config.beta_endpoint();
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
                 api_key,
                 endpoint,
+                beta_endpoint,
                 client,
             }),
         })
@@ -288,6 +292,17 @@ impl Run {
             ));
         };
         let body = request_body(&options, &self.shared.config)?;
+        // Strict function calling is served by the beta endpoint only.
+        let strict = options
+            .tools
+            .iter()
+            .flatten()
+            .any(|t| t.strict == Some(true));
+        let endpoint = if strict {
+            &self.shared.beta_endpoint
+        } else {
+            &self.shared.endpoint
+        };
         let body = serde_json::to_vec(&body).map_err(|e| {
             LlmError::new(
                 LlmErrorKind::InvalidRequest,
@@ -298,7 +313,7 @@ impl Run {
         let request = self
             .shared
             .client
-            .post(&self.shared.endpoint)
+            .post(endpoint)
             .header("authorization", format!("Bearer {}", self.shared.api_key))
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")

@@ -128,6 +128,16 @@ impl DeepSeekConfig {
         format!("{}/chat/completions", self.base_url())
     }
 
+    /// Where a request with strict tools goes: `<base_url>/beta/chat/completions`
+    /// (DeepSeek serves strict function calling on its beta endpoint only;
+    /// `https://api.deepseek.com/beta` for the default base URL).
+    pub fn beta_endpoint(&self) -> String {
+        format!(
+            "{}/beta/chat/completions",
+            self.base_url().trim_end_matches('/')
+        )
+    }
+
     /// [`connect_timeout_ms`](Self::connect_timeout_ms) as a duration.
     pub fn connect_timeout(&self) -> Duration {
         Duration::from_millis(self.connect_timeout_ms)

@@ -155,16 +155,23 @@ fn nullable(schema: Value) -> Value {
         Some("string" | "number" | "integer" | "boolean")
     );
     if scalar {
-        if let Some(Value::String(t)) = m.remove("type") {
-            m.insert(
-                "type".into(),
-                Value::Array(vec![Value::String(t), "null".into()]),
-            );
+        // Rebuilt so that `type` stays the first key.
+        let mut out = Map::new();
+        for (k, v) in m {
+            match (k.as_str(), v) {
+                ("type", t) => {
+                    out.insert(k, Value::Array(vec![t, "null".into()]));
+                }
+                ("enum", Value::Array(mut members)) => {
+                    members.push(Value::Null);
+                    out.insert(k, Value::Array(members));
+                }
+                (_, v) => {
+                    out.insert(k, v);
+                }
+            }
         }
-        if let Some(Value::Array(members)) = m.get_mut("enum") {
-            members.push(Value::Null);
-        }
-        return Value::Object(m);
+        return Value::Object(out);
     }
     let description = m.remove("description");
     let mut out = Map::new();
@@ -240,7 +247,12 @@ mod tests {
     #[test]
     fn optional_keys_become_nullable_and_everything_is_closed() {
         let spec = SchemaSpec::new()
-            .with("command", SchemaProp::string().required(true).with_length(Some(1), None))
+            .with(
+                "command",
+                SchemaProp::string()
+                    .required(true)
+                    .with_length(Some(1), None),
+            )
             .with("timeoutMs", SchemaProp::number().above(0.0))
             .with("mode", SchemaProp::string_enum(["a", "b"]))
             .with(
@@ -267,10 +279,22 @@ mod tests {
     #[test]
     fn lossy_specs_are_refused_with_the_place() {
         let cases = [
-            (SchemaSpec::new().with("v", SchemaProp::json()), "\"v\" accepts any JSON value"),
-            (SchemaSpec::new().with("m", SchemaProp::object()), "\"m\" is an object with no declared properties (a map)"),
-            (SchemaSpec::new().with("a", SchemaProp::array()), "\"a\" is an array of any values"),
-            (SchemaSpec::new().with("n", SchemaProp::null()), "\"n\" is optional and accepts null"),
+            (
+                SchemaSpec::new().with("v", SchemaProp::json()),
+                "\"v\" accepts any JSON value",
+            ),
+            (
+                SchemaSpec::new().with("m", SchemaProp::object()),
+                "\"m\" is an object with no declared properties (a map)",
+            ),
+            (
+                SchemaSpec::new().with("a", SchemaProp::array()),
+                "\"a\" is an array of any values",
+            ),
+            (
+                SchemaSpec::new().with("n", SchemaProp::null()),
+                "\"n\" is optional and accepts null",
+            ),
         ];
         for (spec, want) in cases {
             let err = to_strict_schema(&spec).unwrap_err().to_string();

@@ -122,10 +122,7 @@ impl Inner {
     }
 
     fn schemas(&self) -> Vec<ToolSchema> {
-        read(&self.tools)
-            .iter()
-            .map(|e| e.shown.clone())
-            .collect()
+        read(&self.tools).iter().map(|e| e.shown.clone()).collect()
     }
 
     fn checks(&self) -> Vec<(ToolSchema, ArgsCheck)> {
@@ -215,7 +212,10 @@ impl ToolRegistry {
     }
 
     /// The schema to show for `tool`, and its spec when it is shown strict.
-    fn strict_form(&self, tool: &Arc<dyn Tool>) -> (ToolSchema, Option<Arc<dsh_schema::SchemaSpec>>) {
+    fn strict_form(
+        &self,
+        tool: &Arc<dyn Tool>,
+    ) -> (ToolSchema, Option<Arc<dsh_schema::SchemaSpec>>) {
         let schema = tool.schema().clone();
         if !self.inner.strict.load(std::sync::atomic::Ordering::SeqCst) {
             return (schema, None);
@@ -266,12 +266,13 @@ impl ToolRegistry {
             let (shown, strict) = self.strict_form(&tool);
             let runner = Arc::new(CallHook::new("tools/call"));
             let body = tool.clone();
-            let gated = runner.on(move |(arguments, ctx): (String, ToolContext), _next| {
-                match &strict {
-                    Some(spec) => body.call(&without_introduced_nulls(spec, arguments), ctx),
-                    None => body.call(&arguments, ctx),
-                }
-            });
+            let gated =
+                runner.on(
+                    move |(arguments, ctx): (String, ToolContext), _next| match &strict {
+                        Some(spec) => body.call(&without_introduced_nulls(spec, arguments), ctx),
+                        None => body.call(&arguments, ctx),
+                    },
+                );
             tools.push(Entry {
                 id,
                 name,

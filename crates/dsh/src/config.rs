@@ -91,6 +91,9 @@ pub struct DeepSeekSection {
     pub connect_timeout_ms: Option<u64>,
     /// Largest accepted SSE event, in bytes.
     pub max_event_bytes: Option<usize>,
+    /// Send tools in DeepSeek's strict function-calling dialect (beta
+    /// endpoint) where their spec allows it.
+    pub strict_tools: Option<bool>,
 }
 
 /// `thinking = "enabled" | "disabled"`
@@ -209,6 +212,7 @@ impl FileConfig {
                 stream_idle_timeout_ms: up.stream_idle_timeout_ms.or(low.stream_idle_timeout_ms),
                 connect_timeout_ms: up.connect_timeout_ms.or(low.connect_timeout_ms),
                 max_event_bytes: up.max_event_bytes.or(low.max_event_bytes),
+                strict_tools: up.strict_tools.or(low.strict_tools),
             },
             bash: BashSection {
                 timeout_ms: ub.timeout_ms.or(lb.timeout_ms),

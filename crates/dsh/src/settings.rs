@@ -41,6 +41,8 @@ pub struct Settings {
     /// What to do with a project `./dsh.toml` the user has not trusted
     /// (default: refuse when it sets unsafe keys).
     pub project_trust: ProjectTrust,
+    /// Strict tool schemas (`--strict-tools`), whatever the file says.
+    pub strict_tools: bool,
 }
 
 /// Everything the stack is built from, resolved.
@@ -70,6 +72,9 @@ pub struct Resolved {
     pub max_tool_calls: usize,
     /// Cap on the output of one model step, in bytes.
     pub max_step_output_bytes: usize,
+    /// Tools in the provider's strict dialect where they can be
+    /// (`--strict-tools` or `[deepseek] strict_tools`).
+    pub strict_tools: bool,
     /// Notices about the configuration (ignored keys of an untrusted project
     /// config, reserved keys), for the user; resolving did not fail.
     pub warnings: Vec<String>,
@@ -239,6 +244,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         max_step_output_bytes: file
             .max_step_output_bytes
             .unwrap_or(DEFAULT_MAX_STEP_OUTPUT_BYTES),
+        strict_tools: settings.strict_tools || file.deepseek.strict_tools.unwrap_or(false),
         warnings,
     })
 }

@@ -163,6 +163,7 @@ impl Stack {
         }
 
         let tools = Arc::new(ToolRegistry::new());
+        tools.set_strict(resolved.strict_tools);
         scope.add(kernel.provide(tools.clone()).map_err(DshError::from)?);
         scope.add(feed_prompt(&prompt, &tools));
         scope.add(
@@ -202,7 +203,9 @@ impl Stack {
     /// project config, a torn last line repaired on resume, …), oldest
     /// first; a front end shows them to the user.
     pub fn take_warnings(&self) -> Vec<String> {
-        std::mem::take(&mut *dsh_kernel::sync::lock(&self.warnings))
+        let mut warnings = std::mem::take(&mut *dsh_kernel::sync::lock(&self.warnings));
+        warnings.extend(self.tools.take_strict_warnings());
+        warnings
     }
 
     /// Serves `models` with `adapter` too (an embedder's own provider, a
