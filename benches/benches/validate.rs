@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use dsh_schema::{validate_args, SchemaSpec, ToolArgs};
+use dsh_schema::{to_strict_schema, validate_args, SchemaProp, SchemaSpec, SchemaType, ToolArgs};
 use serde_json::{json, Value};
 
 /// A spec with 50 leaves: five objects of ten properties each.
@@ -37,9 +37,44 @@ fn nested_spec_and_args() -> (SchemaSpec, String) {
     (spec, Value::Object(args).to_string())
 }
 
+/// The second-edition keywords: a `one_of` of three branches whose last one
+/// matches, a `const`, string and array bounds.
+fn second_edition_spec_and_args() -> (SchemaSpec, String) {
+    let tagged = |tag: &str| {
+        SchemaProp::object_with(
+            SchemaSpec::new()
+                .with(
+                    "kind",
+                    SchemaProp::constant(SchemaType::String, json!(tag)).required(true),
+                )
+                .with("path", SchemaProp::string().with_length(Some(1), Some(256))),
+        )
+        .with_additional_properties(false)
+    };
+    let spec = SchemaSpec::new()
+        .with(
+            "target",
+            SchemaProp::one_of([SchemaProp::integer(), tagged("dir"), tagged("file")])
+                .required(true),
+        )
+        .with(
+            "mode",
+            SchemaProp::constant(SchemaType::String, json!("fast")),
+        )
+        .with(
+            "tags",
+            SchemaProp::array_of(SchemaProp::string().with_length(Some(1), Some(32)))
+                .with_item_count(Some(1), Some(8)),
+        );
+    let args = json!({"target": {"kind": "file", "path": "src/main.rs"}, "mode": "fast",
+                      "tags": ["read", "source", "rust"]});
+    (spec, args.to_string())
+}
+
 fn bench(c: &mut Criterion) {
     let bash = dsh_tool_bash::BashArgs::schema_spec();
     let (nested, nested_args) = nested_spec_and_args();
+    let (second, second_args) = second_edition_spec_and_args();
     let cases = [
         (
             "bash_valid",
@@ -54,6 +89,7 @@ fn bench(c: &mut Criterion) {
                 .to_string(),
         ),
         ("nested_50_leaves", &nested, nested_args),
+        ("one_of_const_bounds", &second, second_args),
     ];
     let mut g = c.benchmark_group("boundary");
     for (name, spec, text) in &cases {
@@ -71,6 +107,12 @@ fn bench(c: &mut Criterion) {
             b.iter(|| serde_json::from_str::<Value>(black_box(text)).expect("valid JSON"))
         });
     }
+    g.finish();
+    // Once per start-up: the bash tool's spec in DeepSeek's strict dialect.
+    let mut g = c.benchmark_group("strict");
+    g.bench_function("compile/bash", |b| {
+        b.iter(|| to_strict_schema(black_box(&bash)).expect("bash is expressible"))
+    });
     g.finish();
 }
 

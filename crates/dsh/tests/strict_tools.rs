@@ -2,6 +2,8 @@
 //! is shown with `--strict-tools`, and that the nulls strict mode sends for
 //! absent keys never reach a tool.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
+
 use std::sync::Arc;
 
 use dsh::tools::BuiltinTools;
