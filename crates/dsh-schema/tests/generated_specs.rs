@@ -58,6 +58,8 @@ fn scalar_prop() -> BoxedStrategy<SchemaProp> {
             let (lo, hi) = (a.min(b), a.max(b));
             SchemaProp::number().with_range(Number::from_f64(lo), Number::from_f64(hi))
         }),
+        finite().prop_map(|a| SchemaProp::number().above(a)),
+        finite().prop_map(|a| SchemaProp::number().below(a)),
     ];
     let boolean = prop_oneof![
         Just(SchemaProp::boolean()),
@@ -375,6 +377,20 @@ fn collect_value_sites(
             pointer,
             wrong,
             format!("\"{path}\" must be {noun}"),
+        ));
+    }
+    if let Some(bound) = &prop.exclusive_minimum {
+        out.push(Site::replace(
+            pointer,
+            Value::Number(bound.clone()),
+            format!("\"{path}\" must be greater than {bound}"),
+        ));
+    }
+    if let Some(bound) = &prop.exclusive_maximum {
+        out.push(Site::replace(
+            pointer,
+            Value::Number(bound.clone()),
+            format!("\"{path}\" must be less than {bound}"),
         ));
     }
     if let Some(c) = &prop.const_value {
