@@ -335,7 +335,18 @@ async fn run_against_a_loopback_deepseek_server() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["echo", "bash", "bash_output", "bash_kill"]);
+    assert_eq!(
+        tools,
+        [
+            "echo",
+            "bash",
+            "bash_output",
+            "bash_kill",
+            "read",
+            "write",
+            "edit"
+        ]
+    );
     let second = reqs[1].json();
     let msgs = second["messages"].as_array().unwrap();
     let assistant = &msgs[msgs.len() - 2];
@@ -510,7 +521,18 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "bash", "bash_output", "bash_kill"]);
+    assert_eq!(
+        names,
+        [
+            "echo",
+            "bash",
+            "bash_output",
+            "bash_kill",
+            "read",
+            "write",
+            "edit"
+        ]
+    );
     assert_eq!(
         tools[1]["parameters"]["required"],
         json!(["command", "description"])

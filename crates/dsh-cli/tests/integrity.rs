@@ -249,3 +249,66 @@ fn spill_files_live_with_the_session_until_cleaned() {
     let unknown = home.run(&["session", "clean", "s-nope"]);
     assert_eq!(unknown.status.code(), Some(2));
 }
+
+#[test]
+fn the_freshness_guard_is_kept_in_the_log_and_survives_resume() {
+    let home = Home::new();
+    let file = home.dir.path().join("notes.txt");
+    std::fs::write(&file, "old\n").unwrap();
+    let path = file.display().to_string();
+    // A fresh session may not replace a file it never read.
+    let out = home.run(&[
+        "run",
+        &format!(r#"call write {{"file_path":"{path}","content":"new\n"}}"#),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("read it first"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n");
+    let id = std::fs::read_dir(home.sessions())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap()
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    // Read it in that session; the observation is an event in the log.
+    let out = home.run(&[
+        "run",
+        "--resume",
+        &id,
+        &format!(r#"call read {{"file_path":"{path}"}}"#),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let observed = events(&home.log(&id))
+        .into_iter()
+        .filter(|e| e["type"] == "fs/observed")
+        .count();
+    assert_eq!(observed, 1);
+    // A later process resuming the session may now edit it.
+    let out = home.run(&[
+        "run",
+        "--resume",
+        &id,
+        &format!(r#"call edit {{"file_path":"{path}","old_string":"old","new_string":"new"}}"#),
+    ]);
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(shown.contains("-old\n+new"), "{shown}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+    // Another process changes it: the guard notices across processes.
+    std::fs::write(&file, "theirs\n").unwrap();
+    let out = home.run(&[
+        "run",
+        "--resume",
+        &id,
+        &format!(r#"call write {{"file_path":"{path}","content":"mine\n"}}"#),
+    ]);
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(shown.contains("changed since you read it"), "{shown}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "theirs\n");
+}

@@ -226,6 +226,22 @@ codes! {
         "The MCP tool answered with isError: true.";
     MCP_CALL_FAILED = "MCP_CALL_FAILED", "mcp", false, RespondToModel,
         "The MCP request failed (protocol or transport error).";
+    FS_NOT_FOUND = "FS_NOT_FOUND", "fs", false, RespondToModel,
+        "The file or directory does not exist (the message names the closest existing sibling when one is near).";
+    FS_IS_DIRECTORY = "FS_IS_DIRECTORY", "fs", false, RespondToModel,
+        "A file was expected but the path is a directory.";
+    FS_NOT_TEXT = "FS_NOT_TEXT", "fs", false, RespondToModel,
+        "The file holds a NUL byte in its first 8 KiB: binary, not text.";
+    FS_NOT_OBSERVED = "FS_NOT_OBSERVED", "fs", false, RespondToModel,
+        "An existing file may be replaced or edited only after this session read it.";
+    FS_STALE_VERSION = "FS_STALE_VERSION", "fs", false, RespondToModel,
+        "The file changed on disk since this session last read or wrote it; read it again.";
+    FS_EDIT_NOT_FOUND = "FS_EDIT_NOT_FOUND", "fs", false, RespondToModel,
+        "The edit's old_string does not occur in the file.";
+    FS_AMBIGUOUS_EDIT = "FS_AMBIGUOUS_EDIT", "fs", false, RespondToModel,
+        "The edit's old_string occurs more than once and replace_all is not set.";
+    FS_IO = "FS_IO", "fs", false, RespondToModel,
+        "A file operation failed (permission denied, disk full, …); the message names the path and the cause. Nothing was half-written.";
     RESULT_TOO_LARGE = "RESULT_TOO_LARGE", "mcp", false, RespondToModel,
         "The MCP server's response was larger than max_message_bytes; it was not read into memory.";
     MCP_SERVER_EXITED = "MCP_SERVER_EXITED", "mcp", false, RespondToModel,

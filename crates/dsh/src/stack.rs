@@ -176,7 +176,13 @@ impl Stack {
         let executor = Arc::new(LocalBashExecutor::new(resolved.bash.clone()));
         let dyn_exec: Arc<dyn BashExecutor> = executor.clone();
         if options.builtin_tools {
-            scope.add(crate::tools::BuiltinTools { executor: dyn_exec }.install(&kernel)?);
+            scope.add(
+                crate::tools::BuiltinTools {
+                    executor: dyn_exec,
+                    root: resolved.cwd.clone(),
+                }
+                .install(&kernel)?,
+            );
         }
 
         let agents = Arc::new(AgentRegistry::new());

@@ -22,7 +22,14 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
         cwd: Some(dir.path().to_path_buf()),
         ..Default::default()
     }));
-    std::mem::forget(BuiltinTools { executor }.install(&kernel).unwrap());
+    std::mem::forget(
+        BuiltinTools {
+            executor,
+            root: dir.path().to_path_buf(),
+        }
+        .install(&kernel)
+        .unwrap(),
+    );
     (tools, kernel, dir)
 }
 

@@ -17,11 +17,14 @@ use dsh_tools::ToolRegistry;
 pub use echo::{echo_tool, EchoArgs};
 
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
-/// `bash_output`, `bash_kill`) running on `executor`, registered in the
-/// kernel's [`ToolRegistry`]. Undoing the registration removes them all.
+/// `bash_output`, `bash_kill`) running on `executor`, then the file tools
+/// (`read`, `write`, `edit`) for `root`, registered in the kernel's
+/// [`ToolRegistry`]. Undoing the registration removes them all.
 pub struct BuiltinTools {
     /// Runs the bash tools' commands.
     pub executor: Arc<dyn BashExecutor>,
+    /// The working directory the file tools resolve relative paths against.
+    pub root: std::path::PathBuf,
 }
 
 impl Plugin for BuiltinTools {
@@ -31,11 +34,18 @@ impl Plugin for BuiltinTools {
     fn install(self, kernel: &Kernel) -> Result<Registration, DshError> {
         let registry = kernel.service::<ToolRegistry>()?;
         let echo = registry.register(echo_tool())?;
-        match bash::install(&registry, self.executor) {
-            Ok(bash) => Ok(Registration::merge(vec![echo, bash])),
+        let bash = match bash::install(&registry, self.executor) {
+            Ok(bash) => bash,
             Err(e) => {
                 echo.undo();
-                Err(e)
+                return Err(e);
+            }
+        };
+        match dsh_tool_fs::install(&registry, self.root) {
+            Ok(fs) => Ok(Registration::merge(vec![echo, bash, fs])),
+            Err(e) => {
+                Registration::merge(vec![echo, bash]).undo();
+                Err(e.into())
             }
         }
     }

@@ -1,0 +1,53 @@
+//! Atomic replacement of a file's contents.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Writes `bytes` to `path` atomically: a private temporary file in the
+/// same directory (random name, exclusive create), fsync, the permission
+/// bits of the file it replaces (0644 for a new file), then rename over
+/// it and fsync the directory. A symlink is written through: its target is
+/// replaced, the link stays. On any error the original file is untouched
+/// and the temporary file is removed.
+///
+/// # Errors
+/// The I/O error, with the path it concerns.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), (PathBuf, std::io::Error)> {
+    // Write through symlinks (to the final target).
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(path).map_err(|e| (path.to_path_buf(), e))?
+        }
+        _ => path.to_path_buf(),
+    };
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(&target)
+            .map(|m| m.permissions().mode() & 0o7777)
+            .unwrap_or(0o644)
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".dsh-write-")
+        .tempfile_in(&dir)
+        .map_err(|e| (dir.clone(), e))?;
+    let err = |e| (target.clone(), e);
+    tmp.write_all(bytes).map_err(err)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(err)?;
+    }
+    tmp.as_file().sync_all().map_err(err)?;
+    tmp.persist(&target)
+        .map_err(|e| (target.clone(), e.error))?;
+    if let Ok(d) = std::fs::File::open(&dir) {
+        // Durability of the rename; a failure here loses nothing now.
+        let _ = d.sync_all();
+    }
+    Ok(())
+}

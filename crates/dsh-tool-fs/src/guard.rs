@@ -1,0 +1,203 @@
+//! The freshness guard: which version of a file this session last saw.
+//!
+//! Every successful `read`, `write` and `edit` appends an `fs/observed`
+//! event to the session (`{"path", "len", "mtimeMs", "sha256"}`), so the
+//! guard is derived from the log and survives `--resume`. Without an agent
+//! (a direct registry call) a per-tool-set memory stands in.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::UNIX_EPOCH;
+
+use dsh_protocol::EventPayload;
+use dsh_tools::ToolContext;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The event kind of an observation.
+pub const OBSERVED_KIND: &str = "fs/observed";
+
+/// One version of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Version {
+    /// The file's canonical path.
+    pub path: String,
+    /// Length in bytes.
+    pub len: u64,
+    /// Modification time, Unix ms.
+    pub mtime_ms: u64,
+    /// SHA-256 of the contents, hex.
+    pub sha256: String,
+    /// When it was observed, Unix ms.
+    pub at_ms: u64,
+}
+
+/// The memory used when a call has no agent (and so no session).
+#[derive(Debug, Default)]
+pub(crate) struct Memory(Mutex<HashMap<String, Version>>);
+
+/// The guard of one call: records to the agent's session when there is one.
+pub(crate) struct Guard<'a> {
+    pub(crate) ctx: &'a ToolContext,
+    pub(crate) memory: &'a Arc<Memory>,
+}
+
+impl Guard<'_> {
+    /// The version of `path` this session last observed.
+    pub(crate) fn last(&self, path: &str) -> Option<Version> {
+        match self.ctx.get::<Arc<dyn dsh_agent::Agent>>() {
+            Some(agent) => agent
+                .session()
+                .events()
+                .iter()
+                .rev()
+                .find_map(|e| match &e.data {
+                    EventPayload::Other { kind, data } if kind == OBSERVED_KIND => {
+                        serde_json::from_value::<Version>(data.clone())
+                            .ok()
+                            .filter(|v| v.path == path)
+                    }
+                    _ => None,
+                }),
+            None => lock(&self.memory.0).get(path).cloned(),
+        }
+    }
+
+    /// Records `version` as observed.
+    pub(crate) fn record(&self, version: &Version) {
+        match self.ctx.get::<Arc<dyn dsh_agent::Agent>>() {
+            Some(agent) => {
+                let data = serde_json::to_value(version).unwrap_or_default();
+                agent.session().append(EventPayload::Other {
+                    kind: OBSERVED_KIND.to_string(),
+                    data,
+                });
+            }
+            None => {
+                lock(&self.memory.0).insert(version.path.clone(), version.clone());
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Unix ms of now.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The guard's key for `path`: its canonical form (the parent's for a file
+/// that does not exist yet).
+pub(crate) fn key_of(path: &Path) -> String {
+    if let Ok(c) = path.canonicalize() {
+        return c.to_string_lossy().into_owned();
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => parent
+            .canonicalize()
+            .map(|p| p.join(name))
+            .unwrap_or_else(|_| path.to_path_buf())
+            .to_string_lossy()
+            .into_owned(),
+        _ => path.to_string_lossy().into_owned(),
+    }
+}
+
+/// The current version of the file at `path` (hashing it whole).
+///
+/// # Errors
+/// The I/O error.
+pub(crate) fn current(path: &Path, key: &str) -> std::io::Result<Version> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(version_of(key, &meta, hasher))
+}
+
+/// A version from metadata and a finished hash.
+pub(crate) fn version_of(key: &str, meta: &std::fs::Metadata, hasher: Sha256) -> Version {
+    let mtime_ms = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let digest = hasher.finalize();
+    let mut sha256 = String::with_capacity(64);
+    for b in digest.iter() {
+        sha256.push_str(&format!("{b:02x}"));
+    }
+    Version {
+        path: key.to_string(),
+        len: meta.len(),
+        mtime_ms,
+        sha256,
+        at_ms: now_ms(),
+    }
+}
+
+/// Whether two versions have the same contents.
+pub(crate) fn same_contents(a: &Version, b: &Version) -> bool {
+    a.len == b.len && a.sha256 == b.sha256
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of Unix ms.
+pub(crate) fn format_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Resolves `file_path` against `root` (absolute paths are kept).
+pub(crate) fn resolve(root: &Path, file_path: &str) -> PathBuf {
+    let p = Path::new(file_path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_format_as_utc() {
+        assert_eq!(format_time(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(format_time(1_796_317_788_979), "2026-12-03 17:09:48 UTC");
+    }
+}

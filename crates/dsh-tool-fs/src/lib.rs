@@ -1,0 +1,388 @@
+//! The file tools: `read`, `write` and `edit`.
+//!
+//! Start at [`FsTools`]: it registers the three tools on the kernel's
+//! [`ToolRegistry`] for one working directory. Names and parameters are the
+//! reference harness's (`file_path`, `offset`, `limit`, `content`,
+//! `old_string`, `new_string`, `replace_all`).
+//!
+//! - **read** shows a window of numbered lines (`cat -n` style), streamed:
+//!   a window of a huge file never loads the whole file.
+//! - **write** replaces a whole file, **edit** replaces an exact text once
+//!   (or everywhere with `replace_all`); both write atomically (temporary
+//!   file in the same directory, fsync, rename; permission bits kept;
+//!   symlinks written through).
+//! - **The freshness guard**: every successful read, write and edit records
+//!   the file's version (length, mtime, SHA-256) as an `fs/observed` event
+//!   in the session, so it survives `--resume`. Replacing or editing an
+//!   existing file needs an observation (`FS_NOT_OBSERVED`: read it first)
+//!   whose contents still match the disk (`FS_STALE_VERSION`: read it
+//!   again).
+//!
+//! Every failure is a coded error result (`FS_*`, see `docs/error-codes.md`);
+//! nothing panics and nothing is half-written.
+
+#![warn(missing_docs)]
+
+mod atomic;
+mod edit;
+mod guard;
+mod read;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_kernel::{DshError, Registration};
+use dsh_llm::ContentBlock;
+use dsh_protocol::codes;
+use dsh_tools::{define_tool, Tool, ToolArgs, ToolContext, ToolError, ToolRegistry};
+use serde::{Deserialize, Serialize};
+
+pub use guard::{Version, OBSERVED_KIND};
+pub use read::{MAX_LINES, MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
+
+use guard::{Guard, Memory};
+
+/// Description of `read`.
+pub const READ_DESCRIPTION: &str = "Read a text file: numbered lines (`cat -n` style), by default the first 2000. Use `offset` (1-based line) and `limit` to read a window of a long file; the last line says which lines were shown out of how many. Prefer this over `cat`/`head`/`sed -n` in bash. Reading a file is required before `write` replaces it or `edit` changes it.";
+
+/// Description of `write`.
+pub const WRITE_DESCRIPTION: &str = "Create a file or replace a whole file with `content` (parent directories are created). An existing file must have been read first in this session and must not have changed since. Prefer `edit` for changes to part of a file.";
+
+/// Description of `edit`.
+pub const EDIT_DESCRIPTION: &str = "Replace an exact text in a file: `old_string` must occur exactly once (include enough surrounding lines to make it unique), or set `replace_all` to replace every occurrence. The file must have been read first in this session and must not have changed since. Returns a diff of the change. Prefer this over `sed` or heredocs in bash.";
+
+/// Arguments of `read`.
+#[derive(Debug, Serialize, Deserialize, ToolArgs)]
+pub struct ReadArgs {
+    /// The file to read: absolute, or relative to the working directory.
+    #[tool(min_length = 1)]
+    pub file_path: String,
+    /// The first line to show, 1-based (default 1).
+    #[tool(minimum = 1)]
+    pub offset: Option<u64>,
+    /// How many lines to show (default and at most 2000).
+    #[tool(minimum = 1, maximum = 2000)]
+    pub limit: Option<u64>,
+}
+
+/// Arguments of `write`.
+#[derive(Debug, Serialize, Deserialize, ToolArgs)]
+pub struct WriteArgs {
+    /// The file to write: absolute, or relative to the working directory.
+    #[tool(min_length = 1)]
+    pub file_path: String,
+    /// The whole new content of the file.
+    pub content: String,
+}
+
+/// Arguments of `edit`.
+#[derive(Debug, Serialize, Deserialize, ToolArgs)]
+pub struct EditArgs {
+    /// The file to edit: absolute, or relative to the working directory.
+    #[tool(min_length = 1)]
+    pub file_path: String,
+    /// The exact text to replace (line endings may be LF or CRLF).
+    #[tool(min_length = 1)]
+    pub old_string: String,
+    /// The text to put in its place (must differ from old_string).
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one (default false).
+    pub replace_all: Option<bool>,
+}
+
+/// The file tools plugin: `read`, `write` and `edit` for the working
+/// directory `root`, registered in the kernel's [`ToolRegistry`]. Undoing
+/// the registration removes all three.
+pub struct FsTools {
+    /// The working directory relative paths resolve against.
+    pub root: PathBuf,
+}
+
+impl dsh_kernel::Plugin for FsTools {
+    /// # Errors
+    /// `MISSING_SERVICE` without a registry; `DUPLICATE_TOOL` (nothing stays
+    /// registered then).
+    fn install(self, kernel: &dsh_kernel::Kernel) -> Result<Registration, DshError> {
+        let registry = kernel.service::<ToolRegistry>().map_err(DshError::from)?;
+        install(&registry, self.root).map_err(DshError::from)
+    }
+}
+
+/// Registers `read`, `write` and `edit` (in that order) for `root`.
+///
+/// # Errors
+/// A name is taken; nothing stays registered then.
+pub fn install(registry: &ToolRegistry, root: PathBuf) -> Result<Registration, ToolError> {
+    let memory = Arc::new(Memory::default());
+    let mut regs = Vec::new();
+    for tool in [
+        read_tool(root.clone(), memory.clone()),
+        write_tool(root.clone(), memory.clone()),
+        edit_tool(root, memory),
+    ] {
+        match registry.register(tool) {
+            Ok(r) => regs.push(r),
+            Err(e) => {
+                Registration::merge(regs).undo();
+                return Err(e);
+            }
+        }
+    }
+    Ok(Registration::merge(regs))
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> ToolError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => not_found(path),
+        _ => ToolError::new(
+            codes::FS_IO,
+            format!("cannot access {}: {e}", path.display()),
+        ),
+    }
+}
+
+/// `FS_NOT_FOUND`, naming the closest existing sibling when one is near.
+fn not_found(path: &Path) -> ToolError {
+    let hint = path
+        .parent()
+        .zip(path.file_name().and_then(|n| n.to_str()))
+        .and_then(|(dir, name)| {
+            let names: Vec<String> = std::fs::read_dir(dir)
+                .ok()?
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect();
+            dsh_schema::suggest::closest(name, names.iter().map(String::as_str))
+                .map(|best| format!("; did you mean {}?", dir.join(best).display()))
+        })
+        .unwrap_or_default();
+    ToolError::new(
+        codes::FS_NOT_FOUND,
+        format!("{} does not exist{hint}", path.display()),
+    )
+}
+
+fn is_directory(path: &Path) -> ToolError {
+    ToolError::new(
+        codes::FS_IS_DIRECTORY,
+        format!(
+            "{} is a directory, not a file; list it with bash (ls) instead",
+            path.display()
+        ),
+    )
+}
+
+fn read_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
+    define_tool(
+        "read",
+        READ_DESCRIPTION,
+        move |args: ReadArgs, ctx: ToolContext| {
+            let root = root.clone();
+            let memory = memory.clone();
+            async move {
+                let path = guard::resolve(&root, &args.file_path);
+                let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
+                if meta.is_dir() {
+                    return Err(is_directory(&path));
+                }
+                let key = guard::key_of(&path);
+                let offset = args.offset.unwrap_or(1);
+                let limit = args.limit.unwrap_or(MAX_LINES);
+                let window = match read::read_window(&path, &key, offset, limit) {
+                    Ok(w) => w,
+                    Err(read::ReadError::NotText) => {
+                        return Err(ToolError::new(
+                            codes::FS_NOT_TEXT,
+                            format!(
+                                "{} is not a text file (it holds a NUL byte in its first 8 KiB)",
+                                path.display()
+                            ),
+                        ))
+                    }
+                    Err(read::ReadError::Io(e)) => return Err(io_error(&path, &e)),
+                };
+                Guard {
+                    ctx: &ctx,
+                    memory: &memory,
+                }
+                .record(&window.version);
+                Ok(vec![ContentBlock::text(window.text)])
+            }
+        },
+    )
+    .into_arc()
+}
+
+/// Checks that the existing file at `path` may be changed: observed by
+/// this session and unchanged since. Returns its current version.
+fn check_fresh(guard: &Guard<'_>, path: &Path, key: &str) -> Result<guard::Version, ToolError> {
+    let now = guard::current(path, key).map_err(|e| io_error(path, &e))?;
+    let Some(seen) = guard.last(key) else {
+        return Err(ToolError::new(
+            codes::FS_NOT_OBSERVED,
+            format!(
+                "{} exists and this session has not read it; read it first",
+                path.display()
+            ),
+        ));
+    };
+    if !guard::same_contents(&seen, &now) {
+        return Err(ToolError::new(
+            codes::FS_STALE_VERSION,
+            format!(
+                "{} changed since you read it at {}; read it again",
+                path.display(),
+                guard::format_time(seen.at_ms)
+            ),
+        ));
+    }
+    Ok(now)
+}
+
+fn write_err(path: &Path, e: &std::io::Error) -> ToolError {
+    ToolError::new(
+        codes::FS_IO,
+        format!(
+            "cannot write {}: {e} (the file was not changed)",
+            path.display()
+        ),
+    )
+}
+
+fn write_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
+    define_tool(
+        "write",
+        WRITE_DESCRIPTION,
+        move |args: WriteArgs, ctx: ToolContext| {
+            let root = root.clone();
+            let memory = memory.clone();
+            async move {
+                let path = guard::resolve(&root, &args.file_path);
+                let guard = Guard {
+                    ctx: &ctx,
+                    memory: &memory,
+                };
+                let existed = match std::fs::metadata(&path) {
+                    Ok(m) if m.is_dir() => return Err(is_directory(&path)),
+                    Ok(_) => {
+                        check_fresh(&guard, &path, &guard::key_of(&path))?;
+                        true
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(e) => return Err(io_error(&path, &e)),
+                };
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| write_err(parent, &e))?;
+                }
+                atomic::write_atomic(&path, args.content.as_bytes())
+                    .map_err(|(p, e)| write_err(&p, &e))?;
+                let key = guard::key_of(&path);
+                let version = guard::current(&path, &key).map_err(|e| io_error(&path, &e))?;
+                guard.record(&version);
+                let lines = args.content.lines().count();
+                let verb = if existed { "Replaced" } else { "Created" };
+                Ok(vec![ContentBlock::text(format!(
+                    "{verb} {} ({lines} lines, {} bytes)",
+                    path.display(),
+                    args.content.len()
+                ))])
+            }
+        },
+    )
+    .into_arc()
+}
+
+fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
+    define_tool("edit", EDIT_DESCRIPTION, move |args: EditArgs, ctx: ToolContext| {
+        let root = root.clone();
+        let memory = memory.clone();
+        async move {
+            if args.old_string == args.new_string {
+                return Err(ToolError::new(
+                    codes::INVALID_ARGS,
+                    "invalid arguments: \"new_string\" must differ from \"old_string\"",
+                ));
+            }
+            let path = guard::resolve(&root, &args.file_path);
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_dir() => return Err(is_directory(&path)),
+                Ok(_) => {}
+                Err(e) => return Err(io_error(&path, &e)),
+            }
+            let guard = Guard {
+                ctx: &ctx,
+                memory: &memory,
+            };
+            let key = guard::key_of(&path);
+            check_fresh(&guard, &path, &key)?;
+            let bytes = std::fs::read(&path).map_err(|e| io_error(&path, &e))?;
+            let Ok(original) = String::from_utf8(bytes) else {
+                return Err(ToolError::new(
+                    codes::FS_NOT_TEXT,
+                    format!("{} is not valid UTF-8; edit it with bash", path.display()),
+                ));
+            };
+            let ending = edit::dominant_ending(&original);
+            let text = edit::to_lf(&original);
+            let old = edit::to_lf(&args.old_string);
+            let new = edit::to_lf(&args.new_string);
+            let found = edit::occurrences(&text, &old);
+            if found.is_empty() {
+                let near = edit::whitespace_candidates(&text, &old);
+                let hint = if near.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; the text occurs with different whitespace at line(s) {}",
+                        join(&near)
+                    )
+                };
+                return Err(ToolError::new(
+                    codes::FS_EDIT_NOT_FOUND,
+                    format!("old_string does not occur in {}{hint}", path.display()),
+                ));
+            }
+            if found.len() > 1 && args.replace_all != Some(true) {
+                let lines: Vec<usize> = found.iter().map(|at| edit::line_of(&text, *at)).collect();
+                return Err(ToolError::new(
+                    codes::FS_AMBIGUOUS_EDIT,
+                    format!(
+                        "old_string occurs {} times in {} (lines {}); include more context to make it unique, or set replace_all",
+                        found.len(),
+                        path.display(),
+                        join(&lines)
+                    ),
+                ));
+            }
+            let replaced = text.replace(&old, &new);
+            let changes: Vec<edit::Change<'_>> = found
+                .iter()
+                .map(|at| edit::Change {
+                    old_start: *at,
+                    old: &old,
+                    new: &new,
+                })
+                .collect();
+            let diff = edit::unified_diff(&path.display().to_string(), &text, &replaced, &changes);
+            atomic::write_atomic(&path, edit::with_ending(&replaced, ending).as_bytes())
+                .map_err(|(p, e)| write_err(&p, &e))?;
+            let version = guard::current(&path, &key).map_err(|e| io_error(&path, &e))?;
+            guard.record(&version);
+            Ok(vec![ContentBlock::text(format!(
+                "Edited {} ({} replacement{})\n{diff}",
+                path.display(),
+                found.len(),
+                if found.len() == 1 { "" } else { "s" }
+            ))])
+        }
+    })
+    .into_arc()
+}
+
+fn join(numbers: &[usize]) -> String {
+    numbers
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
