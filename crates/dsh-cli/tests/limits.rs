@@ -63,3 +63,55 @@ fn an_oversized_tool_result_is_cut_in_the_log_and_spilled_next_to_it() {
     );
     assert!(full.len() > 50_000);
 }
+
+#[test]
+fn a_large_result_of_any_tool_is_cut_to_its_head_and_readable_in_windows() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |prompt: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_dsh"))
+            .current_dir(home.path())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .args(["run", "--session-dir", "sessions", prompt])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // Not bash: the echo tool, 60,000 characters over the 50,000 default.
+    let text: String = (0..6000).map(|i| format!("{i:09}\n")).collect();
+    let out = run(&format!(
+        r#"call echo {{"text": {}}}"#,
+        serde_json::to_string(&text).unwrap()
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(shown.contains("000000000\n000000001\n"), "the head is kept");
+    assert!(!shown.contains("000005999"), "the tail is cut");
+    assert!(
+        shown.contains("more than max_result_bytes = 50000"),
+        "{}",
+        &shown[shown.len() - 300..]
+    );
+    let path = shown
+        .split("the full text is in ")
+        .nth(1)
+        .and_then(|s| s.split(" …]").next())
+        .unwrap()
+        .to_string();
+    // The model can read the spill in windows; read itself is never cut.
+    let out = run(&format!(
+        r#"call read {{"file_path": {}, "offset": 5999, "limit": 2}}"#,
+        serde_json::to_string(&path).unwrap()
+    ));
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        shown.contains("  5999\t000005998\n  6000\t000005999\n"),
+        "{shown}"
+    );
+}

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// Default of `max_result_bytes`: 1 MiB.
-pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
+/// Default of `max_result_bytes`: 50,000 bytes.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 50_000;
 /// Default of `max_tool_calls`.
 pub const DEFAULT_MAX_TOOL_CALLS: usize = dsh_llm::DEFAULT_MAX_TOOL_CALLS;
 /// Default of `max_step_output_bytes`: 4 MiB.

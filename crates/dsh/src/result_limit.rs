@@ -3,14 +3,15 @@
 //!
 //! A `tools/execute` listener, outermost, so it sees each result as every
 //! other listener left it. A result whose blocks together exceed the limit
-//! keeps the head (three quarters of the budget) and the tail (one quarter)
-//! of its text, cut at character boundaries, with a marker between them
-//! naming how much was cut and where the whole text is: a private spill file
+//! keeps the head of its text (cut at a character boundary), then a marker
+//! naming how much was cut and where the whole text is, so the model can
+//! `read` it in windows: a private spill file
 //! `<session_dir>/<session-id>/spill/result-<random>.txt` (directory 0700,
 //! file 0600, exclusive create), kept with the saved session (`dsh session
 //! clean` removes it). Non-text blocks that do not fit (a large image) are
 //! replaced by a note. When the spill file cannot be written the marker says
-//! so; the result is cut either way.
+//! so; the result is cut either way. Results of `read` are exempt: that
+//! tool bounds its own output (51,200 bytes) and points at the rest itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,10 @@ pub struct ResultLimit {
     pub session_dir: PathBuf,
 }
 
+/// Tools whose results are never cut (they bound and window their own
+/// output).
+const EXEMPT: &[&str] = &["read"];
+
 impl Plugin for ResultLimit {
     /// Prepends the listener to the registry's `tools/execute`.
     ///
@@ -47,9 +52,14 @@ impl Plugin for ResultLimit {
                     .extensions
                     .get::<Arc<dyn Agent>>()
                     .map(|a| a.session().id().to_string());
+                let exempt = EXEMPT.contains(&call.name.as_str());
                 async move {
                     let result = next.run((call, env)).await;
-                    limit.apply(result, session.as_deref())
+                    if exempt {
+                        result
+                    } else {
+                        limit.apply(result, session.as_deref())
+                    }
                 }
             }))
     }
@@ -87,15 +97,13 @@ impl ResultLimit {
             Err(e) => format!("the full text could not be saved: {e}"),
         };
         let cut = if text.len() > budget {
-            let head = floor_boundary(&text, budget * 3 / 4);
-            let tail = ceil_boundary(&text, text.len() - budget / 4);
+            let head = floor_boundary(&text, budget);
             format!(
-                "{}\n[… {} bytes cut: the result had {} bytes, more than max_result_bytes = {}; {where_} …]\n{}",
+                "{}\n[… {} bytes cut: the result had {} bytes, more than max_result_bytes = {}; read the rest in windows with the read tool; {where_} …]",
                 &text[..head],
-                tail - head,
+                text.len() - head,
                 text.len(),
                 self.max_bytes,
-                &text[tail..]
             )
         } else {
             format!("{text}\n[{where_}]")
@@ -150,13 +158,6 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-fn ceil_boundary(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,7 +187,8 @@ mod tests {
         let text = out.content[0].as_text().unwrap();
         assert!(text.len() < 1400, "{}", text.len());
         assert!(text.starts_with("line 0 é\n"), "head kept");
-        assert!(text.ends_with("line 9999 é\n"), "tail kept");
+        assert!(!text.contains("line 9999"), "only the head is kept");
+        assert!(text.contains("read the rest in windows with the read tool"));
         let path = text
             .split("the full text is in ")
             .nth(1)
