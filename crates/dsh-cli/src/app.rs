@@ -32,6 +32,10 @@ pub(crate) struct StackArgs {
     /// schema allows (the beta endpoint; also `[deepseek] strict_tools`).
     #[arg(long)]
     pub strict_tools: bool,
+    /// The built-in tools to offer, comma-separated (default: all; also
+    /// `tools = [..]` in dsh.toml), e.g. `--tools bash,read,edit`.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub tools: Option<Vec<String>>,
     /// What the command does with an untrusted project config (set by the
     /// command, not a flag).
     #[arg(skip)]
@@ -49,6 +53,7 @@ impl StackArgs {
             mcp: self.mcp.clone(),
             cwd: None,
             strict_tools: self.strict_tools,
+            tools: self.tools.clone(),
             project_trust: if self.trust_project {
                 dsh::ProjectTrust::Trust
             } else {

@@ -729,3 +729,47 @@ async fn resuming_a_session_in_use_is_refused() {
     c.args(["run", "--resume", &id, "echo second"]);
     assert_eq!(output(c).await.code, 0);
 }
+
+#[tokio::test]
+async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors() {
+    let sb = Sandbox::new();
+    let names = |stdout: &str| -> Vec<String> {
+        serde_json::from_str::<serde_json::Value>(stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    std::fs::write(sb.path().join("dsh.toml"), "tools = [\"bash\", \"edit\"]\n").unwrap();
+    let mut c = sb.dsh();
+    c.args(["tools", "list"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(names(&out.stdout), ["bash", "edit"]);
+    let mut c = sb.dsh();
+    c.args(["tools", "list", "--tools", "read,bash_kill"]);
+    let out = output(c).await;
+    assert_eq!(
+        names(&out.stdout),
+        ["bash_kill", "read"],
+        "the flag wins, registration order"
+    );
+    let mut c = sb.dsh();
+    c.args(["tools", "list", "--tools", "bash,grepp"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("--tools: unknown tool \"grepp\" in tools; known tools: echo, bash"),
+        "{}",
+        out.stderr
+    );
+    std::fs::write(sb.path().join("dsh.toml"), "tools = [\"sh\"]\n").unwrap();
+    let mut c = sb.dsh();
+    c.args(["run", "hi"]);
+    let out = output(c).await;
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("unknown tool \"sh\""), "{}", out.stderr);
+}

@@ -175,6 +175,20 @@ pub fn install(
     registry: &ToolRegistry,
     executor: Arc<dyn BashExecutor>,
 ) -> Result<Registration, ToolError> {
+    install_only(registry, executor, |_| true)
+}
+
+/// [`install`] of the tools whose name `keep` accepts (`bash`,
+/// `bash_output`, `bash_kill`), in that order; the completion notices are
+/// wired whenever `bash` is kept.
+///
+/// # Errors
+/// As [`install`].
+pub fn install_only(
+    registry: &ToolRegistry,
+    executor: Arc<dyn BashExecutor>,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Registration, ToolError> {
     let owners = Arc::new(Owners::default());
     let mut regs = Vec::new();
     let tools = [
@@ -182,7 +196,7 @@ pub fn install(
         bash_output_tool(executor.clone()),
         bash_kill_tool(executor.clone()),
     ];
-    for tool in tools {
+    for tool in tools.into_iter().filter(|t| keep(&t.schema().name)) {
         match registry.register(tool) {
             Ok(r) => regs.push(r),
             Err(e) => {

@@ -113,13 +113,27 @@ impl dsh_kernel::Plugin for FsTools {
 /// # Errors
 /// A name is taken; nothing stays registered then.
 pub fn install(registry: &ToolRegistry, root: PathBuf) -> Result<Registration, ToolError> {
+    install_only(registry, root, |_| true)
+}
+
+/// [`install`] of the tools whose name `keep` accepts (`read`, `write`,
+/// `edit`), in that order.
+///
+/// # Errors
+/// As [`install`].
+pub fn install_only(
+    registry: &ToolRegistry,
+    root: PathBuf,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Registration, ToolError> {
     let memory = Arc::new(Memory::default());
     let mut regs = Vec::new();
-    for tool in [
+    let tools = [
         read_tool(root.clone(), memory.clone()),
         write_tool(root.clone(), memory.clone()),
         edit_tool(root, memory),
-    ] {
+    ];
+    for tool in tools.into_iter().filter(|t| keep(&t.schema().name)) {
         match registry.register(tool) {
             Ok(r) => regs.push(r),
             Err(e) => {

@@ -49,6 +49,8 @@ pub struct FileConfig {
     /// Cap on the output of one model step (text, reasoning, arguments), in
     /// bytes.
     pub max_step_output_bytes: Option<usize>,
+    /// The built-in tools to offer (default: all of them).
+    pub tools: Option<Vec<String>>,
     /// DeepSeek adapter settings.
     #[serde(default)]
     pub deepseek: DeepSeekSection,
@@ -202,6 +204,7 @@ impl FileConfig {
             max_result_bytes: upper.max_result_bytes.or(self.max_result_bytes),
             max_tool_calls: upper.max_tool_calls.or(self.max_tool_calls),
             max_step_output_bytes: upper.max_step_output_bytes.or(self.max_step_output_bytes),
+            tools: upper.tools.or(self.tools),
             deepseek: DeepSeekSection {
                 api_key: up.api_key.or(low.api_key),
                 base_url: up.base_url.or(low.base_url),

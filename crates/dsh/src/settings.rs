@@ -43,6 +43,9 @@ pub struct Settings {
     pub project_trust: ProjectTrust,
     /// Strict tool schemas (`--strict-tools`), whatever the file says.
     pub strict_tools: bool,
+    /// The built-in tools to offer (`--tools a,b`), replacing the file's
+    /// `tools`.
+    pub tools: Option<Vec<String>>,
 }
 
 /// Everything the stack is built from, resolved.
@@ -75,6 +78,9 @@ pub struct Resolved {
     /// Tools in the provider's strict dialect where they can be
     /// (`--strict-tools` or `[deepseek] strict_tools`).
     pub strict_tools: bool,
+    /// The built-in tools offered (names from
+    /// [`BUILTIN_TOOLS`](crate::tools::BUILTIN_TOOLS)); `None`: all.
+    pub tools: Option<Vec<String>>,
     /// Notices about the configuration (ignored keys of an untrusted project
     /// config, reserved keys), for the user; resolving did not fail.
     pub warnings: Vec<String>,
@@ -245,8 +251,25 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             .max_step_output_bytes
             .unwrap_or(DEFAULT_MAX_STEP_OUTPUT_BYTES),
         strict_tools: settings.strict_tools || file.deepseek.strict_tools.unwrap_or(false),
+        tools: match (&settings.tools, &file.tools) {
+            (Some(names), _) => Some(checked_tools(names.clone(), "--tools")?),
+            (None, Some(names)) => Some(checked_tools(names.clone(), &config_name)?),
+            (None, None) => None,
+        },
         warnings,
     })
+}
+
+/// `names` when every one is a built-in tool.
+fn checked_tools(names: Vec<String>, source: &str) -> Result<Vec<String>, StackError> {
+    let known = crate::tools::BUILTIN_TOOLS;
+    if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+        return Err(StackError::Usage(format!(
+            "{source}: unknown tool \"{bad}\" in tools; known tools: {}",
+            known.join(", ")
+        )));
+    }
+    Ok(names)
 }
 
 /// The configuration that applies: the trusted base file, then the project

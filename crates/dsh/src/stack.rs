@@ -180,6 +180,7 @@ impl Stack {
                 crate::tools::BuiltinTools {
                     executor: dyn_exec,
                     root: resolved.cwd.clone(),
+                    only: resolved.tools.clone(),
                 }
                 .install(&kernel)?,
             );

@@ -26,6 +26,7 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
         BuiltinTools {
             executor,
             root: dir.path().to_path_buf(),
+            only: None,
         }
         .install(&kernel)
         .unwrap(),

@@ -14,6 +14,7 @@ use dsh_tools::ToolRegistry;
 pub(super) fn install(
     registry: &ToolRegistry,
     executor: Arc<dyn BashExecutor>,
+    keep: impl Fn(&str) -> bool,
 ) -> Result<Registration, DshError> {
-    dsh_tool_bash::install(registry, executor).map_err(DshError::from)
+    dsh_tool_bash::install_only(registry, executor, keep).map_err(DshError::from)
 }

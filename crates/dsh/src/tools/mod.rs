@@ -16,15 +16,30 @@ use dsh_tools::ToolRegistry;
 
 pub use echo::{echo_tool, EchoArgs};
 
+/// The names of the built-in tools, in registration order (what `tools`
+/// in dsh.toml and `--tools` may select from).
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "echo",
+    "bash",
+    "bash_output",
+    "bash_kill",
+    "read",
+    "write",
+    "edit",
+];
+
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
 /// `bash_output`, `bash_kill`) running on `executor`, then the file tools
 /// (`read`, `write`, `edit`) for `root`, registered in the kernel's
-/// [`ToolRegistry`]. Undoing the registration removes them all.
+/// [`ToolRegistry`]; only those named in `only` when it is set. Undoing
+/// the registration removes them all.
 pub struct BuiltinTools {
     /// Runs the bash tools' commands.
     pub executor: Arc<dyn BashExecutor>,
     /// The working directory the file tools resolve relative paths against.
     pub root: std::path::PathBuf,
+    /// The tools to register (names from [`BUILTIN_TOOLS`]); all when `None`.
+    pub only: Option<Vec<String>>,
 }
 
 impl Plugin for BuiltinTools {
@@ -33,19 +48,24 @@ impl Plugin for BuiltinTools {
     /// taken (nothing stays registered then).
     fn install(self, kernel: &Kernel) -> Result<Registration, DshError> {
         let registry = kernel.service::<ToolRegistry>()?;
-        let echo = registry.register(echo_tool())?;
-        let bash = match bash::install(&registry, self.executor) {
-            Ok(bash) => bash,
-            Err(e) => {
-                echo.undo();
-                return Err(e);
+        let only = self.only;
+        let keep = move |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name));
+        let mut regs = Vec::new();
+        if keep("echo") {
+            regs.push(registry.register(echo_tool())?);
+        }
+        let rest = bash::install(&registry, self.executor, &keep).and_then(|bash| {
+            regs.push(bash);
+            dsh_tool_fs::install_only(&registry, self.root, &keep).map_err(DshError::from)
+        });
+        match rest {
+            Ok(fs) => {
+                regs.push(fs);
+                Ok(Registration::merge(regs))
             }
-        };
-        match dsh_tool_fs::install(&registry, self.root) {
-            Ok(fs) => Ok(Registration::merge(vec![echo, bash, fs])),
             Err(e) => {
-                Registration::merge(vec![echo, bash]).undo();
-                Err(e.into())
+                Registration::merge(regs).undo();
+                Err(e)
             }
         }
     }
