@@ -757,6 +757,14 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
         "the flag wins, registration order"
     );
     let mut c = sb.dsh();
+    c.args(["tools", "list", "--tools", "bash,str_replace_editor"]);
+    let out = output(c).await;
+    assert_eq!(
+        names(&out.stdout),
+        ["bash", "str_replace_editor"],
+        "the benchmark set"
+    );
+    let mut c = sb.dsh();
     c.args(["tools", "list", "--tools", "bash,grepp"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);

@@ -240,6 +240,8 @@ codes! {
         "The edit's old_string does not occur in the file.";
     FS_AMBIGUOUS_EDIT = "FS_AMBIGUOUS_EDIT", "fs", false, RespondToModel,
         "The edit's old_string occurs more than once and replace_all is not set.";
+    FS_ALREADY_EXISTS = "FS_ALREADY_EXISTS", "fs", false, RespondToModel,
+        "str_replace_editor create refuses a path that exists.";
     FS_IO = "FS_IO", "fs", false, RespondToModel,
         "A file operation failed (permission denied, disk full, …); the message names the path and the cause. Nothing was half-written.";
     RESULT_TOO_LARGE = "RESULT_TOO_LARGE", "mcp", false, RespondToModel,

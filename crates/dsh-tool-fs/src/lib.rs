@@ -25,6 +25,7 @@
 
 mod atomic;
 mod edit;
+mod editor;
 mod guard;
 mod read;
 
@@ -37,6 +38,7 @@ use dsh_protocol::codes;
 use dsh_tools::{define_tool, Tool, ToolArgs, ToolContext, ToolError, ToolRegistry};
 use serde::{Deserialize, Serialize};
 
+pub use editor::{EditorArgs, EditorCommand, EDITOR_DESCRIPTION, MAX_EDITOR_CHARS};
 pub use guard::{Version, OBSERVED_KIND};
 pub use read::{MAX_LINES, MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
 
@@ -108,16 +110,17 @@ impl dsh_kernel::Plugin for FsTools {
     }
 }
 
-/// Registers `read`, `write` and `edit` (in that order) for `root`.
+/// Registers `read`, `write` and `edit` (in that order) for `root`; the
+/// SWE-bench editor `str_replace_editor` only through [`install_only`].
 ///
 /// # Errors
 /// A name is taken; nothing stays registered then.
 pub fn install(registry: &ToolRegistry, root: PathBuf) -> Result<Registration, ToolError> {
-    install_only(registry, root, |_| true)
+    install_only(registry, root, |name| name != "str_replace_editor")
 }
 
 /// [`install`] of the tools whose name `keep` accepts (`read`, `write`,
-/// `edit`), in that order.
+/// `edit`, `str_replace_editor`), in that order; all four share one guard.
 ///
 /// # Errors
 /// As [`install`].
@@ -131,7 +134,8 @@ pub fn install_only(
     let tools = [
         read_tool(root.clone(), memory.clone()),
         write_tool(root.clone(), memory.clone()),
-        edit_tool(root, memory),
+        edit_tool(root, memory.clone()),
+        editor::editor_tool(memory),
     ];
     for tool in tools.into_iter().filter(|t| keep(&t.schema().name)) {
         match registry.register(tool) {

@@ -26,7 +26,12 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "read",
     "write",
     "edit",
+    "str_replace_editor",
 ];
+
+/// Built-in tools offered only when selected by name (`tools` in dsh.toml
+/// or `--tools`): the SWE-bench editor, for benchmark set-ups.
+pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
 /// `bash_output`, `bash_kill`) running on `executor`, then the file tools
@@ -38,7 +43,8 @@ pub struct BuiltinTools {
     pub executor: Arc<dyn BashExecutor>,
     /// The working directory the file tools resolve relative paths against.
     pub root: std::path::PathBuf,
-    /// The tools to register (names from [`BUILTIN_TOOLS`]); all when `None`.
+    /// The tools to register (names from [`BUILTIN_TOOLS`]); when `None`,
+    /// all but the [`OPT_IN_TOOLS`].
     pub only: Option<Vec<String>>,
 }
 
@@ -49,7 +55,10 @@ impl Plugin for BuiltinTools {
     fn install(self, kernel: &Kernel) -> Result<Registration, DshError> {
         let registry = kernel.service::<ToolRegistry>()?;
         let only = self.only;
-        let keep = move |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|n| n == name));
+        let keep = move |name: &str| match &only {
+            Some(o) => o.iter().any(|n| n == name),
+            None => !OPT_IN_TOOLS.contains(&name),
+        };
         let mut regs = Vec::new();
         if keep("echo") {
             regs.push(registry.register(echo_tool())?);
