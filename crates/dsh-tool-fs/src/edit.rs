@@ -23,16 +23,21 @@ pub(crate) fn dominant_ending(text: &str) -> Ending {
     }
 }
 
-/// `text` with CRLF turned into LF.
-pub(crate) fn to_lf(text: &str) -> String {
-    text.replace("\r\n", "\n")
+/// `text` with CRLF turned into LF (borrowed when there is none, so an
+/// edit of a big LF file holds about two copies: the old and the new).
+pub(crate) fn to_lf(text: &str) -> std::borrow::Cow<'_, str> {
+    if memchr::memmem::find(text.as_bytes(), b"\r\n").is_some() {
+        text.replace("\r\n", "\n").into()
+    } else {
+        text.into()
+    }
 }
 
-/// `text` (LF) in `ending`.
-pub(crate) fn with_ending(text: &str, ending: Ending) -> String {
+/// `text` (LF) in `ending` (borrowed for LF).
+pub(crate) fn with_ending(text: &str, ending: Ending) -> std::borrow::Cow<'_, str> {
     match ending {
-        Ending::Lf => text.to_string(),
-        Ending::CrLf => text.replace('\n', "\r\n"),
+        Ending::Lf => text.into(),
+        Ending::CrLf => text.replace('\n', "\r\n").into(),
     }
 }
 

@@ -131,6 +131,13 @@ pub(crate) fn current(path: &Path, key: &str) -> std::io::Result<Version> {
     Ok(version_of(key, &meta, hasher))
 }
 
+/// The version of contents already in memory (`meta` read with them).
+pub(crate) fn version_of_bytes(key: &str, meta: &std::fs::Metadata, bytes: &[u8]) -> Version {
+    let mut hasher = Sha256::new();
+    hasher.update(bytes);
+    version_of(key, meta, hasher)
+}
+
 /// A version from metadata and a finished hash.
 pub(crate) fn version_of(key: &str, meta: &std::fs::Metadata, hasher: Sha256) -> Version {
     let mtime_ms = meta

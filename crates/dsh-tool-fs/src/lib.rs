@@ -235,6 +235,16 @@ fn read_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
 /// this session and unchanged since. Returns its current version.
 fn check_fresh(guard: &Guard<'_>, path: &Path, key: &str) -> Result<guard::Version, ToolError> {
     let now = guard::current(path, key).map_err(|e| io_error(path, &e))?;
+    check_against(guard, path, key, now)
+}
+
+/// [`check_fresh`] with the current version already known.
+fn check_against(
+    guard: &Guard<'_>,
+    path: &Path,
+    key: &str,
+    now: guard::Version,
+) -> Result<guard::Version, ToolError> {
     let Some(seen) = guard.last(key) else {
         return Err(ToolError::new(
             codes::FS_NOT_OBSERVED,
@@ -295,8 +305,12 @@ fn write_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 atomic::write_atomic(&path, args.content.as_bytes())
                     .map_err(|(p, e)| write_err(&p, &e))?;
                 let key = guard::key_of(&path);
-                let version = guard::current(&path, &key).map_err(|e| io_error(&path, &e))?;
-                guard.record(&version);
+                let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
+                guard.record(&guard::version_of_bytes(
+                    &key,
+                    &meta,
+                    args.content.as_bytes(),
+                ));
                 let lines = args.content.lines().count();
                 let verb = if existed { "Replaced" } else { "Created" };
                 Ok(vec![ContentBlock::text(format!(
@@ -332,8 +346,10 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 memory: &memory,
             };
             let key = guard::key_of(&path);
-            check_fresh(&guard, &path, &key)?;
+            // One read: the guard hashes the bytes the edit works on.
+            let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
             let bytes = std::fs::read(&path).map_err(|e| io_error(&path, &e))?;
+            check_against(&guard, &path, &key, guard::version_of_bytes(&key, &meta, &bytes))?;
             let Ok(original) = String::from_utf8(bytes) else {
                 return Err(ToolError::new(
                     codes::FS_NOT_TEXT,
@@ -372,7 +388,7 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                     ),
                 ));
             }
-            let replaced = text.replace(&old, &new);
+            let replaced = text.replace(&*old, &*new);
             let changes: Vec<edit::Change<'_>> = found
                 .iter()
                 .map(|at| edit::Change {
@@ -382,10 +398,10 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 })
                 .collect();
             let diff = edit::unified_diff(&path.display().to_string(), &text, &replaced, &changes);
-            atomic::write_atomic(&path, edit::with_ending(&replaced, ending).as_bytes())
-                .map_err(|(p, e)| write_err(&p, &e))?;
-            let version = guard::current(&path, &key).map_err(|e| io_error(&path, &e))?;
-            guard.record(&version);
+            let out = edit::with_ending(&replaced, ending);
+            atomic::write_atomic(&path, out.as_bytes()).map_err(|(p, e)| write_err(&p, &e))?;
+            let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
+            guard.record(&guard::version_of_bytes(&key, &meta, out.as_bytes()));
             Ok(vec![ContentBlock::text(format!(
                 "Edited {} ({} replacement{})\n{diff}",
                 path.display(),

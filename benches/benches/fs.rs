@@ -1,0 +1,70 @@
+//! The file tools on big files: an `edit` of one line in a 10 MB file, and
+//! a `read` window near the end of a 100 MB file (which must not load it).
+//!
+//! `cargo bench -p dsh-benches --bench fs`
+
+// A benchmark panics on a broken set-up; that is its failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
+
+fn file_of(dir: &std::path::Path, name: &str, bytes: usize) -> String {
+    let line = format!("{}\n", "abcdefghij".repeat(9));
+    let mut text = String::with_capacity(bytes + 200);
+    while text.len() < bytes {
+        text.push_str(&line);
+    }
+    text.push_str("needle one\n");
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = ToolRegistry::new();
+    let _reg = dsh_tool_fs::install(&registry, dir.path().to_path_buf()).unwrap();
+    let run = |tool: &str, args: serde_json::Value| {
+        let r = rt.block_on(registry.execute(
+            &ToolCall::new("c", tool, args.to_string()),
+            CallEnv::default(),
+        ));
+        assert!(!r.is_error, "{}", r.text());
+    };
+    let ten = file_of(dir.path(), "ten.txt", 10 << 20);
+    run("read", serde_json::json!({"file_path": ten, "limit": 1}));
+    let mut flip = false;
+    let mut g = c.benchmark_group("fs");
+    g.sample_size(20);
+    g.bench_function("edit/one_line_of_10MB", |b| {
+        b.iter(|| {
+            let (from, to) = if flip {
+                ("needle two", "needle one")
+            } else {
+                ("needle one", "needle two")
+            };
+            flip = !flip;
+            run(
+                "edit",
+                serde_json::json!({"file_path": ten, "old_string": from, "new_string": to}),
+            );
+        })
+    });
+    let hundred = file_of(dir.path(), "hundred.txt", 100 << 20);
+    g.bench_function("read/window_at_the_end_of_100MB", |b| {
+        b.iter(|| {
+            run(
+                "read",
+                serde_json::json!({"file_path": hundred, "offset": 1_000_000, "limit": 50}),
+            )
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
