@@ -388,7 +388,7 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                     ),
                 ));
             }
-            let replaced = text.replace(&*old, &*new);
+            let replaced = text.replace(&*old, &new);
             let changes: Vec<edit::Change<'_>> = found
                 .iter()
                 .map(|at| edit::Change {
