@@ -384,15 +384,20 @@ fn variant_branch(
             }}
         }
         (Some(tag), Some(content)) => {
-            let content_stmt = value_prop(&shape).map(|value| {
-                quote! {
+            let content_stmt = match value_prop(&shape) {
+                Some(value) => quote! {
                     {
                         let mut prop: ::dsh_tools::SchemaProp = #value;
                         prop.required = true;
                         spec.insert(#content, prop);
                     }
-                }
-            });
+                },
+                // serde reads a unit variant's content only as absent or
+                // null: any other value there is an error.
+                None => quote! {
+                    spec.insert(#content, ::dsh_tools::SchemaProp::null());
+                },
+            };
             quote! {{
                 let mut spec = ::dsh_tools::SchemaSpec::new();
                 spec.insert(#tag, { let mut c = #constant; c.required = true; c });

@@ -387,3 +387,22 @@ fn a_top_level_closed_type_ignores_undeclared_keys_like_every_tool() {
     assert_eq!(args.name, "n");
     assert_eq!(notes.len(), 1, "{notes:?}");
 }
+
+#[test]
+fn an_adjacent_unit_variant_takes_no_content_but_null() {
+    use dsh_tools::ToolArgsField;
+    let prop = Adjacent::schema_prop();
+    for (value, ok) in [
+        (serde_json::json!({"t": "Nothing"}), true),
+        (serde_json::json!({"t": "Nothing", "c": null}), true),
+        (serde_json::json!({"t": "Nothing", "c": false}), false),
+    ] {
+        assert_eq!(dsh_schema::is_valid_prop(&prop, &value), ok, "{value}");
+        // Validation and serde agree on each.
+        assert_eq!(
+            serde_json::from_value::<Adjacent>(value.clone()).is_ok(),
+            ok,
+            "{value}"
+        );
+    }
+}
