@@ -30,8 +30,14 @@ impl Captured {
     }
 }
 
-#[test]
-fn server_stderr_is_logged_with_the_server_name() {
+/// Starts the fixture as server "loud" with a capturing `tracing`
+/// subscriber, runs `body` on it (with `waits_for` as the log line to wait
+/// for afterwards), stops it and returns the whole log.
+fn logged_run<F, Fut>(body: F, waits_for: &str) -> String
+where
+    F: FnOnce(Arc<ToolRegistry>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -53,17 +59,23 @@ fn server_stderr_is_logged_with_the_server_name() {
         )
         .await
         .expect("fixture starts");
-        // The fixture writes `fixture: starting` before it initializes.
+        body(registry).await;
         tokio::time::timeout(Duration::from_secs(20), async {
-            while !captured.text().contains("fixture: starting") {
+            while !captured.text().contains(waits_for) {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         })
         .await
-        .expect("the stderr line is logged");
+        .expect("the awaited stderr line is logged");
         server.shutdown().await;
     });
-    let log = captured.text();
+    captured.text()
+}
+
+#[test]
+fn server_stderr_is_logged_with_the_server_name() {
+    // The fixture writes `fixture: starting` before it initializes.
+    let log = logged_run(|_| async {}, "fixture: starting");
     let line = log
         .lines()
         .find(|l| l.contains("fixture: starting"))
@@ -75,39 +87,14 @@ fn server_stderr_is_logged_with_the_server_name() {
 
 #[test]
 fn a_huge_stderr_line_is_cut_before_it_is_logged() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let registry = Arc::new(ToolRegistry::new());
-        let server = McpServer::start(
-            McpServerConfig::new("loud", env!("CARGO_BIN_EXE_dsh-mcp-fixture")),
-            &registry,
-        )
-        .await
-        .expect("fixture starts");
-        let call = dsh_tools::ToolCall::new("c1", "loud__shout", r#"{"bytes": 3000000}"#);
-        let r = registry.execute(&call, dsh_tools::CallEnv::default()).await;
-        assert_eq!(r.text(), "shouted");
-        tokio::time::timeout(Duration::from_secs(20), async {
-            while !captured.text().contains("fixture: shouted") {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
-        .expect("the line after the long one is logged");
-        server.shutdown().await;
-    });
-    let log = captured.text();
+    let log = logged_run(
+        |registry| async move {
+            let call = dsh_tools::ToolCall::new("c1", "loud__shout", r#"{"bytes": 3000000}"#);
+            let r = registry.execute(&call, dsh_tools::CallEnv::default()).await;
+            assert_eq!(r.text(), "shouted");
+        },
+        "fixture: shouted",
+    );
     let line = log
         .lines()
         .find(|l| l.contains("sss"))

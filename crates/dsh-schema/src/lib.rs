@@ -60,5 +60,6 @@ pub use raw::{classify_json_schema, RawSchema, Unsupported};
 pub use spec::{SchemaProp, SchemaSpec, SchemaType};
 pub use strict::{strip_introduced_nulls, to_strict_schema, Inexpressible};
 pub use validate::{
-    drop_undeclared_keys, is_valid, near_miss_notes, normalize_integers, validate_args,
+    drop_undeclared_keys, is_valid, is_valid_prop, near_miss_notes, normalize_integers,
+    validate_args,
 };

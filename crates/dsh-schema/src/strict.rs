@@ -28,7 +28,7 @@
 use serde_json::{Map, Value};
 
 use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
-use crate::validate::matches_prop;
+use crate::validate::is_valid_prop;
 
 /// Why a spec cannot be compiled to the strict dialect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +141,7 @@ fn prop_schema(prop: &SchemaProp, path: &str) -> Result<Value, Inexpressible> {
 
 /// Whether the property's own schema accepts `null`.
 fn accepts_null(prop: &SchemaProp) -> bool {
-    matches_prop(prop, &Value::Null)
+    is_valid_prop(prop, &Value::Null)
 }
 
 /// `schema` or `null`: a type list for a plain scalar (with `null` added to
@@ -215,7 +215,7 @@ fn strip_value(prop: &SchemaProp, v: &mut Value) {
         for b in branches {
             let mut candidate = v.clone();
             strip_value(b, &mut candidate);
-            if matches_prop(b, &candidate) {
+            if is_valid_prop(b, &candidate) {
                 *v = candidate;
                 return;
             }

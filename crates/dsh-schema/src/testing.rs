@@ -78,7 +78,10 @@ pub fn prop_strategy(prop: &SchemaProp) -> BoxedStrategy<Value> {
         let choices: Vec<BoxedStrategy<Value>> = branches.iter().map(prop_strategy).collect();
         return proptest::strategy::Union::new(choices)
             .prop_filter("matches exactly one branch", move |v| {
-                all.iter().filter(|b| branch_accepts(b, v)).count() == 1
+                all.iter()
+                    .filter(|b| dsh_schema::is_valid_prop(b, v))
+                    .count()
+                    == 1
             })
             .boxed();
     }
@@ -149,14 +152,6 @@ pub fn prop_strategy(prop: &SchemaProp) -> BoxedStrategy<Value> {
             }
         }
     }
-}
-
-/// Whether `v` passes `branch` (as a `one_of` branch is tried).
-fn branch_accepts(branch: &SchemaProp, v: &Value) -> bool {
-    let spec = SchemaSpec::new().with("v", branch.clone().required(true));
-    let mut wrapper = Map::new();
-    wrapper.insert("v".into(), v.clone());
-    dsh_schema::is_valid(&spec, &Value::Object(wrapper))
 }
 
 fn scalar() -> BoxedStrategy<Value> {

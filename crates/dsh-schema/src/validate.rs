@@ -335,8 +335,9 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
     }
 }
 
-/// Whether `v` matches `prop` on its own (quietly: nothing is allocated).
-pub(crate) fn matches_prop(prop: &SchemaProp, v: &Value) -> bool {
+/// Whether `v` satisfies `prop` on its own, as a property value or a
+/// `one_of` branch is judged (`required` plays no part). Allocates nothing.
+pub fn is_valid_prop(prop: &SchemaProp, v: &Value) -> bool {
     matches_branch(prop, v)
 }
 

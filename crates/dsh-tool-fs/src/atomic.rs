@@ -51,3 +51,28 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), (PathBuf, st
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_replace_leaves_the_target_and_no_temporary_file() {
+        // Renaming a file over a non-empty directory fails, even for root.
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("inside"), "kept").unwrap();
+        let (path, _) = write_atomic(&target, b"new").unwrap_err();
+        assert_eq!(path, target);
+        assert_eq!(
+            std::fs::read_to_string(target.join("inside")).unwrap(),
+            "kept"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["t"], "the temporary file was removed");
+    }
+}

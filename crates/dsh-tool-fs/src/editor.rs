@@ -10,7 +10,7 @@ use dsh_tools::{define_tool, Tool, ToolArgs, ToolContext, ToolError};
 use serde::{Deserialize, Serialize};
 
 use crate::guard::{self, Guard, Memory};
-use crate::{atomic, check_fresh, edit, io_error, is_directory, write_err};
+use crate::{edit, io_error, load_fresh, store, write_err};
 
 /// Most characters of output; the rest is replaced by a marker.
 pub const MAX_EDITOR_CHARS: usize = 16_000;
@@ -110,40 +110,6 @@ fn list_dir(dir: &Path) -> Result<String, ToolError> {
         dir.display(),
         out.join("\n")
     ))
-}
-
-/// The text of an existing UTF-8 file, after the guard allowed the change.
-fn load_fresh(guard: &Guard<'_>, path: &Path) -> Result<(String, String), ToolError> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => return Err(is_directory(path)),
-        Ok(_) => {}
-        Err(e) => return Err(io_error(path, &e)),
-    }
-    let key = guard::key_of(path);
-    check_fresh(guard, path, &key)?;
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        ToolError::new(
-            codes::FS_NOT_TEXT,
-            format!("{} is not valid UTF-8; edit it with bash", path.display()),
-        )
-    })?;
-    Ok((key, text))
-}
-
-/// Writes `text` (LF) in `ending` and records the new version.
-fn store(
-    guard: &Guard<'_>,
-    path: &Path,
-    key: &str,
-    text: &str,
-    ending: edit::Ending,
-) -> Result<(), ToolError> {
-    atomic::write_atomic(path, edit::with_ending(text, ending).as_bytes())
-        .map_err(|(p, e)| write_err(&p, &e))?;
-    let version = guard::current(path, key).map_err(|e| io_error(path, &e))?;
-    guard.record(&version);
-    Ok(())
 }
 
 /// Numbered lines `from..=to` (1-based) of `text`, as a snippet.

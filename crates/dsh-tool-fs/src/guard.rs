@@ -10,6 +10,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use dsh_kernel::sync::lock;
 use std::time::UNIX_EPOCH;
 
 use dsh_protocol::EventPayload;
@@ -82,10 +84,6 @@ impl Guard<'_> {
             }
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Unix ms of now.

@@ -267,6 +267,47 @@ fn check_against(
     Ok(now)
 }
 
+/// The text of an existing UTF-8 file this session may change (observed,
+/// unchanged since), read once: the guard hashes the bytes the change
+/// works on. Returns the guard key and the text.
+fn load_fresh(guard: &Guard<'_>, path: &Path) -> Result<(String, String), ToolError> {
+    let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
+    if meta.is_dir() {
+        return Err(is_directory(path));
+    }
+    let key = guard::key_of(path);
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
+    check_against(
+        guard,
+        path,
+        &key,
+        guard::version_of_bytes(&key, &meta, &bytes),
+    )?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        ToolError::new(
+            codes::FS_NOT_TEXT,
+            format!("{} is not valid UTF-8; edit it with bash", path.display()),
+        )
+    })?;
+    Ok((key, text))
+}
+
+/// Writes `text` (LF) in `ending` atomically and records the version of
+/// what was written (hashed in memory, not read back).
+fn store(
+    guard: &Guard<'_>,
+    path: &Path,
+    key: &str,
+    text: &str,
+    ending: edit::Ending,
+) -> Result<(), ToolError> {
+    let out = edit::with_ending(text, ending);
+    atomic::write_atomic(path, out.as_bytes()).map_err(|(p, e)| write_err(&p, &e))?;
+    let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
+    guard.record(&guard::version_of_bytes(key, &meta, out.as_bytes()));
+    Ok(())
+}
+
 fn write_err(path: &Path, e: &std::io::Error) -> ToolError {
     ToolError::new(
         codes::FS_IO,
@@ -336,26 +377,11 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 ));
             }
             let path = guard::resolve(&root, &args.file_path);
-            match std::fs::metadata(&path) {
-                Ok(m) if m.is_dir() => return Err(is_directory(&path)),
-                Ok(_) => {}
-                Err(e) => return Err(io_error(&path, &e)),
-            }
             let guard = Guard {
                 ctx: &ctx,
                 memory: &memory,
             };
-            let key = guard::key_of(&path);
-            // One read: the guard hashes the bytes the edit works on.
-            let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
-            let bytes = std::fs::read(&path).map_err(|e| io_error(&path, &e))?;
-            check_against(&guard, &path, &key, guard::version_of_bytes(&key, &meta, &bytes))?;
-            let Ok(original) = String::from_utf8(bytes) else {
-                return Err(ToolError::new(
-                    codes::FS_NOT_TEXT,
-                    format!("{} is not valid UTF-8; edit it with bash", path.display()),
-                ));
-            };
+            let (key, original) = load_fresh(&guard, &path)?;
             let ending = edit::dominant_ending(&original);
             let text = edit::to_lf(&original);
             let old = edit::to_lf(&args.old_string);
@@ -398,10 +424,7 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 })
                 .collect();
             let diff = edit::unified_diff(&path.display().to_string(), &text, &replaced, &changes);
-            let out = edit::with_ending(&replaced, ending);
-            atomic::write_atomic(&path, out.as_bytes()).map_err(|(p, e)| write_err(&p, &e))?;
-            let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
-            guard.record(&guard::version_of_bytes(&key, &meta, out.as_bytes()));
+            store(&guard, &path, &key, &replaced, ending)?;
             Ok(vec![ContentBlock::text(format!(
                 "Edited {} ({} replacement{})\n{diff}",
                 path.display(),

@@ -1,51 +1,13 @@
 //! `str_replace_editor` against real files.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dsh_tools::{CallEnv, ToolCall, ToolRegistry, ToolResult};
+mod common;
+
+use common::{err, ok, Fx};
+use dsh_tools::ToolRegistry;
 use serde_json::json;
 
-struct Fx {
-    dir: tempfile::TempDir,
-    registry: ToolRegistry,
-    _reg: dsh_kernel::Registration,
-}
-
-impl Fx {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let registry = ToolRegistry::new();
-        let reg = dsh_tool_fs::install_only(&registry, dir.path().to_path_buf(), |_| true).unwrap();
-        Fx {
-            dir,
-            registry,
-            _reg: reg,
-        }
-    }
-
-    fn p(&self, name: &str) -> String {
-        self.dir.path().join(name).display().to_string()
-    }
-
-    async fn call(&self, args: serde_json::Value) -> ToolResult {
-        self.registry
-            .execute(
-                &ToolCall::new("c1", "str_replace_editor", args.to_string()),
-                CallEnv::default(),
-            )
-            .await
-    }
-}
-
-fn ok(r: &ToolResult) -> String {
-    assert!(!r.is_error, "expected success, got {r:?}");
-    r.text()
-}
-
-fn err(r: &ToolResult, code: &str) -> String {
-    assert!(r.is_error, "expected {code}, got {}", r.text());
-    assert_eq!(r.code(), Some(code), "{}", r.text());
-    r.text()
-}
+const EDITOR: &str = "str_replace_editor";
 
 #[test]
 fn it_is_not_in_the_default_set() {
@@ -59,46 +21,73 @@ async fn create_view_replace_insert() {
     let fx = Fx::new();
     let f = fx.p("src/a.py");
     let t = ok(&fx
-        .call(json!({"command": "create", "path": f, "file_text": "a = 1\nb = 2\nc = 3\n"}))
+        .call(
+            EDITOR,
+            json!({"command": "create", "path": f, "file_text": "a = 1\nb = 2\nc = 3\n"}),
+        )
         .await);
     assert_eq!(t, format!("File created successfully at: {f}"));
     err(
-        &fx.call(json!({"command": "create", "path": f, "file_text": "x"}))
-            .await,
+        &fx.call(
+            EDITOR,
+            json!({"command": "create", "path": f, "file_text": "x"}),
+        )
+        .await,
         "FS_ALREADY_EXISTS",
     );
     let t = ok(&fx
-        .call(json!({"command": "view", "path": f, "view_range": [2, -1]}))
+        .call(
+            EDITOR,
+            json!({"command": "view", "path": f, "view_range": [2, -1]}),
+        )
         .await);
     assert!(t.starts_with("     2\tb = 2\n     3\tc = 3\n"), "{t}");
     let t = ok(&fx
-        .call(json!({"command": "str_replace", "path": f, "old_str": "b = 2", "new_str": "b = 20"}))
+        .call(
+            EDITOR,
+            json!({"command": "str_replace", "path": f, "old_str": "b = 2", "new_str": "b = 20"}),
+        )
         .await);
     assert!(t.contains("has been edited"), "{t}");
     assert!(t.contains("     2\tb = 20\n"), "{t}");
     err(
-        &fx.call(json!({"command": "str_replace", "path": f, "old_str": " = ", "new_str": "="}))
-            .await,
+        &fx.call(
+            EDITOR,
+            json!({"command": "str_replace", "path": f, "old_str": " = ", "new_str": "="}),
+        )
+        .await,
         "FS_AMBIGUOUS_EDIT",
     );
     err(
-        &fx.call(json!({"command": "str_replace", "path": f, "old_str": "zzz", "new_str": ""}))
-            .await,
+        &fx.call(
+            EDITOR,
+            json!({"command": "str_replace", "path": f, "old_str": "zzz", "new_str": ""}),
+        )
+        .await,
         "FS_EDIT_NOT_FOUND",
     );
     ok(&fx
-        .call(json!({"command": "insert", "path": f, "insert_line": 0, "new_str": "# top"}))
+        .call(
+            EDITOR,
+            json!({"command": "insert", "path": f, "insert_line": 0, "new_str": "# top"}),
+        )
         .await);
     ok(&fx
-        .call(json!({"command": "insert", "path": f, "insert_line": 4, "new_str": "d = 4"}))
+        .call(
+            EDITOR,
+            json!({"command": "insert", "path": f, "insert_line": 4, "new_str": "d = 4"}),
+        )
         .await);
     assert_eq!(
         std::fs::read_to_string(&f).unwrap(),
         "# top\na = 1\nb = 20\nc = 3\nd = 4\n"
     );
     let t = err(
-        &fx.call(json!({"command": "insert", "path": f, "insert_line": 99, "new_str": "x"}))
-            .await,
+        &fx.call(
+            EDITOR,
+            json!({"command": "insert", "path": f, "insert_line": 99, "new_str": "x"}),
+        )
+        .await,
         "INVALID_ARGS",
     );
     assert!(t.contains("past the end"), "{t}");
@@ -110,25 +99,31 @@ async fn the_guard_and_argument_rules_hold() {
     let f = fx.p("theirs.txt");
     std::fs::write(&f, "x\n").unwrap();
     err(
-        &fx.call(json!({"command": "str_replace", "path": f, "old_str": "x", "new_str": "y"}))
-            .await,
+        &fx.call(
+            EDITOR,
+            json!({"command": "str_replace", "path": f, "old_str": "x", "new_str": "y"}),
+        )
+        .await,
         "FS_NOT_OBSERVED",
     );
-    ok(&fx.call(json!({"command": "view", "path": f})).await);
+    ok(&fx.call(EDITOR, json!({"command": "view", "path": f})).await);
     std::fs::write(&f, "x changed\n").unwrap();
     err(
-        &fx.call(json!({"command": "insert", "path": f, "insert_line": 1, "new_str": "y"}))
-            .await,
+        &fx.call(
+            EDITOR,
+            json!({"command": "insert", "path": f, "insert_line": 1, "new_str": "y"}),
+        )
+        .await,
         "FS_STALE_VERSION",
     );
     let t = err(
-        &fx.call(json!({"command": "view", "path": "relative.txt"}))
+        &fx.call(EDITOR, json!({"command": "view", "path": "relative.txt"}))
             .await,
         "INVALID_ARGS",
     );
     assert!(t.contains("must be an absolute path"), "{t}");
     let t = err(
-        &fx.call(json!({"command": "create", "path": fx.p("n.txt")}))
+        &fx.call(EDITOR, json!({"command": "create", "path": fx.p("n.txt")}))
             .await,
         "INVALID_ARGS",
     );
@@ -137,8 +132,11 @@ async fn the_guard_and_argument_rules_hold() {
         "{t}"
     );
     let t = err(
-        &fx.call(json!({"command": "view", "path": f, "view_range": [1]}))
-            .await,
+        &fx.call(
+            EDITOR,
+            json!({"command": "view", "path": f, "view_range": [1]}),
+        )
+        .await,
         "INVALID_ARGS",
     );
     assert!(
@@ -146,7 +144,8 @@ async fn the_guard_and_argument_rules_hold() {
         "{t}"
     );
     let t = err(
-        &fx.call(json!({"command": "delete", "path": f})).await,
+        &fx.call(EDITOR, json!({"command": "delete", "path": f}))
+            .await,
         "INVALID_ARGS",
     );
     assert!(t.contains("\"command\" must be one of"), "{t}");
@@ -160,7 +159,7 @@ async fn directories_list_two_levels_without_hidden_entries_and_output_is_clippe
     std::fs::write(fx.dir.path().join("a/top.txt"), "").unwrap();
     std::fs::create_dir(fx.dir.path().join(".git")).unwrap();
     let t = ok(&fx
-        .call(json!({"command": "view", "path": fx.dir.path()}))
+        .call(EDITOR, json!({"command": "view", "path": fx.dir.path()}))
         .await);
     assert!(t.contains(&format!("{}/", fx.p("a"))), "{t}");
     assert!(t.contains(&fx.p("a/top.txt")), "{t}");
@@ -170,7 +169,7 @@ async fn directories_list_two_levels_without_hidden_entries_and_output_is_clippe
     let big: String = (0..3000).map(|i| format!("line number {i}\n")).collect();
     let f = fx.p("big.txt");
     std::fs::write(&f, big).unwrap();
-    let t = ok(&fx.call(json!({"command": "view", "path": f})).await);
+    let t = ok(&fx.call(EDITOR, json!({"command": "view", "path": f})).await);
     assert!(t.contains("<response clipped"), "{}", &t[t.len() - 200..]);
     assert!(t.chars().count() < 16_200);
 }

@@ -2,51 +2,10 @@
 //! through a ToolRegistry (so the schema path runs too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dsh_tools::{CallEnv, ToolCall, ToolRegistry, ToolResult};
+mod common;
+
+use common::{err, ok, Fx};
 use serde_json::json;
-
-struct Fx {
-    dir: tempfile::TempDir,
-    registry: ToolRegistry,
-    _reg: dsh_kernel::Registration,
-}
-
-impl Fx {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let registry = ToolRegistry::new();
-        let reg = dsh_tool_fs::install(&registry, dir.path().to_path_buf()).unwrap();
-        Fx {
-            dir,
-            registry,
-            _reg: reg,
-        }
-    }
-
-    fn path(&self, name: &str) -> std::path::PathBuf {
-        self.dir.path().join(name)
-    }
-
-    async fn call(&self, tool: &str, args: serde_json::Value) -> ToolResult {
-        self.registry
-            .execute(
-                &ToolCall::new("c1", tool, args.to_string()),
-                CallEnv::default(),
-            )
-            .await
-    }
-}
-
-fn ok(r: &ToolResult) -> String {
-    assert!(!r.is_error, "expected success, got {r:?}");
-    r.text()
-}
-
-fn err(r: &ToolResult, code: &str) -> String {
-    assert!(r.is_error, "expected {code}, got success {}", r.text());
-    assert_eq!(r.code(), Some(code), "{}", r.text());
-    r.text()
-}
 
 #[tokio::test]
 async fn read_shows_numbered_windows_and_says_what_is_left() {

@@ -22,9 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use dsh_tools::{
-    deserialize_validated, normalize_integers, validate_args, SchemaProp, SchemaSpec, ToolArgs,
-};
+use dsh_tools::{deserialize_validated, normalize_integers, validate_args, SchemaSpec, ToolArgs};
 
 pub use dsh_schema::testing::{prop_strategy, valid_value};
 
@@ -65,55 +63,10 @@ pub fn check_serialized<A: ToolArgs + Serialize>(args: &A) -> Result<(), String>
     }
 }
 
-/// Removes `null` values at keys the spec declares optional, recursively.
+/// Removes `null` values at keys the spec declares optional, recursively
+/// (the same rule as [`dsh_schema::strip_introduced_nulls`], which it is).
 pub fn strip_optional_nulls(spec: &SchemaSpec, value: &mut Value) {
-    let Value::Object(map) = value else { return };
-    for (name, prop) in spec {
-        let remove = matches!(map.get(name), Some(Value::Null)) && !prop.required;
-        if remove {
-            map.shift_remove(name);
-        } else if let Some(v) = map.get_mut(name) {
-            strip_prop(prop, v);
-        }
-    }
-}
-
-fn strip_prop(prop: &SchemaProp, v: &mut Value) {
-    if let Some(branches) = &prop.one_of {
-        // serde writes the variant; strip as the branch it then matches.
-        for branch in branches {
-            let mut candidate = v.clone();
-            strip_prop(branch, &mut candidate);
-            if prop_accepts(branch, &candidate) {
-                *v = candidate;
-                return;
-            }
-        }
-        return;
-    }
-    match v {
-        Value::Object(_) => {
-            if let Some(props) = &prop.properties {
-                strip_optional_nulls(props, v);
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item) = &prop.items {
-                for x in items {
-                    strip_prop(item, x);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Whether `v` passes `prop` on its own.
-fn prop_accepts(prop: &SchemaProp, v: &Value) -> bool {
-    let spec = SchemaSpec::new().with("v", prop.clone().required(true));
-    let mut wrapper = serde_json::Map::new();
-    wrapper.insert("v".into(), v.clone());
-    validate_args(&spec, &Value::Object(wrapper)).is_empty()
+    dsh_schema::strip_introduced_nulls(spec, value);
 }
 
 /// Runs both drift checks on `cases` generated values of `A`'s spec: each
