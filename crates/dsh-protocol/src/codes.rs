@@ -217,6 +217,11 @@ codes! {
         "The bash executor was disposed; it runs nothing any more.";
     WAIT_FAILED = "WAIT_FAILED", "bash", false, RespondToModel,
         "Waiting for the shell failed; the process state is unknown.";
+    // Files and search.
+    FS_NOT_FOUND = "FS_NOT_FOUND", "fs", false, RespondToModel,
+        "The file or directory a tool was given does not exist.";
+    FS_NOT_A_DIRECTORY = "FS_NOT_A_DIRECTORY", "fs", false, RespondToModel,
+        "The tool needs a directory but the path names a file.";
     // MCP.
     MCP_START_FAILED = "MCP_START_FAILED", "mcp", false, Caller,
         "An MCP server could not be started or did not complete the handshake.";
