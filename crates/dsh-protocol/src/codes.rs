@@ -230,6 +230,8 @@ codes! {
         "The file or directory does not exist (the message names the closest existing sibling when one is near).";
     FS_IS_DIRECTORY = "FS_IS_DIRECTORY", "fs", false, RespondToModel,
         "A file was expected but the path is a directory.";
+    FS_NOT_A_DIRECTORY = "FS_NOT_A_DIRECTORY", "fs", false, RespondToModel,
+        "A directory was expected but the path names a file.";
     FS_NOT_TEXT = "FS_NOT_TEXT", "fs", false, RespondToModel,
         "The file holds a NUL byte in its first 8 KiB: binary, not text.";
     FS_NOT_OBSERVED = "FS_NOT_OBSERVED", "fs", false, RespondToModel,
