@@ -302,9 +302,9 @@ fn text_reply(text: &str) -> ScriptedResponse {
 #[tokio::test]
 async fn run_against_a_loopback_deepseek_server() {
     let call = ScriptedResponse::sse(&[
-        json!({"choices":[{"index":0,"delta":{"reasoning_content":"Use echo."},"finish_reason":null}]}).to_string(),
-        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"echo","arguments":""}}]},"finish_reason":null}]}).to_string(),
-        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"text\":\"ping\"}"}}]},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{"reasoning_content":"Use glob."},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"glob","arguments":""}}]},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pattern\":\"*.zz\"}"}}]},"finish_reason":null}]}).to_string(),
         json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}).to_string(),
         "[DONE]".to_string(),
     ]);
@@ -338,31 +338,115 @@ async fn run_against_a_loopback_deepseek_server() {
     assert_eq!(
         tools,
         [
-            "echo",
             "bash",
             "bash_output",
             "bash_kill",
             "read",
             "write",
-            "edit"
-        ]
+            "edit",
+            "glob",
+            "grep"
+        ],
+        "the default set with a real model: no echo"
     );
     let second = reqs[1].json();
     let msgs = second["messages"].as_array().unwrap();
     let assistant = &msgs[msgs.len() - 2];
     assert_eq!(assistant["role"], "assistant");
     assert_eq!(
-        assistant["reasoning_content"], "Use echo.",
+        assistant["reasoning_content"], "Use glob.",
         "reasoning passed back on tool turns"
     );
     assert_eq!(
         assistant["tool_calls"][0]["function"]["arguments"],
-        "{\"text\":\"ping\"}"
+        "{\"pattern\":\"*.zz\"}"
     );
     assert_eq!(
         msgs[msgs.len() - 1],
-        json!({"role":"tool","tool_call_id":"call_1","content":"ping"})
+        json!({"role":"tool","tool_call_id":"call_1","content":"No files found"})
     );
+}
+
+/// A model step that calls `name` with `args` (a JSON object), whole.
+fn tool_step(id: &str, name: &str, args: Value) -> ScriptedResponse {
+    ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":id,"type":"function","function":{"name":name,"arguments":args.to_string()}}]},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}).to_string(),
+        "[DONE]".to_string(),
+    ])
+}
+
+#[tokio::test]
+async fn file_and_search_tools_run_through_the_loop_with_a_real_model_wire() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.path().join("src")).unwrap();
+    std::fs::write(
+        sb.path().join("src/lib.rs"),
+        "fn main() {\n    println!(\"old\");\n}\n",
+    )
+    .unwrap();
+    let server = LoopbackServer::start([
+        tool_step(
+            "c1",
+            "grep",
+            json!({"pattern": "println", "include": "*.rs"}),
+        ),
+        // Editing before reading is refused; the model reads and retries.
+        tool_step(
+            "c2",
+            "edit",
+            json!({"file_path": "src/lib.rs", "old_string": "\"old\"", "new_string": "\"new\""}),
+        ),
+        tool_step("c3", "read", json!({"file_path": "src/lib.rs"})),
+        tool_step(
+            "c4",
+            "edit",
+            json!({"file_path": "src/lib.rs", "old_string": "\"old\"", "new_string": "\"new\""}),
+        ),
+        tool_step("c5", "glob", json!({"pattern": "**/*.rs"})),
+        text_reply("edited"),
+    ])
+    .await
+    .unwrap();
+    let mut c = sb.dsh();
+    c.args(["run", "change old to new"])
+        .env("DEEPSEEK_API_KEY", "sk-test")
+        .env("DEEPSEEK_BASE_URL", server.base_url());
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "edited\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("src/lib.rs")).unwrap(),
+        "fn main() {\n    println!(\"new\");\n}\n"
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 6);
+    // The result of step N is the last message of request N+1.
+    let result = |n: usize| -> String {
+        let body = reqs[n].json();
+        let msgs = body["messages"].as_array().unwrap();
+        msgs[msgs.len() - 1]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(result(1), "src/lib.rs:2:    println!(\"old\");");
+    assert!(
+        result(2).starts_with("Error: ") && result(2).ends_with("has not read it; read it first"),
+        "{}",
+        result(2)
+    );
+    assert!(
+        result(3).starts_with("     1\tfn main() {"),
+        "{}",
+        result(3)
+    );
+    let diff = result(4);
+    assert!(
+        diff.contains("-    println!(\"old\");\n+    println!(\"new\");"),
+        "{diff}"
+    );
+    assert_eq!(result(5), "src/lib.rs");
 }
 
 #[tokio::test]
@@ -530,8 +614,11 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
             "bash_kill",
             "read",
             "write",
-            "edit"
-        ]
+            "edit",
+            "glob",
+            "grep"
+        ],
+        "offline (no key): echo leads the default set"
     );
     assert_eq!(
         tools[1]["parameters"]["required"],

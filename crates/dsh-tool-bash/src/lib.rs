@@ -190,21 +190,13 @@ pub fn install_only(
     keep: impl Fn(&str) -> bool,
 ) -> Result<Registration, ToolError> {
     let owners = Arc::new(Owners::default());
-    let mut regs = Vec::new();
     let tools = [
         bash_tool(executor.clone(), owners.clone()),
         bash_output_tool(executor.clone()),
         bash_kill_tool(executor.clone()),
     ];
-    for tool in tools.into_iter().filter(|t| keep(&t.schema().name)) {
-        match registry.register(tool) {
-            Ok(r) => regs.push(r),
-            Err(e) => {
-                Registration::merge(regs).undo();
-                return Err(e);
-            }
-        }
-    }
+    let kept = tools.into_iter().filter(|t| keep(&t.schema().name));
+    let mut regs = vec![registry.register_all(kept)?];
     regs.push(executor.on_task_done().try_on(move |task: &TaskInfo| {
         let Some(agent) = owners.complete(task).and_then(|w| w.upgrade()) else {
             return Ok(());

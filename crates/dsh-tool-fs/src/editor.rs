@@ -196,17 +196,13 @@ pub(crate) fn editor_tool(memory: Arc<Memory>) -> Arc<dyn Tool> {
                                 )
                             }
                             many => {
-                                let lines: Vec<String> = many
-                                    .iter()
-                                    .map(|at| edit::line_of(&text, *at).to_string())
-                                    .collect();
                                 return Err(ToolError::new(
                                     codes::FS_AMBIGUOUS_EDIT,
                                     format!(
                                         "old_str occurs {} times in {} (lines {}); make it unique",
                                         many.len(),
                                         path.display(),
-                                        lines.join(", ")
+                                        edit::list_lines(&text, many)
                                     ),
                                 ));
                             }

@@ -130,23 +130,14 @@ pub fn install_only(
     keep: impl Fn(&str) -> bool,
 ) -> Result<Registration, ToolError> {
     let memory = Arc::new(Memory::default());
-    let mut regs = Vec::new();
     let tools = [
         read_tool(root.clone(), memory.clone()),
         write_tool(root.clone(), memory.clone()),
         edit_tool(root, memory.clone()),
         editor::editor_tool(memory),
     ];
-    for tool in tools.into_iter().filter(|t| keep(&t.schema().name)) {
-        match registry.register(tool) {
-            Ok(r) => regs.push(r),
-            Err(e) => {
-                Registration::merge(regs).undo();
-                return Err(e);
-            }
-        }
-    }
-    Ok(Registration::merge(regs))
+    let kept = tools.into_iter().filter(|t| keep(&t.schema().name));
+    registry.register_all(kept)
 }
 
 fn io_error(path: &Path, e: &std::io::Error) -> ToolError {
@@ -403,18 +394,17 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 ));
             }
             if found.len() > 1 && args.replace_all != Some(true) {
-                let lines: Vec<usize> = found.iter().map(|at| edit::line_of(&text, *at)).collect();
                 return Err(ToolError::new(
                     codes::FS_AMBIGUOUS_EDIT,
                     format!(
                         "old_string occurs {} times in {} (lines {}); include more context to make it unique, or set replace_all",
                         found.len(),
                         path.display(),
-                        join(&lines)
+                        edit::list_lines(&text, &found)
                     ),
                 ));
             }
-            let replaced = text.replace(&*old, &new);
+            let replaced = edit::replace_at(&text, &found, old.len(), &new);
             let changes: Vec<edit::Change<'_>> = found
                 .iter()
                 .map(|at| edit::Change {

@@ -33,6 +33,13 @@ use crate::{MAX_GREP_LINE_BYTES, MAX_GREP_MATCHES};
 /// # Errors
 /// `INVALID_ARGS` naming the regex error.
 pub(crate) fn compile(pattern: &str) -> Result<RegexMatcher, ToolError> {
+    // Parse first: grep-regex wraps the pattern before parsing, so its
+    // errors quote and point into the wrapped text, not the model's.
+    if let Err(e) = regex_syntax::Parser::new().parse(pattern) {
+        return Err(ToolError::invalid_args(vec![format!(
+            "\"pattern\" is not a valid regex: {e}"
+        )]));
+    }
     grep_regex::RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .build(pattern)

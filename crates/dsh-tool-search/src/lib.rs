@@ -167,17 +167,22 @@ pub fn grep_tool_with_budget(root: PathBuf, budget: Duration) -> Arc<dyn dsh_too
 /// A tool name is already registered (`DUPLICATE_TOOL`; nothing stays
 /// registered then).
 pub fn install(registry: &ToolRegistry, root: PathBuf) -> Result<Registration, ToolError> {
-    let mut regs = Vec::new();
-    for tool in [glob_tool(root.clone()), grep_tool(root)] {
-        match registry.register(tool) {
-            Ok(r) => regs.push(r),
-            Err(e) => {
-                Registration::merge(regs).undo();
-                return Err(e);
-            }
-        }
-    }
-    Ok(Registration::merge(regs))
+    install_only(registry, root, |_| true)
+}
+
+/// Registers those of `glob` and `grep` (in that order) whose name `keep`
+/// accepts; as [`install`] otherwise.
+///
+/// # Errors
+/// As [`install`].
+pub fn install_only(
+    registry: &ToolRegistry,
+    root: PathBuf,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Registration, ToolError> {
+    let tools = [glob_tool(root.clone()), grep_tool(root)];
+    let kept = tools.into_iter().filter(|t| keep(&t.schema().name));
+    registry.register_all(kept)
 }
 
 /// The search tools plugin: `glob` and `grep` over the working directory

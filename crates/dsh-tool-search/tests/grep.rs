@@ -202,6 +202,11 @@ async fn errors_have_codes() {
     let r = h.call("grep", json!({"pattern": "fn("})).await;
     assert_error(&r, "INVALID_ARGS", "\"pattern\" is not a valid regex");
     assert!(r.text().contains("unclosed group"), "{}", r.text());
+    assert!(
+        r.text().contains("\n    fn(\n") && !r.text().contains("(?:"),
+        "the error quotes the model's pattern, not a wrapped one: {}",
+        r.text()
+    );
     let r = h
         .call("grep", json!({"pattern": "x", "path": "nope"}))
         .await;

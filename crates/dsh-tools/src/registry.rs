@@ -301,6 +301,29 @@ impl ToolRegistry {
         Ok(Registration::merge(vec![gated, removal]))
     }
 
+    /// Registers each of `tools` in order, as [`ToolRegistry::register`];
+    /// undoing the returned registration removes them all.
+    ///
+    /// # Errors
+    /// `DUPLICATE_TOOL` for the first name already taken; the tools
+    /// registered before it are removed again, so nothing stays registered.
+    pub fn register_all(
+        &self,
+        tools: impl IntoIterator<Item = Arc<dyn Tool>>,
+    ) -> Result<Registration, ToolError> {
+        let mut regs = Vec::new();
+        for tool in tools {
+            match self.register(tool) {
+                Ok(r) => regs.push(r),
+                Err(e) => {
+                    Registration::merge(regs).undo();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Registration::merge(regs))
+    }
+
     /// [`ToolRegistry::register`] with the registration added to `scope`:
     /// closing the scope unregisters the tool.
     ///

@@ -104,7 +104,8 @@ pub struct StackOptions {
     /// The coding-agent system-prompt sections (identity, rules,
     /// environment, `AGENTS.md`).
     pub coding_prompt: bool,
-    /// The built-in tools (`echo`, the bash family).
+    /// The built-in tools (`echo` offline, the bash family, the file and
+    /// search tools).
     pub builtin_tools: bool,
     /// JSONL session files in the session directory (from the first agent
     /// on); off keeps sessions in memory only.
@@ -181,6 +182,7 @@ impl Stack {
                     executor: dyn_exec,
                     root: resolved.cwd.clone(),
                     only: resolved.tools.clone(),
+                    offline: resolved.model == ECHO_MODEL,
                 }
                 .install(&kernel)?,
             );

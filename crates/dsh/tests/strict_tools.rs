@@ -27,6 +27,7 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
             executor,
             root: dir.path().to_path_buf(),
             only: None,
+            offline: true,
         }
         .install(&kernel)
         .unwrap(),
@@ -107,6 +108,25 @@ fn every_built_in_tool_compiles_to_the_pinned_strict_schema() {
                    "required": ["task_id"], "additionalProperties": false})
         );
     }
+    // The file and search tools: every key required, optional ones nullable.
+    for (name, keys) in [
+        ("read", &["file_path", "offset", "limit"][..]),
+        ("write", &["file_path", "content"]),
+        (
+            "edit",
+            &["file_path", "old_string", "new_string", "replace_all"],
+        ),
+        ("glob", &["pattern", "path"]),
+        ("grep", &["pattern", "path", "include"]),
+    ] {
+        let p = parameters(&tools, name);
+        assert_eq!(p["required"], json!(keys), "{name}");
+        assert_eq!(p["additionalProperties"], false, "{name}");
+    }
+    assert_eq!(
+        parameters(&tools, "grep")["properties"]["include"]["type"],
+        json!(["string", "null"])
+    );
 }
 
 #[tokio::test]

@@ -26,6 +26,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "read",
     "write",
     "edit",
+    "glob",
+    "grep",
     "str_replace_editor",
 ];
 
@@ -35,17 +37,24 @@ pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
 /// `bash_output`, `bash_kill`) running on `executor`, then the file tools
-/// (`read`, `write`, `edit`) for `root`, registered in the kernel's
-/// [`ToolRegistry`]; only those named in `only` when it is set. Undoing
-/// the registration removes them all.
+/// (`read`, `write`, `edit`) and the search tools (`glob`, `grep`) for
+/// `root`, registered in the kernel's [`ToolRegistry`].
+///
+/// Which: those named in `only` when it is set; otherwise all but the
+/// [`OPT_IN_TOOLS`], and `echo` only when `offline` (the echo model needs
+/// it; a real model gains nothing from it). Undoing the registration
+/// removes them all.
 pub struct BuiltinTools {
     /// Runs the bash tools' commands.
     pub executor: Arc<dyn BashExecutor>,
     /// The working directory the file tools resolve relative paths against.
     pub root: std::path::PathBuf,
     /// The tools to register (names from [`BUILTIN_TOOLS`]); when `None`,
-    /// all but the [`OPT_IN_TOOLS`].
+    /// the default set (see the type's docs).
     pub only: Option<Vec<String>>,
+    /// The session runs the offline echo model: the default set includes
+    /// `echo`.
+    pub offline: bool,
 }
 
 impl Plugin for BuiltinTools {
@@ -55,25 +64,32 @@ impl Plugin for BuiltinTools {
     fn install(self, kernel: &Kernel) -> Result<Registration, DshError> {
         let registry = kernel.service::<ToolRegistry>()?;
         let only = self.only;
+        let offline = self.offline;
         let keep = move |name: &str| match &only {
             Some(o) => o.iter().any(|n| n == name),
+            None if name == "echo" => offline,
             None => !OPT_IN_TOOLS.contains(&name),
         };
         let mut regs = Vec::new();
-        if keep("echo") {
-            regs.push(registry.register(echo_tool())?);
-        }
-        let rest = bash::install(&registry, self.executor, &keep).and_then(|bash| {
-            regs.push(bash);
-            dsh_tool_fs::install_only(&registry, self.root, &keep).map_err(DshError::from)
-        });
-        match rest {
-            Ok(fs) => {
-                regs.push(fs);
-                Ok(Registration::merge(regs))
+        let each = || -> Result<(), DshError> {
+            if keep("echo") {
+                regs.push(registry.register(echo_tool())?);
             }
+            regs.push(bash::install(&registry, self.executor, &keep)?);
+            regs.push(dsh_tool_fs::install_only(
+                &registry,
+                self.root.clone(),
+                &keep,
+            )?);
+            regs.push(dsh_tool_search::install_only(&registry, self.root, &keep)?);
+            Ok(())
+        };
+        let installed = each();
+        let all = Registration::merge(regs);
+        match installed {
+            Ok(()) => Ok(all),
             Err(e) => {
-                Registration::merge(regs).undo();
+                all.undo();
                 Err(e)
             }
         }
