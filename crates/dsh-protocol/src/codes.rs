@@ -246,6 +246,15 @@ codes! {
         "str_replace_editor create refuses a path that exists.";
     FS_IO = "FS_IO", "fs", false, RespondToModel,
         "A file operation failed (permission denied, disk full, …); the message names the path and the cause. Nothing was half-written.";
+    FS_SANDBOX_DENIED = "FS_SANDBOX_DENIED", "fs", false, RespondToModel,
+        "The file tool may not write there in the current permission mode: the canonical path is outside the writable roots.";
+    // Safety: permission, sandbox, hooks.
+    PERMISSION_DENIED = "PERMISSION_DENIED", "safety", false, RespondToModel,
+        "A guard (permission mode, approval, a hook) denied the call before it ran; the message gives the reason.";
+    SANDBOX_UNAVAILABLE = "SANDBOX_UNAVAILABLE", "safety", false, RespondToModel,
+        "The confinement the permission mode needs cannot be applied here (no Landlock, or too old an ABI for the setting); the command was not run.";
+    HOOK_FAILED = "HOOK_FAILED", "safety", false, Caller,
+        "A command hook could not be run or answered with something unusable; it was treated as a warning.";
     RESULT_TOO_LARGE = "RESULT_TOO_LARGE", "mcp", false, RespondToModel,
         "The MCP server's response was larger than max_message_bytes; it was not read into memory.";
     MCP_SERVER_EXITED = "MCP_SERVER_EXITED", "mcp", false, RespondToModel,
