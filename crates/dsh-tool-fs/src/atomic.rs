@@ -12,7 +12,11 @@ use std::path::{Path, PathBuf};
 ///
 /// # Errors
 /// The I/O error, with the path it concerns.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), (PathBuf, std::io::Error)> {
+pub(crate) fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    recheck: &dyn Fn(&Path) -> std::io::Result<()>,
+) -> Result<(), (PathBuf, std::io::Error)> {
     // Write through symlinks (to the final target).
     let target = match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
@@ -43,6 +47,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), (PathBuf, st
             .map_err(err)?;
     }
     tmp.as_file().sync_all().map_err(err)?;
+    // The fence again, just before publishing: the directory may have been
+    // swapped for a link since the call was checked. Dropping `tmp` removes
+    // the temporary file.
+    recheck(&target).map_err(err)?;
     tmp.persist(&target)
         .map_err(|e| (target.clone(), e.error))?;
     if let Ok(d) = std::fs::File::open(&dir) {
@@ -57,13 +65,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_failed_recheck_publishes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t");
+        std::fs::write(&target, "old").unwrap();
+        let seen = std::sync::Mutex::new(None);
+        let (path, e) = write_atomic(&target, b"new", &|p| {
+            *seen.lock().unwrap() = Some(p.to_path_buf());
+            Err(std::io::Error::other("fenced"))
+        })
+        .unwrap_err();
+        assert_eq!(path, target);
+        assert_eq!(e.to_string(), "fenced");
+        assert_eq!(seen.lock().unwrap().as_deref(), Some(target.as_path()));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["t"], "the temporary file was removed");
+    }
+
+    #[test]
     fn a_failed_replace_leaves_the_target_and_no_temporary_file() {
         // Renaming a file over a non-empty directory fails, even for root.
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("t");
         std::fs::create_dir(&target).unwrap();
         std::fs::write(target.join("inside"), "kept").unwrap();
-        let (path, _) = write_atomic(&target, b"new").unwrap_err();
+        let (path, _) = write_atomic(&target, b"new", &|_| Ok(())).unwrap_err();
         assert_eq!(path, target);
         assert_eq!(
             std::fs::read_to_string(target.join("inside")).unwrap(),

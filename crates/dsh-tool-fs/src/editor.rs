@@ -10,7 +10,7 @@ use dsh_tools::{define_tool, Tool, ToolArgs, ToolContext, ToolError};
 use serde::{Deserialize, Serialize};
 
 use crate::guard::{self, Guard, Memory};
-use crate::{edit, io_error, load_fresh, store, write_err};
+use crate::{edit, io_error, load_fresh, store, write_err, Fence};
 
 /// Most characters of output; the rest is replaced by a marker.
 pub const MAX_EDITOR_CHARS: usize = 16_000;
@@ -122,12 +122,13 @@ fn snippet(text: &str, from: usize, to: usize) -> String {
         .collect()
 }
 
-pub(crate) fn editor_tool(memory: Arc<Memory>) -> Arc<dyn Tool> {
+pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
     define_tool(
         "str_replace_editor",
         EDITOR_DESCRIPTION,
         move |args: EditorArgs, ctx: ToolContext| {
             let memory = memory.clone();
+            let fence = fence.clone();
             async move {
                 let path = PathBuf::from(&args.path);
                 if !path.is_absolute() {
@@ -143,6 +144,9 @@ pub(crate) fn editor_tool(memory: Arc<Memory>) -> Arc<dyn Tool> {
                     ctx: &ctx,
                     memory: &memory,
                 };
+                if !matches!(args.command, EditorCommand::View) {
+                    fence.check(&path)?;
+                }
                 let text = match args.command {
                     EditorCommand::View => view(&guard, &path, args.view_range.as_deref())?,
                     EditorCommand::Create => {
@@ -160,7 +164,7 @@ pub(crate) fn editor_tool(memory: Arc<Memory>) -> Arc<dyn Tool> {
                             std::fs::create_dir_all(parent).map_err(|e| write_err(parent, &e))?;
                         }
                         let key = guard::key_of(&path);
-                        store(&guard, &path, &key, &content, edit::Ending::Lf)?;
+                        store(&guard, &fence, &path, &key, &content, edit::Ending::Lf)?;
                         format!("File created successfully at: {}", path.display())
                     }
                     EditorCommand::StrReplace => {
@@ -186,7 +190,7 @@ pub(crate) fn editor_tool(memory: Arc<Memory>) -> Arc<dyn Tool> {
                             }
                             [at] => {
                                 let replaced = format!("{}{new}{}", &text[..*at], &text[at + old.len()..]);
-                                store(&guard, &path, &key, &replaced, ending)?;
+                                store(&guard, &fence, &path, &key, &replaced, ending)?;
                                 let line = edit::line_of(&text, *at);
                                 let end = line + new.lines().count().max(1) - 1;
                                 format!(
@@ -235,7 +239,7 @@ pub(crate) fn editor_tool(memory: Arc<Memory>) -> Arc<dyn Tool> {
                         if text.ends_with('\n') || text.is_empty() {
                             joined.push('\n');
                         }
-                        store(&guard, &path, &key, &joined, ending)?;
+                        store(&guard, &fence, &path, &key, &joined, ending)?;
                         let added = new.lines().count().max(1);
                         format!(
                             "The file {} has been edited. A snippet of the result:\n{}Review the changes and edit again if needed.",

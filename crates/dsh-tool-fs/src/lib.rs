@@ -26,6 +26,7 @@
 mod atomic;
 mod edit;
 mod editor;
+mod fence;
 mod guard;
 mod read;
 
@@ -39,6 +40,7 @@ use dsh_tools::{define_tool, Tool, ToolArgs, ToolContext, ToolError, ToolRegistr
 use serde::{Deserialize, Serialize};
 
 pub use editor::{EditorArgs, EditorCommand, EDITOR_DESCRIPTION, MAX_EDITOR_CHARS};
+pub use fence::Fence;
 pub use guard::{Version, OBSERVED_KIND};
 pub use read::{MAX_LINES, MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
 
@@ -129,12 +131,27 @@ pub fn install_only(
     root: PathBuf,
     keep: impl Fn(&str) -> bool,
 ) -> Result<Registration, ToolError> {
+    install_fenced(registry, root, keep, Fence::open())
+}
+
+/// [`install_only`] with the writes of `write`, `edit` and
+/// `str_replace_editor` confined by `fence` (`FS_SANDBOX_DENIED` outside
+/// its roots; see [`Fence`]); `read` is never fenced.
+///
+/// # Errors
+/// As [`install`].
+pub fn install_fenced(
+    registry: &ToolRegistry,
+    root: PathBuf,
+    keep: impl Fn(&str) -> bool,
+    fence: Fence,
+) -> Result<Registration, ToolError> {
     let memory = Arc::new(Memory::default());
     let tools = [
         read_tool(root.clone(), memory.clone()),
-        write_tool(root.clone(), memory.clone()),
-        edit_tool(root, memory.clone()),
-        editor::editor_tool(memory),
+        write_tool(root.clone(), memory.clone(), fence.clone()),
+        edit_tool(root, memory.clone(), fence.clone()),
+        editor::editor_tool(memory, fence),
     ];
     let kept = tools.into_iter().filter(|t| keep(&t.schema().name));
     registry.register_all(kept)
@@ -287,19 +304,27 @@ fn load_fresh(guard: &Guard<'_>, path: &Path) -> Result<(String, String), ToolEr
 /// what was written (hashed in memory, not read back).
 fn store(
     guard: &Guard<'_>,
+    fence: &Fence,
     path: &Path,
     key: &str,
     text: &str,
     ending: edit::Ending,
 ) -> Result<(), ToolError> {
     let out = edit::with_ending(text, ending);
-    atomic::write_atomic(path, out.as_bytes()).map_err(|(p, e)| write_err(&p, &e))?;
+    atomic::write_atomic(path, out.as_bytes(), &|p| fence.recheck(p))
+        .map_err(|(p, e)| write_err(&p, &e))?;
     let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
     guard.record(&guard::version_of_bytes(key, &meta, out.as_bytes()));
     Ok(())
 }
 
 fn write_err(path: &Path, e: &std::io::Error) -> ToolError {
+    if let Some(denied) = e
+        .get_ref()
+        .and_then(|r| r.downcast_ref::<fence::FenceDenied>())
+    {
+        return ToolError::new(codes::FS_SANDBOX_DENIED, denied.0.clone());
+    }
     ToolError::new(
         codes::FS_IO,
         format!(
@@ -309,15 +334,17 @@ fn write_err(path: &Path, e: &std::io::Error) -> ToolError {
     )
 }
 
-fn write_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
+fn write_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
     define_tool(
         "write",
         WRITE_DESCRIPTION,
         move |args: WriteArgs, ctx: ToolContext| {
             let root = root.clone();
             let memory = memory.clone();
+            let fence = fence.clone();
             async move {
                 let path = guard::resolve(&root, &args.file_path);
+                fence.check(&path)?;
                 let guard = Guard {
                     ctx: &ctx,
                     memory: &memory,
@@ -334,7 +361,7 @@ fn write_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(|e| write_err(parent, &e))?;
                 }
-                atomic::write_atomic(&path, args.content.as_bytes())
+                atomic::write_atomic(&path, args.content.as_bytes(), &|p| fence.recheck(p))
                     .map_err(|(p, e)| write_err(&p, &e))?;
                 let key = guard::key_of(&path);
                 let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
@@ -356,10 +383,11 @@ fn write_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
     .into_arc()
 }
 
-fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
+fn edit_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
     define_tool("edit", EDIT_DESCRIPTION, move |args: EditArgs, ctx: ToolContext| {
         let root = root.clone();
         let memory = memory.clone();
+        let fence = fence.clone();
         async move {
             if args.old_string == args.new_string {
                 return Err(ToolError::new(
@@ -368,6 +396,7 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 ));
             }
             let path = guard::resolve(&root, &args.file_path);
+            fence.check(&path)?;
             let guard = Guard {
                 ctx: &ctx,
                 memory: &memory,
@@ -414,7 +443,7 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
                 })
                 .collect();
             let diff = edit::unified_diff(&path.display().to_string(), &text, &replaced, &changes);
-            store(&guard, &path, &key, &replaced, ending)?;
+            store(&guard, &fence, &path, &key, &replaced, ending)?;
             Ok(vec![ContentBlock::text(format!(
                 "Edited {} ({} replacement{})\n{diff}",
                 path.display(),

@@ -17,6 +17,7 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{codes, ToolError};
+use crate::guard::{self, Approver, PreExecute, Verdict};
 use crate::tool::{ArgsCheck, Tool, ToolContext, ToolOutput};
 
 /// What the caller of [`ToolRegistry::execute`] adds to a [`ToolCall`]: how
@@ -102,6 +103,7 @@ struct Inner {
     /// Tools that could not be made strict, and why.
     strict_warnings: std::sync::Mutex<Vec<String>>,
     on_execute: WaterfallHook<Execution, ToolResult>,
+    pre_execute: WaterfallHook<PreExecute, Verdict>,
     on_change: EmitHook<()>,
 }
 
@@ -175,6 +177,7 @@ impl ToolRegistry {
                 strict: std::sync::atomic::AtomicBool::new(false),
                 strict_warnings: std::sync::Mutex::new(Vec::new()),
                 on_execute: WaterfallHook::new("tools/execute"),
+                pre_execute: WaterfallHook::new("tools/pre-execute"),
                 on_change: EmitHook::new("tools/change"),
             }),
         }
@@ -365,6 +368,34 @@ impl ToolRegistry {
         self.len() == 0
     }
 
+    /// Adds a guard to the `tools/pre-execute` stage, after the existing
+    /// ones. Every call is put to every guard (a guard cannot skip the
+    /// later ones); the verdicts combine to the most restrictive
+    /// ([`Verdict::narrow`]), so a guard can only narrow what the others
+    /// allow. A panicking guard denies the call. Undoing the registration
+    /// removes the guard.
+    pub fn add_guard<F>(&self, guard: F) -> Registration
+    where
+        F: Fn(&PreExecute) -> BoxFuture<'static, Verdict> + Send + Sync + 'static,
+    {
+        self.inner.pre_execute.on(move |pre: PreExecute, next| {
+            let mine = std::panic::catch_unwind(AssertUnwindSafe(|| guard(&pre)));
+            async move {
+                let mine = match mine {
+                    Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+                    Err(payload) => Err(payload),
+                }
+                .unwrap_or_else(|payload| {
+                    let msg = panic_message(&*payload);
+                    tracing::error!(target: "dsh_tools", "a tools/pre-execute guard panicked: {msg}");
+                    Verdict::Deny(format!("a permission guard failed: {msg}"))
+                });
+                let rest = next.run(pre).await;
+                mine.narrow(rest)
+            }
+        })
+    }
+
     /// The `tools/execute` waterfall. Listeners (sandbox, permission, retry)
     /// may rewrite the call, wrap the result, or veto by returning their own
     /// result without calling `next`.
@@ -392,6 +423,48 @@ impl ToolRegistry {
     /// A panicking `tools/execute` listener is contained too
     /// (`LISTENER_PANICKED`). The returned future is `'static`.
     pub fn execute(&self, call: &ToolCall, env: CallEnv) -> BoxFuture<'static, ToolResult> {
+        if self.inner.pre_execute.is_empty() {
+            return self.execute_allowed(call, env);
+        }
+        let pre = PreExecute {
+            call: Arc::new(call.clone()),
+            extensions: env.extensions.clone(),
+        };
+        let verdict = self
+            .inner
+            .pre_execute
+            .call(pre, |_| async { Verdict::Allow });
+        let this = ToolRegistry {
+            inner: self.inner.clone(),
+        };
+        let call = call.clone();
+        Box::pin(async move {
+            let refused = match verdict.await {
+                Verdict::Allow => None,
+                Verdict::Deny(reason) => Some(reason),
+                Verdict::Ask(question) => {
+                    let approval = match env.extensions.get::<Arc<dyn Approver>>() {
+                        Some(approver) => approver.decide(&call, &question).await,
+                        None => guard::Approval::Unavailable(guard::NO_APPROVER.to_string()),
+                    };
+                    (!approval.allows()).then(|| guard::refusal(&approval))
+                }
+            };
+            match refused {
+                None => this.execute_allowed(&call, env).await,
+                Some(reason) => error_result(
+                    call.call_id.clone(),
+                    &ToolError::new(
+                        codes::PERMISSION_DENIED,
+                        format!("permission denied: {reason}"),
+                    ),
+                ),
+            }
+        })
+    }
+
+    /// [`ToolRegistry::execute`] after the guards allowed the call.
+    fn execute_allowed(&self, call: &ToolCall, env: CallEnv) -> BoxFuture<'static, ToolResult> {
         let call_id = call.call_id.clone();
         let name = call.name.clone();
         // Weak: an in-flight call must not keep a dropped registry alive.

@@ -13,9 +13,15 @@ pub(crate) struct Fx {
 
 impl Fx {
     pub(crate) fn new() -> Self {
+        Self::fenced(dsh_tool_fs::Fence::open())
+    }
+
+    /// All tools, their writes confined by `fence`.
+    pub(crate) fn fenced(fence: dsh_tool_fs::Fence) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let registry = ToolRegistry::new();
-        let reg = dsh_tool_fs::install_only(&registry, dir.path().to_path_buf(), |_| true).unwrap();
+        let reg = dsh_tool_fs::install_fenced(&registry, dir.path().to_path_buf(), |_| true, fence)
+            .unwrap();
         Fx {
             dir,
             registry,
