@@ -7,8 +7,10 @@
 //! allow), so no guard can let through what another refused. Guards see the
 //! call read-only: what the model sent is what is logged and what runs.
 //!
-//! An `ask` goes to the [`Approver`] in the call's extensions; without one,
-//! or when it cannot ask anybody, the call is denied (fail closed).
+//! An `ask` goes to the [`Approver`] in the call's extensions, else to the
+//! registry's ([`ToolRegistry::set_approver`](crate::ToolRegistry::set_approver));
+//! without one, or when it cannot ask anybody, the call is denied (fail
+//! closed).
 
 use std::sync::Arc;
 
@@ -104,11 +106,17 @@ impl Approval {
 /// nobody and answers [`Approval::Unavailable`]. Put one into the call's
 /// extensions as `Arc<dyn Approver>`.
 pub trait Approver: Send + Sync {
-    /// The answer for `call`. Must not fail: a question that cannot be put
-    /// is [`Approval::Unavailable`]; an approver that keeps session grants
-    /// answers [`Approval::AllowedForSession`] for a remembered key without
-    /// asking again.
-    fn decide(&self, call: &ToolCall, question: &Question) -> BoxFuture<'static, Approval>;
+    /// The answer for `call`; `extensions` are the call's (an approver that
+    /// logs finds the agent there). Must not fail: a question that cannot
+    /// be put is [`Approval::Unavailable`]; an approver that keeps session
+    /// grants answers [`Approval::AllowedForSession`] for a remembered key
+    /// without asking again.
+    fn decide(
+        &self,
+        call: &ToolCall,
+        question: &Question,
+        extensions: &Extensions,
+    ) -> BoxFuture<'static, Approval>;
 }
 
 /// The reason a call is denied when the verdict is `ask` and no approver

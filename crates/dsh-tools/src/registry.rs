@@ -104,6 +104,7 @@ struct Inner {
     strict_warnings: std::sync::Mutex<Vec<String>>,
     on_execute: WaterfallHook<Execution, ToolResult>,
     pre_execute: WaterfallHook<PreExecute, Verdict>,
+    approver: RwLock<Option<Arc<dyn Approver>>>,
     on_change: EmitHook<()>,
 }
 
@@ -178,6 +179,7 @@ impl ToolRegistry {
                 strict_warnings: std::sync::Mutex::new(Vec::new()),
                 on_execute: WaterfallHook::new("tools/execute"),
                 pre_execute: WaterfallHook::new("tools/pre-execute"),
+                approver: RwLock::new(None),
                 on_change: EmitHook::new("tools/change"),
             }),
         }
@@ -396,6 +398,22 @@ impl ToolRegistry {
         })
     }
 
+    /// Sets the approver that answers `ask` verdicts of calls whose
+    /// extensions bring none (the CLI's terminal, or nobody). Undoing the
+    /// registration removes it if it is still the one set.
+    pub fn set_approver(&self, approver: Arc<dyn Approver>) -> Registration {
+        *write(&self.inner.approver) = Some(approver.clone());
+        let weak = Arc::downgrade(&self.inner);
+        Registration::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                let mut slot = write(&inner.approver);
+                if slot.as_ref().is_some_and(|a| Arc::ptr_eq(a, &approver)) {
+                    *slot = None;
+                }
+            }
+        })
+    }
+
     /// The `tools/execute` waterfall. Listeners (sandbox, permission, retry)
     /// may rewrite the call, wrap the result, or veto by returning their own
     /// result without calling `next`.
@@ -443,8 +461,13 @@ impl ToolRegistry {
                 Verdict::Allow => None,
                 Verdict::Deny(reason) => Some(reason),
                 Verdict::Ask(question) => {
-                    let approval = match env.extensions.get::<Arc<dyn Approver>>() {
-                        Some(approver) => approver.decide(&call, &question).await,
+                    let approver = env
+                        .extensions
+                        .get::<Arc<dyn Approver>>()
+                        .cloned()
+                        .or_else(|| read(&this.inner.approver).clone());
+                    let approval = match approver {
+                        Some(approver) => approver.decide(&call, &question, &env.extensions).await,
                         None => guard::Approval::Unavailable(guard::NO_APPROVER.to_string()),
                     };
                     (!approval.allows()).then(|| guard::refusal(&approval))

@@ -59,7 +59,12 @@ struct Scripted {
 }
 
 impl Approver for Scripted {
-    fn decide(&self, call: &ToolCall, question: &Question) -> BoxFuture<'static, Approval> {
+    fn decide(
+        &self,
+        call: &ToolCall,
+        question: &Question,
+        _extensions: &dsh_kernel::Extensions,
+    ) -> BoxFuture<'static, Approval> {
         self.asked
             .lock()
             .unwrap()
@@ -209,4 +214,29 @@ async fn a_panicking_guard_denies_and_the_others_still_run() {
     assert!(r.text().contains("guard bug"), "{}", r.text());
     assert_eq!(*later.lock().unwrap(), 1, "every guard sees every call");
     assert!(seen.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_registry_approver_answers_when_the_call_brings_none() {
+    let (registry, seen) = setup();
+    let _g = registry.add_guard(verdict(ask("run ls")));
+    let approver = Arc::new(Scripted {
+        answer: Approval::AllowedOnce,
+        asked: Mutex::new(Vec::new()),
+    });
+    let reg = registry.set_approver(approver.clone());
+    assert!(!run(&registry, CallEnv::default()).await.is_error);
+    assert_eq!(approver.asked.lock().unwrap().len(), 1);
+    // The call's own approver comes first.
+    let own = Arc::new(Scripted {
+        answer: Approval::Rejected { note: None },
+        asked: Mutex::new(Vec::new()),
+    });
+    assert!(run(&registry, env_with(&own)).await.is_error);
+    assert_eq!(own.asked.lock().unwrap().len(), 1);
+    assert_eq!(approver.asked.lock().unwrap().len(), 1);
+    reg.undo();
+    let r = run(&registry, CallEnv::default()).await;
+    assert_eq!(r.text(), "Error: permission denied: no user to approve");
+    assert_eq!(seen.lock().unwrap().len(), 1);
 }

@@ -24,6 +24,7 @@
 //! Built-in tools live one per file under [`tools`]; the model-facing prompt
 //! text lives in `.md` files under `src/prompt/`.
 
+pub mod approval;
 pub mod config;
 pub mod echo_model;
 pub mod prompt;
