@@ -15,7 +15,9 @@ use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
 /// have them (`{}` at the top level), `items` only for arrays that have them;
 /// `additionalProperties` only where a nested object sets it (the top level
 /// is open); a `json` property has no `type` (any value) and a `one_of`
-/// property is `{"oneOf": [...]}`.
+/// property is `{"oneOf": [...]}`; groups of
+/// [`SchemaSpec::require_together`] are the top level's
+/// `dependentRequired` (each member requires the others).
 pub fn to_json_schema(spec: &SchemaSpec) -> Value {
     let mut out = Map::new();
     out.insert("type".into(), Value::String("object".into()));
@@ -24,7 +26,34 @@ pub fn to_json_schema(spec: &SchemaSpec) -> Value {
     if let Some(required) = required {
         out.insert("required".into(), required);
     }
+    if let Some(dependent) = dependent_required(spec) {
+        out.insert("dependentRequired".into(), dependent);
+    }
     Value::Object(out)
+}
+
+/// `{"a": ["b"], "b": ["a"]}` for the group `[a, b]` of
+/// [`SchemaSpec::require_together`]; `None` without groups.
+pub(crate) fn dependent_required(spec: &SchemaSpec) -> Option<Value> {
+    if spec.together().is_empty() {
+        return None;
+    }
+    let mut out = Map::new();
+    for group in spec.together() {
+        for name in group {
+            let entry = out
+                .entry(name.clone())
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(list) = entry {
+                for other in group.iter().filter(|o| *o != name) {
+                    if !list.iter().any(|v| v.as_str() == Some(other)) {
+                        list.push(Value::String(other.clone()));
+                    }
+                }
+            }
+        }
+    }
+    Some(Value::Object(out))
 }
 
 fn object_parts(spec: &SchemaSpec) -> (Value, Option<Value>) {

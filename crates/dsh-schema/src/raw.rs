@@ -115,21 +115,76 @@ pub fn classify_json_schema(schema: &Value) -> Result<RawSchema, Unsupported> {
             | "properties"
             | "required"
             | "additionalProperties"
+            | "dependentRequired"
             | "$defs"
             | "definitions" => {}
             k if ANNOTATIONS.contains(&k) => {}
             other => return Err(unsupported(other, "")),
         }
     }
+    let groups = match map.get("dependentRequired") {
+        None => Vec::new(),
+        Some(d) => together_groups(d)?,
+    };
     let closed = match map.get("additionalProperties") {
         None | Some(Value::Bool(true)) => false,
         Some(Value::Bool(false)) => true,
         Some(_) => return Err(unsupported("additionalProperties with a schema", "")),
     };
-    Ok(RawSchema {
-        spec: cx.object_properties(map, "", 0)?,
-        closed,
-    })
+    let mut spec = cx.object_properties(map, "", 0)?;
+    for group in &groups {
+        let names: Vec<&str> = group.iter().map(String::as_str).collect();
+        spec.require_together(&names);
+    }
+    Ok(RawSchema { spec, closed })
+}
+
+/// The groups of a root `dependentRequired` in which every member requires
+/// all the others (what [`SchemaSpec::require_together`] says), in order of
+/// first appearance.
+fn together_groups(value: &Value) -> Result<Vec<Vec<String>>, Unsupported> {
+    let not_mutual = || unsupported("dependentRequired that is not mutual", "");
+    let Value::Object(map) = value else {
+        return Err(unsupported("dependentRequired that is not an object", ""));
+    };
+    let mut deps: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, list) in map {
+        let Value::Array(list) = list else {
+            return Err(unsupported("dependentRequired with a non-list entry", ""));
+        };
+        let mut names = Vec::new();
+        for v in list {
+            let Value::String(n) = v else {
+                return Err(unsupported("dependentRequired with a non-string entry", ""));
+            };
+            names.push(n.clone());
+        }
+        deps.push((name.clone(), names));
+    }
+    let group_of = |name: &str| -> Option<Vec<String>> {
+        let (_, others) = deps.iter().find(|(n, _)| n == name)?;
+        let mut g = vec![name.to_string()];
+        g.extend(others.iter().filter(|o| *o != name).cloned());
+        Some(g)
+    };
+    let same = |a: &[String], b: &[String]| a.len() == b.len() && a.iter().all(|x| b.contains(x));
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    for (name, _) in &deps {
+        let group = group_of(name).ok_or_else(not_mutual)?;
+        if group.len() < 2 {
+            continue;
+        }
+        for member in &group {
+            let theirs = group_of(member).ok_or_else(not_mutual)?;
+            if !same(&group, &theirs) {
+                return Err(not_mutual());
+            }
+        }
+        if !groups.iter().any(|g| same(g, &group)) {
+            groups.push(group);
+        }
+    }
+    Ok(groups)
 }
 
 struct Context<'a> {

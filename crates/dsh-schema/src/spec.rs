@@ -385,9 +385,14 @@ fn bound_number(x: f64) -> Option<Number> {
 /// reference's JSON form (`{"path": {"type": "string", "required": true}}`)
 /// and from TOML through any serde format; a malformed spec is an error that
 /// names the property path.
+///
+/// A spec may also name groups of top-level properties that must be given
+/// together or not at all ([`SchemaSpec::require_together`]), shown to the
+/// model as `dependentRequired`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SchemaSpec {
     props: Vec<(String, SchemaProp)>,
+    together: Vec<Vec<String>>,
 }
 
 impl SchemaSpec {
@@ -406,6 +411,28 @@ impl SchemaSpec {
         }
     }
 
+    /// Requires the top-level properties `names` (two or more) to be given
+    /// together or not at all: a value with some of them present and others
+    /// absent is invalid. Groups are kept in the order added; a group of
+    /// fewer than two names is ignored.
+    pub fn require_together(&mut self, names: &[&str]) {
+        if names.len() >= 2 {
+            self.together
+                .push(names.iter().map(|n| (*n).to_string()).collect());
+        }
+    }
+
+    /// Builder form of [`SchemaSpec::require_together`].
+    pub fn with_together(mut self, names: &[&str]) -> Self {
+        self.require_together(names);
+        self
+    }
+
+    /// The groups of [`SchemaSpec::require_together`], in order.
+    pub fn together(&self) -> &[Vec<String>] {
+        &self.together
+    }
+
     /// Builder form of [`SchemaSpec::insert`].
     pub fn with(mut self, name: impl Into<String>, prop: SchemaProp) -> Self {
         self.insert(name, prop);
@@ -417,6 +444,7 @@ impl SchemaSpec {
         for (name, prop) in other.props {
             self.insert(name, prop);
         }
+        self.together.extend(other.together);
     }
 
     /// The property `name`.

@@ -35,7 +35,9 @@ use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
 ///   `"x" matches more than one alternative (1, 2)`); the crate README has
 ///   the full wording;
 /// - `integer` is a number with no fractional part (`1` and `1.0` both are);
-/// - extra keys are allowed at the top level; `default` is not applied.
+/// - extra keys are allowed at the top level; `default` is not applied;
+/// - last, each group of [`SchemaSpec::require_together`] given in part
+///   (`"a" and "b" must be given together; "b" is missing`).
 ///
 /// Paths name array elements `[i]` and join a key with `.` only to a
 /// non-empty prefix (`a[2].c`; the child `a` of a key named `""` is `a`).
@@ -44,10 +46,38 @@ use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
 pub fn validate_args(spec: &SchemaSpec, value: &Value) -> Vec<String> {
     let mut out = Vec::new();
     match value {
-        Value::Object(map) => check_object(spec, map, None, &mut out),
+        Value::Object(map) => {
+            check_object(spec, map, None, &mut out);
+            check_together(spec, map, &mut out);
+        }
         _ => out.push("\"arguments\" must be an object".to_string()),
     }
     out
+}
+
+/// The groups of [`SchemaSpec::require_together`]: some members present
+/// and others absent is `"a" and "b" must be given together; "b" is
+/// missing` (one violation per group, after the properties' own).
+fn check_together<S: Sink>(spec: &SchemaSpec, map: &Map<String, Value>, out: &mut S) {
+    for group in spec.together() {
+        let present = group.iter().filter(|n| lookup(map, n).is_some()).count();
+        if present != 0 && present != group.len() {
+            out.report(|| {
+                let names: Vec<String> = group.iter().map(|n| format!("\"{n}\"")).collect();
+                let missing: Vec<String> = group
+                    .iter()
+                    .filter(|n| lookup(map, n).is_none())
+                    .map(|n| format!("\"{n}\""))
+                    .collect();
+                format!(
+                    "{} must be given together; {} {} missing",
+                    names.join(" and "),
+                    missing.join(", "),
+                    if missing.len() == 1 { "is" } else { "are" }
+                )
+            });
+        }
+    }
 }
 
 /// Whether `value` passes [`validate_args`]. Allocates nothing (also when it
@@ -57,6 +87,7 @@ pub fn is_valid(spec: &SchemaSpec, value: &Value) -> bool {
         Value::Object(map) => {
             let mut count = Count(0);
             check_object(spec, map, None, &mut count);
+            check_together(spec, map, &mut count);
             count.0 == 0
         }
         _ => false,

@@ -537,3 +537,74 @@ fn bad_uses_of_the_new_keywords_are_spec_errors() {
         assert!(err.contains(want), "{text}: {err}");
     }
 }
+
+fn escalation_spec() -> SchemaSpec {
+    SchemaSpec::new()
+        .with("command", SchemaProp::string().required(true))
+        .with("sandbox_permissions", SchemaProp::string())
+        .with("justification", SchemaProp::string())
+        .with_together(&["sandbox_permissions", "justification"])
+}
+
+#[test]
+fn properties_required_together_are_both_or_neither() {
+    let spec = escalation_spec();
+    assert!(v(&spec, json!({"command": "ls"})).is_empty());
+    assert!(v(
+        &spec,
+        json!({"command": "ls", "sandbox_permissions": "danger-full-access", "justification": "needs /etc"})
+    )
+    .is_empty());
+    assert_eq!(
+        v(
+            &spec,
+            json!({"command": "ls", "sandbox_permissions": "danger-full-access"})
+        ),
+        [
+            r#""sandbox_permissions" and "justification" must be given together; "justification" is missing"#
+        ]
+    );
+    assert_eq!(
+        v(&spec, json!({"justification": "x"})),
+        [
+            r#"missing required property "command""#,
+            r#""sandbox_permissions" and "justification" must be given together; "sandbox_permissions" is missing"#
+        ],
+        "after the properties' own violations"
+    );
+    assert!(!dsh_schema::is_valid(
+        &spec,
+        &json!({"command": "ls", "justification": "x"})
+    ));
+    assert!(dsh_schema::is_valid(&spec, &json!({"command": "ls"})));
+}
+
+#[test]
+fn together_groups_are_shown_as_dependent_required_and_load_back() {
+    let spec = escalation_spec()
+        .with("c", SchemaProp::string())
+        .with_together(&["command", "c", "justification"]);
+    let shown = dsh_schema::to_json_schema(&spec);
+    assert_eq!(
+        shown["dependentRequired"],
+        json!({
+            "sandbox_permissions": ["justification"],
+            "justification": ["sandbox_permissions", "command", "c"],
+            "command": ["c", "justification"],
+            "c": ["command", "justification"],
+        })
+    );
+    // Overlapping groups are not mutual as one dependentRequired map.
+    assert!(dsh_schema::classify_json_schema(&shown).is_err());
+    let simple = escalation_spec();
+    let raw = dsh_schema::classify_json_schema(&dsh_schema::to_json_schema(&simple)).unwrap();
+    assert_eq!(raw.spec, simple);
+    let one_way = json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                         "dependentRequired": {"a": ["b"]}});
+    let e = dsh_schema::classify_json_schema(&one_way).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("dependentRequired that is not mutual"),
+        "{e}"
+    );
+}

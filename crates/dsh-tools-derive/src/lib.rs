@@ -83,12 +83,78 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     }
 }
 
+/// The JSON name of a field: its `rename`, else the container's
+/// `rename_all` rule applied, else the field's own name.
+fn json_name(attrs: &FieldAttrs, rename: Option<RenameRule>, ident: &syn::Ident) -> String {
+    match &attrs.rename {
+        Some(n) => n.clone(),
+        None => rename
+            .map(|r| r.apply_to_field(&ident.unraw().to_string()))
+            .unwrap_or_else(|| ident.unraw().to_string()),
+    }
+}
+
+/// `#[tool(together("a", "b"))]` on a struct: the groups, each checked
+/// against the struct's JSON field names (unless a flattened field may
+/// bring the name).
+fn together_groups<'a>(
+    input: &DeriveInput,
+    rename: Option<RenameRule>,
+    fields: impl Iterator<Item = &'a syn::Field> + Clone,
+) -> syn::Result<Vec<TokenStream2>> {
+    let mut names = Vec::new();
+    let mut flattened = false;
+    for field in fields {
+        let attrs = FieldAttrs::parse(&field.attrs)?;
+        if attrs.skip {
+            continue;
+        }
+        flattened |= attrs.flatten;
+        if let Some(ident) = &field.ident {
+            names.push(json_name(&attrs, rename, ident));
+        }
+    }
+    let mut groups = Vec::new();
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("tool")) {
+        attr.parse_nested_meta(|meta| {
+            if !meta.path.is_ident("together") {
+                return Err(meta.error(
+                    "unknown #[tool(…)] key on a struct; supported: together(\"a\", \"b\", …)",
+                ));
+            }
+            let content;
+            syn::parenthesized!(content in meta.input);
+            let lits = content.parse_terminated(|p| p.parse::<LitStr>(), syn::Token![,])?;
+            if lits.len() < 2 {
+                return Err(meta.error("together(…) needs at least two property names"));
+            }
+            for lit in &lits {
+                if !flattened && !names.contains(&lit.value()) {
+                    return Err(syn::Error::new_spanned(
+                        lit,
+                        format!(
+                            "together(…) names {:?}, which is not a property; properties: {}",
+                            lit.value(),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
+            let values: Vec<String> = lits.iter().map(LitStr::value).collect();
+            groups.push(quote! { spec.require_together(&[#(#values),*]); });
+            Ok(())
+        })?;
+    }
+    Ok(groups)
+}
+
 fn expand_struct<'a>(
     input: &DeriveInput,
     container: &ContainerAttrs,
-    fields: impl Iterator<Item = &'a syn::Field>,
+    fields: impl Iterator<Item = &'a syn::Field> + Clone,
 ) -> syn::Result<TokenStream2> {
     let ident = &input.ident;
+    let together = together_groups(input, container.rename_all, fields.clone())?;
     let stmts = field_stmts(ident, container.rename_all, container.default, fields)?;
     let describe = doc_string(&input.attrs).map(|d| {
         quote! { prop.description = ::core::option::Option::Some(::std::string::String::from(#d)); }
@@ -101,6 +167,7 @@ fn expand_struct<'a>(
             fn schema_spec() -> ::dsh_tools::SchemaSpec {
                 let mut spec = ::dsh_tools::SchemaSpec::new();
                 #(#stmts)*
+                #(#together)*
                 spec
             }
         }
@@ -156,12 +223,7 @@ fn field_stmts<'a>(
             });
             continue;
         }
-        let name = match &attrs.rename {
-            Some(n) => n.clone(),
-            None => rename
-                .map(|r| r.apply_to_field(&field_ident.unraw().to_string()))
-                .unwrap_or_else(|| field_ident.unraw().to_string()),
-        };
+        let name = json_name(&attrs, rename, field_ident);
         let (ty, optional) = match option_inner(&field.ty) {
             Some(inner) => (inner, true),
             None => (&field.ty, false),

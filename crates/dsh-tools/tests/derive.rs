@@ -282,3 +282,28 @@ rename_rule_case!(rename_snake, "snake_case");
 rename_rule_case!(rename_screaming_snake, "SCREAMING_SNAKE_CASE");
 rename_rule_case!(rename_kebab, "kebab-case");
 rename_rule_case!(rename_screaming_kebab, "SCREAMING-KEBAB-CASE");
+
+#[allow(dead_code)]
+#[derive(Debug, Deserialize, ToolArgs)]
+#[tool(together("sandbox_permissions", "why"))]
+struct Escalating {
+    command: String,
+    sandbox_permissions: Option<String>,
+    #[serde(rename = "why")]
+    justification: Option<String>,
+}
+
+#[test]
+fn together_groups_use_the_json_names_and_are_enforced() {
+    let spec = Escalating::schema_spec();
+    assert_eq!(
+        spec.together(),
+        [vec!["sandbox_permissions".to_string(), "why".to_string()]]
+    );
+    assert_eq!(
+        dsh_tools::validate_args(&spec, &serde_json::json!({"command": "ls", "why": "x"})),
+        [
+            r#""sandbox_permissions" and "why" must be given together; "sandbox_permissions" is missing"#
+        ]
+    );
+}
