@@ -21,6 +21,7 @@ pub mod content;
 pub mod event;
 pub mod ids;
 pub mod open;
+pub mod permission;
 pub mod tool;
 
 pub use codes::{Code, Disposition, ErrorCode};
@@ -34,4 +35,5 @@ pub use event::{
     TurnStartEvent, TurnTrigger, UsageEvent, EVENT_KINDS,
 };
 pub use ids::{AgentId, CallId, SessionId};
+pub use permission::SandboxMode;
 pub use tool::{ToolCall, ToolFailure, ToolResult};
