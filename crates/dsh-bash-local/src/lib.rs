@@ -37,6 +37,7 @@ use dsh_bash::{
     BashError, BashExecutor, BashRequest, BashSpec, RunResult, TaskInfo, TaskRead, TaskStatus,
 };
 use dsh_kernel::{BoxFuture, EmitHook};
+use dsh_sandbox::{SandboxMode, SandboxPolicy};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -80,6 +81,15 @@ pub struct LocalBashConfig {
     /// Variables passed to commands although [`dsh_process::env::is_secret_var`]
     /// calls them secret (exact names; default none).
     pub env_passthrough: Vec<String>,
+    /// The sandbox mode commands start under (`workspace-write`): writes
+    /// only under the workspace (`cwd`), the system temp directory and the
+    /// device nodes. Changed later with
+    /// [`LocalBashExecutor::set_sandbox_mode`].
+    pub sandbox: SandboxMode,
+    /// Whether confined commands may use TCP (`true`); `false` needs
+    /// Landlock ABI 4 or later, else every command fails with
+    /// `SANDBOX_UNAVAILABLE`.
+    pub network: bool,
 }
 
 impl Default for LocalBashConfig {
@@ -94,6 +104,8 @@ impl Default for LocalBashConfig {
             keep_spill_files: false,
             spill_dir: None,
             env_passthrough: Vec::new(),
+            sandbox: SandboxMode::WorkspaceWrite,
+            network: true,
         }
     }
 }
@@ -123,6 +135,8 @@ struct Inner {
     drivers: TaskTracker,
     on_task_done: EmitHook<TaskInfo>,
     spill: Arc<SpillDir>,
+    /// The current sandbox mode for new commands.
+    sandbox: Mutex<SandboxMode>,
 }
 
 #[derive(Default)]
@@ -198,8 +212,10 @@ impl LocalBashExecutor {
     pub fn new(mut config: LocalBashConfig) -> Self {
         config.max_output_bytes = config.max_output_bytes.min(MAX_OUTPUT_BYTES_LIMIT);
         let spill_parent = config.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let sandbox = Mutex::new(config.sandbox);
         Self {
             inner: Arc::new(Inner {
+                sandbox,
                 config,
                 table: Mutex::new(TaskTable::default()),
                 disposed: AtomicBool::new(false),
@@ -241,6 +257,36 @@ impl LocalBashExecutor {
         self.inner.spill.keep_in(dir);
     }
 
+    /// The sandbox mode new commands run under.
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        *self.inner.sandbox.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes the sandbox mode for commands spawned from now on; running
+    /// commands keep the confinement they started with.
+    pub fn set_sandbox_mode(&self, mode: SandboxMode) {
+        *self.inner.sandbox.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+
+    /// The policy a command of `spec` runs under: its own mode or the
+    /// executor's, the workspace being the configured (or host) cwd, never
+    /// the per-call workdir.
+    fn policy(&self, spec: &BashSpec) -> SandboxPolicy {
+        let mode = spec.sandbox.unwrap_or_else(|| self.sandbox_mode());
+        SandboxPolicy::for_mode(mode, &self.workspace(), None)
+            .with_network(self.inner.config.network)
+    }
+
+    /// The configured cwd, else the host's current directory.
+    fn workspace(&self) -> PathBuf {
+        self.inner
+            .config
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
     fn task(&self, id: &str) -> Option<Arc<Task>> {
         let n = id.strip_prefix("bash-")?.parse::<u64>().ok()?;
         self.inner.table().tasks.get(&n).cloned()
@@ -264,6 +310,7 @@ impl LocalBashExecutor {
     async fn run_foreground(&self, spec: BashSpec) -> Result<RunResult, BashError> {
         self.check_runnable(&spec)?;
         let runtime = current_runtime()?;
+        let policy = self.policy(&spec);
         let max = self.inner.config.max_output_bytes;
         let (stdout, stderr) = (StreamBuffer::shared(max), StreamBuffer::shared(max));
         let (kill, driver) = {
@@ -274,7 +321,7 @@ impl LocalBashExecutor {
             if self.inner.disposed.load(Ordering::SeqCst) {
                 return Err(BashError::Disposed);
             }
-            let proc = process::spawn(&spec, &self.inner.config.env_passthrough)?;
+            let proc = process::spawn(&spec, &self.inner.config.env_passthrough, &policy)?;
             let kill = self.inner.shutdown.child_token();
             let control = DriveControl {
                 timeout: (spec.timeout_ms > 0).then(|| Duration::from_millis(spec.timeout_ms)),
@@ -306,7 +353,10 @@ impl LocalBashExecutor {
         }
         let stdout = output::lock(&stdout).collected();
         let stderr = output::lock(&stderr).collected();
+        let sandbox_denial =
+            dsh_sandbox::denial_note(&policy, &spec.workdir, outcome.exit_code(), &stderr.text);
         Ok(RunResult {
+            sandbox_denial,
             exit_code: outcome.exit_code(),
             signal: outcome.signal(),
             timed_out: outcome.timed_out,
@@ -369,11 +419,7 @@ impl BashExecutor for LocalBashExecutor {
     /// cwd` (an absolute request path replaces the base).
     fn resolve(&self, req: BashRequest) -> BashSpec {
         let config = &self.inner.config;
-        let base = config
-            .cwd
-            .clone()
-            .or_else(|| std::env::current_dir().ok())
-            .unwrap_or_else(|| PathBuf::from("."));
+        let base = self.workspace();
         let workdir = match req.workdir {
             Some(dir) => base.join(dir),
             None => base,
@@ -386,6 +432,7 @@ impl BashExecutor for LocalBashExecutor {
                 .unwrap_or(config.timeout_ms)
                 .min(config.max_timeout_ms),
             cancel: req.cancel,
+            sandbox: req.sandbox,
         }
     }
 
@@ -402,7 +449,11 @@ impl BashExecutor for LocalBashExecutor {
         }
         // Entering the runtime lets the child's reaper register with it.
         let _enter = runtime.enter();
-        let proc = process::spawn(&spec, &self.inner.config.env_passthrough)?;
+        let proc = process::spawn(
+            &spec,
+            &self.inner.config.env_passthrough,
+            &self.policy(&spec),
+        )?;
         let n = table.last_id + 1;
         table.last_id = n;
         let max = self.inner.config.max_output_bytes;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use dsh_bash::{BashError, BashSpec};
 use dsh_process::{spawn_leader, GroupMode, ProcessGroup, Signal};
+use dsh_sandbox::SandboxPolicy;
 use nix::errno::Errno;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
@@ -43,9 +44,20 @@ pub(crate) struct Spawned {
 }
 
 /// Checks the workdir and spawns `bash -c <command>` as the leader of a new
-/// session, with the scrubbed environment and piped stdout/stderr.
-pub(crate) fn spawn(spec: &BashSpec, passthrough: &[String]) -> Result<Spawned, BashError> {
+/// session, with the scrubbed environment and piped stdout/stderr, confined
+/// by `policy` (fails closed: [`BashError::SandboxUnavailable`] and nothing
+/// runs when the kernel cannot enforce it).
+pub(crate) fn spawn(
+    spec: &BashSpec,
+    passthrough: &[String],
+    policy: &SandboxPolicy,
+) -> Result<Spawned, BashError> {
     check_workdir(&spec.workdir)?;
+    let confinement = policy
+        .prepare()
+        .map_err(|e| BashError::SandboxUnavailable {
+            message: e.to_string(),
+        })?;
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(&spec.command)
@@ -55,6 +67,7 @@ pub(crate) fn spawn(spec: &BashSpec, passthrough: &[String]) -> Result<Spawned, 
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    confinement.apply_to(&mut cmd);
     // A new session: the shell leads its own process group (so the whole
     // tree can be signalled) and has no controlling terminal (so nothing can
     // block reading a password from /dev/tty).
@@ -68,6 +81,8 @@ pub(crate) fn spawn(spec: &BashSpec, passthrough: &[String]) -> Result<Spawned, 
                 reason: format!("bash: {}", os_error_text(&e)),
             },
         })?;
+    // The child has exec'd (or failed to): the ruleset may close now.
+    drop(confinement);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         // Unreachable with Stdio::piped(); handled rather than trusted.
         group.signal(Signal::SIGKILL);

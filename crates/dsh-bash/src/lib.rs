@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 
 use dsh_kernel::{BoxFuture, DshError, EmitHook, ErrorCode};
-use dsh_protocol::codes;
+use dsh_protocol::{codes, SandboxMode};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -34,6 +34,9 @@ pub struct BashRequest {
     pub timeout_ms: Option<u64>,
     /// Cancelling this token aborts the command (foreground or background).
     pub cancel: Option<CancellationToken>,
+    /// Run under this sandbox mode instead of the executor's current one;
+    /// `None` → the executor's. Only an approved escalation sets it.
+    pub sandbox: Option<SandboxMode>,
 }
 
 impl BashRequest {
@@ -62,6 +65,13 @@ impl BashRequest {
         self.cancel = Some(cancel);
         self
     }
+
+    /// Runs the command under `mode` instead of the executor's mode (an
+    /// approved escalation).
+    pub fn with_sandbox(mut self, mode: SandboxMode) -> Self {
+        self.sandbox = Some(mode);
+        self
+    }
 }
 
 /// A resolved request: what [`BashExecutor::run`] and [`BashExecutor::start`]
@@ -78,6 +88,9 @@ pub struct BashSpec {
     /// Cancelling this token aborts the command; already cancelled at spawn →
     /// [`BashError::Aborted`].
     pub cancel: Option<CancellationToken>,
+    /// The sandbox mode to run under; `None` → the executor's current mode
+    /// at spawn time.
+    pub sandbox: Option<SandboxMode>,
 }
 
 /// One collected output stream (stdout or stderr) of a foreground run.
@@ -119,6 +132,12 @@ pub struct RunResult {
     /// shortly after the exit and left that process running.
     #[serde(default)]
     pub detached: bool,
+    /// The recognizable line telling that the sandbox stopped the command
+    /// (`[sandbox: write denied under workspace-write mode]`), decided from
+    /// the exit status plus the kernel's error for a path outside the
+    /// writable roots; `None` when the sandbox is not to blame.
+    #[serde(default)]
+    pub sandbox_denial: Option<String>,
 }
 
 /// Lifecycle of a background task.
@@ -202,6 +221,13 @@ pub enum BashError {
     /// The executor was disposed; it runs nothing any more.
     #[error("bash executor is disposed")]
     Disposed,
+    /// The sandbox for the mode cannot be applied on this system; the
+    /// command was not run (confinement fails closed).
+    #[error("{message}")]
+    SandboxUnavailable {
+        /// The full explanation, ending in what the user can do.
+        message: String,
+    },
     /// Waiting for the spawned shell failed (the process state is unknown).
     #[error("waiting for bash failed: {reason}")]
     WaitFailed {
@@ -212,7 +238,7 @@ pub enum BashError {
 
 impl ErrorCode for BashError {
     /// `BAD_WORKDIR`, `SPAWN_FAILED`, `ABORTED`, `UNKNOWN_TASK`, `DISPOSED`
-    /// or `WAIT_FAILED`.
+    /// `SANDBOX_UNAVAILABLE` or `WAIT_FAILED`.
     fn code(&self) -> &str {
         match self {
             BashError::BadWorkdir { .. } => codes::BAD_WORKDIR,
@@ -220,6 +246,7 @@ impl ErrorCode for BashError {
             BashError::Aborted { .. } => codes::ABORTED,
             BashError::UnknownTask { .. } => codes::UNKNOWN_TASK,
             BashError::Disposed => codes::DISPOSED,
+            BashError::SandboxUnavailable { .. } => codes::SANDBOX_UNAVAILABLE,
             BashError::WaitFailed { .. } => codes::WAIT_FAILED,
         }
     }

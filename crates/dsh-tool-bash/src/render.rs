@@ -16,7 +16,7 @@ fn stream_text(o: &CollectedOutput) -> String {
 
 /// The `bash` tool's text for a foreground run: stdout, a `[stderr]` section,
 /// then markers (`[timed out after Nms]`, then `[killed by signal: X]` or
-/// `[exit code: N]`), with no trailing newline after the markers.
+/// `[exit code: N]`, the detached note, the sandbox line), with no trailing newline after the markers.
 pub fn render_run_result(r: &RunResult) -> String {
     let out = stream_text(&r.stdout);
     let err = stream_text(&r.stderr);
@@ -42,6 +42,9 @@ pub fn render_run_result(r: &RunResult) -> String {
     }
     if r.detached {
         markers.push(DETACHED_NOTE.to_string());
+    }
+    if let Some(line) = &r.sandbox_denial {
+        markers.push(line.clone());
     }
     if markers.is_empty() {
         return body;
@@ -103,7 +106,23 @@ mod tests {
             timeout_ms: 120_000,
             stdout: out(stdout),
             stderr: out(stderr),
+            sandbox_denial: None,
         }
+    }
+
+    #[test]
+    fn the_sandbox_line_comes_after_the_exit_code() {
+        let mut r = result(
+            "",
+            "touch: cannot touch '/etc/x': Permission denied\n",
+            Some(1),
+            None,
+        );
+        r.sandbox_denial = Some("[sandbox: write denied under workspace-write mode]".into());
+        assert_eq!(
+            render_run_result(&r),
+            "[stderr]\ntouch: cannot touch '/etc/x': Permission denied\n[exit code: 1]\n[sandbox: write denied under workspace-write mode]"
+        );
     }
 
     #[test]
