@@ -410,21 +410,23 @@ pub fn denial_note(
 }
 
 /// Candidate paths named in an error line: quoted words (`'…'`, `"…"`,
-/// `‘…’`) and `: `-separated fields that look like paths.
+/// `‘…’`), `: `-separated fields that look like paths, and the field just
+/// before the error text (`bash: line 1: out.txt: Permission denied`).
 fn paths_in(line: &str) -> impl Iterator<Item = PathBuf> + '_ {
     let quoted = line
         .split(['\'', '"', '‘', '’'])
         .skip(1)
         .step_by(2)
         .map(str::to_string);
-    let fields = line.split(": ").map(|f| f.trim().to_string());
-    quoted
-        .chain(fields)
-        .filter(|s| {
-            s.starts_with('/') || s.starts_with("./") || s.starts_with("../") || s.contains('/')
-        })
-        .filter(|s| !s.contains(' ') || s.starts_with('/'))
-        .map(PathBuf::from)
+    let fields: Vec<String> = line.split(": ").map(|f| f.trim().to_string()).collect();
+    let named = (fields.len() >= 2)
+        .then(|| fields[fields.len() - 2].clone())
+        .filter(|f| !f.is_empty() && !f.contains(' '));
+    let pathlike = fields
+        .into_iter()
+        .filter(|s| s.contains('/'))
+        .filter(|s| !s.contains(' ') || s.starts_with('/'));
+    quoted.chain(pathlike).chain(named).map(PathBuf::from)
 }
 
 /// `path` with its deepest existing ancestor canonicalised and the rest
@@ -544,6 +546,15 @@ mod tests {
             denial_note(&full, ws.path(), Some(1), "bash: /etc/x: Permission denied"),
             None
         );
+        // A bare relative name before the error is the path: blamed under
+        // read-only, where the workspace is not writable.
+        let ro = policy(SandboxMode::ReadOnly, ws.path());
+        let bare = "bash: line 1: out.txt: Permission denied";
+        assert_eq!(
+            denial_note(&ro, ws.path(), Some(1), bare),
+            Some(denial_line(SandboxMode::ReadOnly))
+        );
+        assert_eq!(denial_note(&p, ws.path(), Some(1), bare), None);
     }
 
     #[test]
