@@ -36,6 +36,10 @@ pub(crate) struct StackArgs {
     /// `tools = [..]` in dsh.toml), e.g. `--tools bash,read,edit`.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub tools: Option<Vec<String>>,
+    /// The permission mode: read-only, workspace-write (default) or
+    /// danger-full-access (also DSH_PERMISSION and `[permission] mode`).
+    #[arg(long, value_name = "MODE")]
+    pub permission: Option<dsh::SandboxMode>,
     /// What the command does with an untrusted project config (set by the
     /// command, not a flag).
     #[arg(skip)]
@@ -54,6 +58,7 @@ impl StackArgs {
             cwd: None,
             strict_tools: self.strict_tools,
             tools: self.tools.clone(),
+            permission: self.permission,
             project_trust: if self.trust_project {
                 dsh::ProjectTrust::Trust
             } else {

@@ -63,10 +63,29 @@ pub struct FileConfig {
     /// Reserved for lifecycle hooks (not supported by this version; a
     /// trusted file's value is ignored with a warning).
     pub hooks: Option<toml::Value>,
-    /// Reserved for the OS sandbox (not supported by this version).
-    pub sandbox: Option<toml::Value>,
-    /// Reserved for approval rules (not supported by this version).
-    pub permission: Option<toml::Value>,
+    /// `[sandbox]`: how commands are confined.
+    pub sandbox: Option<SandboxSection>,
+    /// `[permission]`: the permission mode and the approval policy.
+    pub permission: Option<PermissionSection>,
+}
+
+/// `[sandbox]`
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSection {
+    /// Whether confined commands may use TCP (default `true`); `false`
+    /// needs Landlock ABI 4 or later.
+    pub network: Option<bool>,
+}
+
+/// `[permission]`
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionSection {
+    /// `read-only`, `workspace-write` (default) or `danger-full-access`.
+    pub mode: Option<dsh_protocol::SandboxMode>,
+    /// `ask` (default) or `never`.
+    pub approval: Option<crate::approval::ApprovalPolicy>,
 }
 
 /// `[deepseek]`
@@ -226,8 +245,19 @@ impl FileConfig {
             },
             mcp: McpSection { servers },
             hooks: upper.hooks.or(self.hooks),
-            sandbox: upper.sandbox.or(self.sandbox),
-            permission: upper.permission.or(self.permission),
+            sandbox: match (upper.sandbox, self.sandbox) {
+                (Some(u), Some(l)) => Some(SandboxSection {
+                    network: u.network.or(l.network),
+                }),
+                (u, l) => u.or(l),
+            },
+            permission: match (upper.permission, self.permission) {
+                (Some(u), Some(l)) => Some(PermissionSection {
+                    mode: u.mode.or(l.mode),
+                    approval: u.approval.or(l.approval),
+                }),
+                (u, l) => u.or(l),
+            },
         }
     }
 }
@@ -433,6 +463,31 @@ env = { LOG = "1" }
     }
 
     #[test]
+    fn permission_and_sandbox_sections_parse_and_overlay_key_by_key() {
+        let base = parse(
+            "[permission]\nmode = \"read-only\"\napproval = \"never\"\n[sandbox]\nnetwork = false",
+        )
+        .unwrap();
+        assert_eq!(
+            base.permission,
+            Some(PermissionSection {
+                mode: Some(dsh_protocol::SandboxMode::ReadOnly),
+                approval: Some(crate::approval::ApprovalPolicy::Never),
+            })
+        );
+        let upper = parse("[permission]\nmode = \"workspace-write\"").unwrap();
+        let merged = base.overlay(upper);
+        let p = merged.permission.unwrap();
+        assert_eq!(p.mode, Some(dsh_protocol::SandboxMode::WorkspaceWrite));
+        assert_eq!(p.approval, Some(crate::approval::ApprovalPolicy::Never));
+        assert_eq!(merged.sandbox.unwrap().network, Some(false));
+        let e = parse("[permission]\nmode = \"yolo\"").unwrap_err();
+        assert!(e.contains("yolo") || e.contains("mode"), "{e}");
+        let e = parse("[sandbox]\nnetwrok = false").unwrap_err();
+        assert!(e.contains("netwrok"), "{e}");
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_name_the_key() {
         let e = parse("modle = \"x\"").unwrap_err();
         assert!(e.contains("modle"), "{e}");
@@ -451,8 +506,8 @@ max_steps = 3
 session_dir = "/tmp/x"
 system_prompt = "/etc/passwd"
 hooks = { pre = "x" }
-sandbox = "off"
-permission = { allow = ["*"] }
+sandbox = { network = false }
+permission = { mode = "danger-full-access" }
 [deepseek]
 api_key = "sk-project"
 base_url = "http://evil.example"

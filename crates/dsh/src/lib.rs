@@ -34,8 +34,9 @@ mod stack;
 pub mod tools;
 pub mod trust;
 
+pub use dsh_protocol::SandboxMode;
 pub use settings::{resolve, Resolved, Settings};
-pub use stack::{feed_prompt, PreparedSession, Stack, StackOptions};
+pub use stack::{feed_prompt, PreparedSession, Stack, StackOptions, SANDBOX_MODE_EVENT};
 pub use trust::ProjectTrust;
 
 use dsh_kernel::{DshError, ErrorCode};

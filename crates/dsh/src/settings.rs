@@ -8,7 +8,9 @@
 use std::path::PathBuf;
 
 use dsh_bash_local::LocalBashConfig;
+use dsh_protocol::SandboxMode;
 
+use crate::approval::ApprovalPolicy;
 use crate::config::{
     self, ConfigFile, ConfigOrigin, EffortSetting, FileConfig, LoadedConfig, ThinkingSetting,
 };
@@ -46,6 +48,9 @@ pub struct Settings {
     /// The built-in tools to offer (`--tools a,b`), replacing the file's
     /// `tools`.
     pub tools: Option<Vec<String>>,
+    /// The permission mode (`--permission`), over `DSH_PERMISSION` and
+    /// `[permission] mode`.
+    pub permission: Option<SandboxMode>,
 }
 
 /// Everything the stack is built from, resolved.
@@ -81,6 +86,13 @@ pub struct Resolved {
     /// The built-in tools offered (names from
     /// [`BUILTIN_TOOLS`](crate::tools::BUILTIN_TOOLS)); `None`: all.
     pub tools: Option<Vec<String>>,
+    /// The permission mode commands and file writes start under.
+    pub permission: SandboxMode,
+    /// Where [`Resolved::permission`] came from: `--permission`,
+    /// `DSH_PERMISSION`, the config file's path, or `default`.
+    pub permission_source: String,
+    /// Whether questions are put to the user (`[permission] approval`).
+    pub approval: ApprovalPolicy,
     /// Notices about the configuration (ignored keys of an untrusted project
     /// config, reserved keys), for the user; resolving did not fail.
     pub warnings: Vec<String>,
@@ -235,7 +247,27 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
     if let Some(v) = file.bash.env_passthrough.clone() {
         bash.env_passthrough = v;
     }
+    let file_permission = file.permission.clone().unwrap_or_default();
+    let (permission, permission_source) = match (settings.permission, env("DSH_PERMISSION")) {
+        (Some(mode), _) => (mode, "--permission".to_string()),
+        (None, Some(text)) => (
+            text.parse::<SandboxMode>()
+                .map_err(|e| StackError::Usage(format!("DSH_PERMISSION (environment): {e}")))?,
+            "DSH_PERMISSION".to_string(),
+        ),
+        (None, None) => match file_permission.mode {
+            Some(mode) => (mode, config_name.clone()),
+            None => (SandboxMode::default(), "default".to_string()),
+        },
+    };
+    bash.sandbox = permission;
+    if let Some(network) = file.sandbox.as_ref().and_then(|s| s.network) {
+        bash.network = network;
+    }
     Ok(Resolved {
+        permission,
+        permission_source,
+        approval: file_permission.approval.unwrap_or_default(),
         model,
         deepseek,
         max_retries: file.deepseek.max_retries.unwrap_or(3),
@@ -288,17 +320,10 @@ fn apply_trust(
         check_values(&project)?;
         file = file.overlay(trusted_part(project, policy, warnings)?);
     }
-    let reserved = [
-        ("hooks", file.hooks.take()),
-        ("sandbox", file.sandbox.take()),
-        ("permission", file.permission.take()),
-    ];
-    for (key, set) in reserved {
-        if set.is_some() {
-            warnings.push(format!(
-                "`{key}` in dsh.toml is not supported by this version of dsh; ignored"
-            ));
-        }
+    if file.hooks.take().is_some() {
+        warnings.push(
+            "`hooks` in dsh.toml is not supported by this version of dsh; ignored".to_string(),
+        );
     }
     Ok(file)
 }

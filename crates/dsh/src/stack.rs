@@ -12,16 +12,19 @@
 
 use std::sync::Arc;
 
-use dsh_agent::{AgentOptions, AgentRegistry};
+use dsh_agent::{Agent, AgentOptions, AgentRegistry};
 use dsh_agent_loop::{AgentHandle, AgentLoop, LoopSetup};
 use dsh_bash::BashExecutor;
 use dsh_bash_local::LocalBashExecutor;
 use dsh_kernel::{DshError, Kernel, Plugin, Registration, Scope};
 use dsh_llm::{LlmAdapter, LlmService};
 use dsh_prompt::PromptService;
+use dsh_protocol::SandboxMode;
 use dsh_session::{ErrorEvent, EventPayload, JsonlStore, SessionStore};
+use dsh_tool_fs::Fence;
 use dsh_tools::ToolRegistry;
 
+use crate::approval::SessionApprover;
 use crate::echo_model::{self, ECHO_MODEL};
 use crate::prompt::coding_sections;
 use crate::settings::Resolved;
@@ -45,6 +48,10 @@ pub struct Stack {
     pub agents: Arc<AgentRegistry>,
     /// The bash executor.
     pub executor: Arc<LocalBashExecutor>,
+    /// The writable roots of the file tools, kept equal to the sandbox's.
+    pub fence: Fence,
+    /// The approver on the tool registry (policy, grants, the person).
+    pub approver: Arc<SessionApprover>,
     /// What the stack was built from.
     pub resolved: Resolved,
     /// Which parts it includes.
@@ -176,9 +183,14 @@ impl Stack {
         );
         let executor = Arc::new(LocalBashExecutor::new(resolved.bash.clone()));
         let dyn_exec: Arc<dyn BashExecutor> = executor.clone();
+        let fence = Fence::open();
+        set_fence(&fence, resolved.permission, &resolved.cwd);
+        let approver = Arc::new(SessionApprover::new(resolved.approval, None));
+        scope.add(tools.set_approver(approver.clone()));
         if options.builtin_tools {
             scope.add(
                 crate::tools::BuiltinTools {
+                    fence: fence.clone(),
                     executor: dyn_exec,
                     root: resolved.cwd.clone(),
                     only: resolved.tools.clone(),
@@ -200,12 +212,31 @@ impl Stack {
             tools,
             agents,
             executor,
+            fence,
+            approver,
             resolved,
             options,
             mcp: Vec::new(),
             warnings: std::sync::Mutex::new(resolved_warnings),
             persisting: std::sync::Mutex::new(None),
         })
+    }
+
+    /// The permission mode new commands and file writes run under.
+    pub fn permission(&self) -> SandboxMode {
+        self.executor.sandbox_mode()
+    }
+
+    /// Changes the permission mode for what runs from now on (commands
+    /// already running keep theirs): the bash executor's sandbox and the
+    /// file tools' fence together. When `agent` is given, its session logs
+    /// the change as a `sandbox/mode` event with `source`.
+    pub fn set_permission(&self, mode: SandboxMode, source: &str, agent: Option<&dyn Agent>) {
+        self.executor.set_sandbox_mode(mode);
+        set_fence(&self.fence, mode, &self.resolved.cwd);
+        if let Some(agent) = agent {
+            log_permission(agent, mode, source);
+        }
     }
 
     /// Takes the notices collected so far (ignored keys of an untrusted
@@ -413,6 +444,13 @@ impl Stack {
         AgentLoop::create_with(&self.kernel, id, options, setup).map_err(StackError::from)
     }
 
+    /// Logs the permission mode in force and where it came from to the
+    /// agent's session (`sandbox/mode`, `{"mode", "source"}`). A front end
+    /// calls it once its listeners are in place, before the first turn.
+    pub fn announce_permission(&self, agent: &dyn Agent) {
+        log_permission(agent, self.permission(), &self.resolved.permission_source);
+    }
+
     /// Persistence starts with the first agent (or resumed session):
     /// commands that make none (`tools list`, `mcp list`) never touch the
     /// session directory. `None` when the stack keeps sessions in memory.
@@ -460,4 +498,28 @@ pub fn feed_prompt(prompt: &Arc<PromptService>, tools: &Arc<ToolRegistry>) -> Re
     let prompt = prompt.clone();
     let forward = tools.on_change().on(move |_| prompt.notify_change());
     Registration::merge(vec![provider, forward])
+}
+
+/// Points `fence` at the writable roots of `mode` for a session in `cwd`:
+/// the same roots the command sandbox uses; open under
+/// `danger-full-access`.
+fn set_fence(fence: &Fence, mode: SandboxMode, cwd: &std::path::Path) {
+    let roots = mode.confines().then(|| {
+        dsh_sandbox::SandboxPolicy::for_mode(mode, cwd, None)
+            .writable_roots()
+            .to_vec()
+    });
+    fence.set(mode.as_str(), roots);
+}
+
+/// The kind of the log-only event that records the permission mode.
+pub const SANDBOX_MODE_EVENT: &str = "sandbox/mode";
+
+/// Appends [`SANDBOX_MODE_EVENT`] (`{"mode": …, "source": …}`) to the
+/// agent's session.
+fn log_permission(agent: &dyn Agent, mode: SandboxMode, source: &str) {
+    agent.session().append(EventPayload::Other {
+        kind: SANDBOX_MODE_EVENT.to_string(),
+        data: serde_json::json!({ "mode": mode.as_str(), "source": source }),
+    });
 }

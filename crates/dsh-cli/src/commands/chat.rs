@@ -21,7 +21,7 @@ use dsh_llm::{ContentBlock, MessageSource};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::app::StackArgs;
+use crate::app::{App, StackArgs};
 use crate::commands::{block_on, start_agent, wait_turn_end, TurnEnds};
 use crate::render::{self, Printer, Style};
 use crate::signals::Stop;
@@ -60,6 +60,7 @@ async fn chat_session(args: ChatArgs) -> u8 {
     let on_terminal = interactive && std::io::stdout().is_terminal();
     let (printer, printer_reg) = render::install(&app, &session_id, Style::detect(), on_terminal);
     let turn_ends = wait_turn_end(&app);
+    app.announce_permission(agent.as_ref());
     let stopped;
     if interactive {
         eprintln!(
@@ -71,10 +72,10 @@ async fn chat_session(args: ChatArgs) -> u8 {
             // No receiver only after the loop returned; nothing to tell then.
             let _ = status_tx.send(c.status);
         });
-        stopped = interactive_loop(&agent, &printer, status_rx).await;
+        stopped = interactive_loop(&app, &agent, &printer, status_rx).await;
         status_reg.undo();
     } else {
-        stopped = piped_loop(&agent, &turn_ends).await;
+        stopped = piped_loop(&app, &agent, &turn_ends).await;
     }
     printer_reg.undo();
     crate::commands::shutdown_bounded(async {
@@ -121,7 +122,7 @@ impl TerminalMode {
 
 /// Sends each non-empty stdin line as a message and waits for its turn.
 /// Returns the signal that ended it, if one did.
-async fn piped_loop(agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> Option<Stop> {
+async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> Option<Stop> {
     let mut input = tokio::io::BufReader::new(tokio::io::stdin());
     let mut signals = crate::signals::get();
     let mut line_no = 0usize;
@@ -150,6 +151,10 @@ async fn piped_loop(agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> Option<Stop
         if line.trim().is_empty() {
             continue;
         }
+        if let Some(reply) = chat_command(app, agent.as_ref(), &line) {
+            eprintln!("{reply}");
+            continue;
+        }
         if let Err(e) = agent.send(vec![ContentBlock::text(line)], MessageSource::User) {
             eprintln!("dsh: {e}");
             return None;
@@ -163,6 +168,33 @@ async fn piped_loop(agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> Option<Stop
             }
         }
     }
+}
+
+/// The reply to a chat command (`/permission [MODE]`), or `None` when
+/// `line` is a message for the model. Unknown `/words` are messages: a
+/// path like `/etc/hosts` must reach the model.
+fn chat_command(app: &App, agent: &dyn Agent, line: &str) -> Option<String> {
+    let mut words = line.split_whitespace();
+    if words.next()? != "/permission" {
+        return None;
+    }
+    let current = app.permission();
+    Some(match (words.next(), words.next()) {
+        (None, _) => format!(
+            "permission mode: {current} (change with /permission read-only|workspace-write|danger-full-access)"
+        ),
+        (Some(arg), None) => match arg.parse::<dsh::SandboxMode>() {
+            Ok(mode) if mode == current => format!("permission mode is already {mode}"),
+            Ok(mode) => {
+                app.set_permission(mode, "/permission", Some(agent));
+                format!("permission mode: {mode} (was {current})")
+            }
+            Err(e) => format!("dsh: {e}"),
+        },
+        (Some(_), Some(_)) => {
+            "dsh: usage: /permission [read-only|workspace-write|danger-full-access]".to_string()
+        }
+    })
 }
 
 enum Input {
@@ -185,6 +217,7 @@ fn history_path() -> Option<PathBuf> {
 /// Decisions use the agent's live status (from `agent/status`), never a
 /// local guess: a turn can end and the next start without the prompt seeing it.
 async fn interactive_loop(
+    app: &App,
     agent: &Arc<dyn Agent>,
     printer: &Arc<Printer>,
     mut status: watch::Receiver<AgentStatus>,
@@ -245,6 +278,10 @@ async fn interactive_loop(
             }
             Input::Line(line) => {
                 if line.trim().is_empty() {
+                    continue;
+                }
+                if let Some(reply) = chat_command(app, agent.as_ref(), &line) {
+                    eprintln!("{reply}");
                     continue;
                 }
                 if !running {

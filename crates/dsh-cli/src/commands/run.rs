@@ -61,6 +61,7 @@ async fn run_async(args: RunArgs) -> u8 {
             }
         })
     });
+    app.announce_permission(agent.as_ref());
     // A turn can complete while its log failed to reach disk (the flush
     // runs after turn/end); that must not look like success.
     let persistence_errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));

@@ -47,6 +47,8 @@ pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 pub struct BuiltinTools {
     /// Runs the bash tools' commands.
     pub executor: Arc<dyn BashExecutor>,
+    /// Where `write`, `edit` and `str_replace_editor` may write.
+    pub fence: dsh_tool_fs::Fence,
     /// The working directory the file tools resolve relative paths against.
     pub root: std::path::PathBuf,
     /// The tools to register (names from [`BUILTIN_TOOLS`]); when `None`,
@@ -76,10 +78,11 @@ impl Plugin for BuiltinTools {
                 regs.push(registry.register(echo_tool())?);
             }
             regs.push(bash::install(&registry, self.executor, &keep)?);
-            regs.push(dsh_tool_fs::install_only(
+            regs.push(dsh_tool_fs::install_fenced(
                 &registry,
                 self.root.clone(),
                 &keep,
+                self.fence,
             )?);
             regs.push(dsh_tool_search::install_only(&registry, self.root, &keep)?);
             Ok(())

@@ -1,0 +1,231 @@
+//! Permission modes from the command line, the environment, dsh.toml and
+//! `/permission` in chat: what a confined command or file write leaves on
+//! disk, and the `sandbox/mode` events in the session log.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn dsh(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        c.current_dir(self.path())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env_remove("DSH_MODEL")
+            .env_remove("DSH_PERMISSION")
+            .env("NO_COLOR", "1")
+            .env("HOME", self.path())
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
+    /// The `sandbox/mode` events of the only session.
+    fn mode_events(&self) -> Vec<Value> {
+        let dir = self.path().join("data/dsh/sessions");
+        let files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        std::fs::read_to_string(&files[0])
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|e| e["type"] == "sandbox/mode")
+            .map(|e| e["data"].clone())
+            .collect()
+    }
+}
+
+async fn run(mut c: Command) -> (i32, String, String) {
+    let out = tokio::time::timeout(Duration::from_secs(60), c.output())
+        .await
+        .expect("dsh finished in time")
+        .expect("dsh runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn landlock() -> bool {
+    let ok = dsh_sandbox::probe().filesystem_full();
+    if !ok {
+        eprintln!("SKIP: Landlock unavailable: {}", dsh_sandbox::probe());
+    }
+    ok
+}
+
+#[tokio::test]
+async fn read_only_from_the_flag_blocks_writes_in_the_workspace() {
+    if !landlock() {
+        return;
+    }
+    let home = Home::new();
+    let mut c = home.dsh();
+    c.args(["run", "--permission", "read-only", "run echo x > made"]);
+    let (code, stdout, stderr) = run(c).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!home.path().join("made").exists());
+    assert!(
+        stdout.contains("[sandbox: write denied under read-only mode]"),
+        "{stdout}"
+    );
+    assert_eq!(
+        home.mode_events(),
+        [json!({"mode": "read-only", "source": "--permission"})]
+    );
+}
+
+#[tokio::test]
+async fn the_default_is_workspace_write_and_the_file_tools_are_fenced() {
+    if !landlock() {
+        return;
+    }
+    let home = Home::new();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("x.txt");
+    let call = format!(
+        "call write {}",
+        json!({"file_path": target, "content": "escaped"})
+    );
+    let mut c = home.dsh();
+    c.args(["run", &call]);
+    let (code, stdout, stderr) = run(c).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!target.exists(), "{stdout}");
+    assert!(
+        stdout.contains("outside the writable roots of workspace-write mode"),
+        "{stdout}"
+    );
+
+    let mut c = home.dsh();
+    c.args(["run", "run echo inside > made && cat made"]);
+    let (_, stdout, _) = run(c).await;
+    assert!(stdout.contains("inside"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("made")).unwrap(),
+        "inside\n"
+    );
+}
+
+#[tokio::test]
+async fn env_and_config_set_the_mode_and_bad_values_are_usage_errors() {
+    let home = Home::new();
+    let mut c = home.dsh();
+    c.args(["run", "echo hi"]).env("DSH_PERMISSION", "yolo");
+    let (code, _, stderr) = run(c).await;
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("DSH_PERMISSION (environment): unknown permission mode \"yolo\""),
+        "{stderr}"
+    );
+
+    let mut c = home.dsh();
+    c.args(["run", "--permission", "off", "echo hi"]);
+    let (code, _, stderr) = run(c).await;
+    assert_eq!(code, 2, "{stderr}");
+
+    let cfg = home.path().join("perm.toml");
+    std::fs::write(
+        &cfg,
+        "[permission]\nmode = \"danger-full-access\"\napproval = \"never\"\n",
+    )
+    .unwrap();
+    let mut c = home.dsh();
+    c.args(["run", "--config"]).arg(&cfg).arg("echo hi");
+    let (code, _, stderr) = run(c).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        home.mode_events(),
+        [json!({"mode": "danger-full-access", "source": cfg.display().to_string()})]
+    );
+
+    std::fs::write(&cfg, "[permission]\nmode = \"everything\"\n").unwrap();
+    let mut c = home.dsh();
+    c.args(["run", "--config"]).arg(&cfg).arg("echo hi");
+    let (code, _, stderr) = run(c).await;
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("everything") || stderr.contains("mode"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn slash_permission_in_chat_changes_the_mode_and_logs_it() {
+    if !landlock() {
+        return;
+    }
+    let home = Home::new();
+    let mut c = home.dsh();
+    c.arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(
+            b"/permission read-only\nrun echo a > a.txt\n/permission bogus\n/permission workspace-write\nrun echo b > b.txt\n/permission\n",
+        )
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!home.path().join("a.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(home.path().join("b.txt")).unwrap(),
+        "b\n"
+    );
+    assert!(
+        stderr.contains("permission mode: read-only (was workspace-write)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("unknown permission mode \"bogus\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("permission mode: workspace-write (change with"),
+        "{stderr}"
+    );
+    assert_eq!(
+        home.mode_events(),
+        [
+            json!({"mode": "workspace-write", "source": "default"}),
+            json!({"mode": "read-only", "source": "/permission"}),
+            json!({"mode": "workspace-write", "source": "/permission"}),
+        ]
+    );
+}
