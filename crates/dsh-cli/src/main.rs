@@ -45,6 +45,9 @@ enum Command {
     Mcp(commands::mcp::McpArgs),
     /// Trust the working directory's dsh.toml (its MCP servers, base_url…).
     Trust(commands::trust::TrustArgs),
+    /// Report the sandbox (mechanism, ABI, full or partial enforcement),
+    /// the config files read, the model and key, the MCP servers.
+    Doctor(commands::doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Some(Command::Session(args)) => commands::session::run(args),
         Some(Command::Mcp(args)) => commands::mcp::run(args),
         Some(Command::Trust(args)) => commands::trust::run(args),
+        Some(Command::Doctor(args)) => commands::doctor::run(args),
         None => commands::chat::run(cli.chat),
     };
     ExitCode::from(code)

@@ -229,3 +229,53 @@ async fn slash_permission_in_chat_changes_the_mode_and_logs_it() {
         ]
     );
 }
+
+#[tokio::test]
+async fn doctor_reports_the_sandbox_the_config_the_model_and_the_servers() {
+    let home = Home::new();
+    let cfg = home.path().join("doc.toml");
+    std::fs::write(&cfg, "[permission]\nmode = \"read-only\"\n").unwrap();
+    let mut c = home.dsh();
+    c.args([
+        "doctor",
+        "--mcp",
+        "tools=dsh-no-such-server --flag",
+        "--config",
+    ])
+    .arg(&cfg);
+    let (code, stdout, stderr) = run(c).await;
+    let support = dsh_sandbox::probe();
+    assert_eq!(
+        code,
+        if support.filesystem_full() { 0 } else { 1 },
+        "{stderr}"
+    );
+    assert!(stdout.contains(&format!("sandbox: {support}")), "{stdout}");
+    let expected = if support.network_rules() {
+        "enforcement: full"
+    } else if support.filesystem_full() {
+        "enforcement: partial"
+    } else {
+        "enforcement: none"
+    };
+    assert!(stdout.contains(expected), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "permission: read-only (from {}), approval ask",
+            cfg.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("  {} (--config)", cfg.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("model: echo"), "{stdout}");
+    assert!(stdout.contains("DeepSeek key: not set"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "tools: dsh-no-such-server --flag (enabled, but `dsh-no-such-server` is not found)"
+        ),
+        "{stdout}"
+    );
+}

@@ -2,6 +2,7 @@
 //! `run(args) -> u8` returning the process exit code; shared helpers below.
 
 pub(crate) mod chat;
+pub(crate) mod doctor;
 pub(crate) mod mcp;
 pub(crate) mod run;
 pub(crate) mod schema;
