@@ -187,11 +187,15 @@ async fn workspace_write_confines_every_escape_route() {
     // Late writers: a child in its own session that outlives the call (the
     // danger-full-access test shows the same route writes when unconfined),
     // and a background task.
+    // The call waits until the child is in its own session (it marks that
+    // inside the workspace), so the call's clean-up cannot win the race.
     f.run(&format!(
-        "setsid -f bash -c 'sleep 0.3; echo x > {}' >/dev/null 2>&1 < /dev/null",
+        "setsid -f bash -c ': > started; sleep 0.3; echo x > {}' >/dev/null 2>&1 < /dev/null; \
+         while [ ! -e started ]; do sleep 0.01; done",
         out.path("late-setsid").display()
     ))
     .await;
+    assert!(ws.join("started").exists());
     let task = f.start(&format!("sleep 0.3; echo x > {}", o("late-task")));
     f.wait(&task.id).await;
     tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -287,7 +291,8 @@ async fn danger_full_access_allows_each_route() {
     assert!(ws.join("hard").exists());
     assert_eq!(out.victim(), format!("{ORIGINAL}y\n"));
     f.run(&format!(
-        "setsid -f bash -c 'sleep 0.2; echo x > {}' >/dev/null 2>&1 </dev/null",
+        "setsid -f bash -c ': > started; sleep 0.2; echo x > {}' >/dev/null 2>&1 </dev/null; \
+         while [ ! -e started ]; do sleep 0.01; done",
         out.path("late").display()
     ))
     .await;

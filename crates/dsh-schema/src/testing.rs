@@ -50,6 +50,7 @@ fn object_strategy(spec: &SchemaSpec, open: bool) -> BoxedStrategy<Value> {
         })
         .collect();
     let names: Vec<String> = spec.names().map(str::to_string).collect();
+    let together: Vec<Vec<String>> = spec.together().to_vec();
     let extras = proptest::collection::vec(("[a-z]{1,8}", scalar()), 0..if open { 2 } else { 1 });
     (entries, extras)
         .prop_map(move |(entries, extras)| {
@@ -61,6 +62,15 @@ fn object_strategy(spec: &SchemaSpec, open: bool) -> BoxedStrategy<Value> {
                 // Extra keys must not shadow declared ones (those are checked).
                 if !names.contains(&k) && !map.contains_key(&k) {
                     map.insert(k, v);
+                }
+            }
+            // Groups given together or not at all: a partial group is
+            // dropped whole.
+            for group in &together {
+                if !group.iter().all(|k| map.contains_key(k)) {
+                    for k in group {
+                        map.remove(k);
+                    }
                 }
             }
             Value::Object(map)

@@ -21,8 +21,10 @@ use dsh_kernel::sync::lock;
 use dsh_kernel::Registration;
 use dsh_kernel::{DshError, ErrorCode};
 use dsh_llm::{ContentBlock, MessageSource};
-use dsh_protocol::codes;
-use dsh_tools::{define_tool, ContextSink, ToolArgs, ToolContext, ToolError, ToolRegistry};
+use dsh_protocol::{codes, SandboxMode};
+use dsh_tools::{
+    define_tool, Approved, ContextSink, ToolArgs, ToolContext, ToolError, ToolRegistry,
+};
 use serde::{Deserialize, Serialize};
 
 pub use render::{render_run_result, render_task_read, DETACHED_NOTE};
@@ -40,8 +42,29 @@ pub const BASH_OUTPUT_DESCRIPTION: &str = "Read new output of a background task 
 pub const BASH_KILL_DESCRIPTION: &str =
     "Kill a running background task by its id (SIGTERM, then SIGKILL after a grace period).";
 
+/// A wider permission mode a call asks to run under (`sandbox_permissions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToolArgs)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxPermissions {
+    /// Writes under the working directory and the temp directory.
+    WorkspaceWrite,
+    /// No confinement.
+    DangerFullAccess,
+}
+
+impl SandboxPermissions {
+    /// The permission mode asked for.
+    pub fn mode(self) -> SandboxMode {
+        match self {
+            SandboxPermissions::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxPermissions::DangerFullAccess => SandboxMode::DangerFullAccess,
+        }
+    }
+}
+
 /// Arguments of `bash`.
 #[derive(Debug, Serialize, Deserialize, ToolArgs)]
+#[tool(together("sandbox_permissions", "justification"))]
 pub struct BashArgs {
     /// The bash command to run.
     #[tool(min_length = 1)]
@@ -59,6 +82,13 @@ pub struct BashArgs {
     /// Run in the background and return a task id immediately; no timeout applies.
     #[serde(default)]
     pub run_in_background: Option<bool>,
+    /// Only after the sandbox denied this command: run it once under this wider mode. The user is asked to approve; give `justification` too.
+    #[serde(default)]
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    /// Why the command needs the wider mode, shown to the user who approves it.
+    #[serde(default)]
+    #[tool(min_length = 1)]
+    pub justification: Option<String>,
 }
 
 /// Arguments of `bash_output` and `bash_kill`.
@@ -236,6 +266,17 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 }
                 if let Some(w) = args.workdir {
                     req = req.with_workdir(w);
+                }
+                if let Some(wider) = args.sandbox_permissions {
+                    // Only a guard that asked the user and got a yes lets
+                    // an escalation through; without one nobody was asked.
+                    if ctx.get::<Approved>().is_none() {
+                        return Err(ToolError::new(
+                            codes::PERMISSION_DENIED,
+                            "permission denied: sandbox_permissions needs the user's approval and nobody approved this call",
+                        ));
+                    }
+                    req = req.with_sandbox(wider.mode());
                 }
                 let spec = executor.resolve(req);
                 if args.run_in_background == Some(true) {

@@ -31,7 +31,9 @@ fn bash_schema_matches_reference() {
         [
             "command",
             "description",
+            "justification",
             "run_in_background",
+            "sandbox_permissions",
             "timeoutMs",
             "workdir"
         ]
@@ -42,6 +44,8 @@ fn bash_schema_matches_reference() {
         ("timeoutMs", "number"),
         ("workdir", "string"),
         ("run_in_background", "boolean"),
+        ("sandbox_permissions", "string"),
+        ("justification", "string"),
     ] {
         assert_eq!(props[name]["type"], ty, "type of {name}");
         let doc = props[name]["description"].as_str().unwrap_or_default();
@@ -51,6 +55,11 @@ fn bash_schema_matches_reference() {
         .as_str()
         .unwrap_or_default();
     assert!(timeout_doc.contains("120000") && timeout_doc.contains("600000"));
+    assert_eq!(
+        props["sandbox_permissions"]["enum"],
+        json!(["workspace-write", "danger-full-access"])
+    );
+    assert_eq!(props["justification"]["minLength"], 1);
 }
 
 #[test]

@@ -75,6 +75,16 @@ pub struct PreExecute {
     pub extensions: Extensions,
 }
 
+/// Put into a call's extensions by the registry when a guard asked and
+/// the approver allowed the call: the body may then do what the question
+/// asked for (an escalation). A body that needs consent and finds no
+/// `Approved` refuses: without a guard nobody was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    /// The question that was answered yes.
+    pub question: Question,
+}
+
 /// A person's answer to a [`Question`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {

@@ -457,6 +457,7 @@ impl ToolRegistry {
         };
         let call = call.clone();
         Box::pin(async move {
+            let mut env = env;
             let refused = match verdict.await {
                 Verdict::Allow => None,
                 Verdict::Deny(reason) => Some(reason),
@@ -470,7 +471,12 @@ impl ToolRegistry {
                         Some(approver) => approver.decide(&call, &question, &env.extensions).await,
                         None => guard::Approval::Unavailable(guard::NO_APPROVER.to_string()),
                     };
-                    (!approval.allows()).then(|| guard::refusal(&approval))
+                    if approval.allows() {
+                        env.extensions.insert(guard::Approved { question });
+                        None
+                    } else {
+                        Some(guard::refusal(&approval))
+                    }
                 }
             };
             match refused {

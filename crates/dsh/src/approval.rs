@@ -72,7 +72,7 @@ pub trait Person: Send + Sync {
 /// The approver of one process: policy, grants, the person (if any).
 pub struct SessionApprover {
     policy: Mutex<ApprovalPolicy>,
-    person: Option<Arc<dyn Person>>,
+    person: Mutex<Option<Arc<dyn Person>>>,
     grants: Arc<Mutex<HashSet<String>>>,
 }
 
@@ -82,9 +82,15 @@ impl SessionApprover {
     pub fn new(policy: ApprovalPolicy, person: Option<Arc<dyn Person>>) -> Self {
         Self {
             policy: Mutex::new(policy),
-            person,
+            person: Mutex::new(person),
             grants: Arc::new(Mutex::new(HashSet::new())),
         }
+    }
+
+    /// Sets who is asked from now on (`None`: nobody, questions are
+    /// denied with [`NO_USER`]); the chat sets its terminal.
+    pub fn set_person(&self, person: Option<Arc<dyn Person>>) {
+        *lock(&self.person) = person;
     }
 
     /// Changes the policy for the calls from now on.
@@ -150,7 +156,7 @@ impl Approver for SessionApprover {
                 Box::pin(async { Approval::Unavailable(POLICY_NEVER.to_string()) }),
                 "policy",
             )
-        } else if let Some(person) = &self.person {
+        } else if let Some(person) = lock(&self.person).clone() {
             (person.ask(call, question), "user")
         } else {
             (

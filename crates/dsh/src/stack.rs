@@ -187,6 +187,7 @@ impl Stack {
         set_fence(&fence, resolved.permission, &resolved.cwd);
         let approver = Arc::new(SessionApprover::new(resolved.approval, None));
         scope.add(tools.set_approver(approver.clone()));
+        scope.add(crate::escalation::install(&tools, executor.clone()));
         if options.builtin_tools {
             scope.add(
                 crate::tools::BuiltinTools {

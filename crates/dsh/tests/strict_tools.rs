@@ -71,8 +71,28 @@ fn every_built_in_tool_compiles_to_the_pinned_strict_schema() {
             "description",
             "timeoutMs",
             "workdir",
-            "run_in_background"
+            "run_in_background",
+            "sandbox_permissions",
+            "justification"
         ])
+    );
+    let escalation = &bash["properties"]["sandbox_permissions"];
+    let values: Vec<&Value> = escalation["enum"].as_array().unwrap().iter().collect();
+    assert_eq!(
+        values,
+        [
+            &json!("workspace-write"),
+            &json!("danger-full-access"),
+            &Value::Null
+        ],
+        "{escalation}"
+    );
+    assert_eq!(
+        bash["properties"]["justification"],
+        nullable(
+            "string",
+            "Why the command needs the wider mode, shown to the user who approves it."
+        )
     );
     assert_eq!(bash["additionalProperties"], false);
     assert_eq!(
