@@ -8,6 +8,7 @@
 //! 130 aborted.
 
 mod app;
+mod approve;
 mod commands;
 mod output;
 mod render;

@@ -145,6 +145,14 @@ impl Printer {
         st.at_line_start = true;
     }
 
+    /// The line editor has just drawn its prompt (a line was typed while
+    /// a turn runs): the next output erases that line first.
+    pub(crate) fn prompt_shown(&self) {
+        let mut st = lock(&self.state);
+        st.fresh_turn = true;
+        st.at_line_start = true;
+    }
+
     /// The line editor will prompt after the current turn (it waited out an
     /// abort): do not draw the prompt at that turn's end.
     pub(crate) fn skip_next_prompt(&self) {
@@ -173,6 +181,23 @@ impl Printer {
                 tokio::time::sleep(std::time::Duration::from_millis(80)).await;
             }
         });
+    }
+
+    /// Prints dsh's own lines (a question, its answer) between the
+    /// turn's output, then, on a terminal, the prompt again: the next line
+    /// typed answers it. `text` must already be sanitised.
+    pub(crate) fn notice(&self, text: &str) {
+        // The line may hold the line editor's prompt: replace it.
+        self.prompt_shown();
+        self.line(&self.style.cyan(text));
+        if self.interactive {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(PROMPT.as_bytes());
+            let _ = out.flush();
+            drop(out);
+            // The line editor ends the answer's line itself.
+            lock(&self.state).at_line_start = true;
+        }
     }
 
     fn line(&self, text: &str) {

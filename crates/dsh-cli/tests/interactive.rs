@@ -204,3 +204,148 @@ fn chat_asks_before_trusting_a_project_config_and_remembers_the_answer() {
     assert!(!screen.contains("[y/N]"), "{screen}");
     assert!(!marker.exists());
 }
+
+/// The session log of the only session under `dir`.
+fn only_log(dir: &Path) -> String {
+    let sessions = dir.join("data/dsh/sessions");
+    let file = std::fs::read_dir(&sessions)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a session file");
+    std::fs::read_to_string(file).unwrap()
+}
+
+#[test]
+fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    if !dsh_sandbox::probe().filesystem_full() {
+        eprintln!("SKIP: Landlock unavailable: {}", dsh_sandbox::probe());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Outside the workspace and the system temp dir: only an escalation
+    // can write here.
+    let outside = tempfile::Builder::new()
+        .prefix("approve-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let target = outside.path().join("out");
+    let call = |line: &str| {
+        format!(
+            r#"call bash {{"command":"echo {line} >> {}","description":"append","sandbox_permissions":"danger-full-access","justification":"the file is outside"}}"#,
+            target.display()
+        )
+    };
+    let content = || std::fs::read_to_string(&target).unwrap_or_default();
+    let t = start(dir.path(), "approve");
+    t.wait_for("the prompt", |s| s.contains("› "));
+
+    // Without escalation the sandbox stops the write.
+    t.keys(&[&format!("run echo plain >> {}", target.display()), "Enter"]);
+    t.wait_for("the sandbox line", |s| {
+        s.contains("[sandbox: write denied under workspace-write mode]")
+    });
+    assert_eq!(content(), "");
+
+    // `n` with a note: denied, and the note reaches the model.
+    t.keys(&[&call("denied"), "Enter"]);
+    t.wait_for("the question", |s| {
+        s.contains("? bash wants to run a command under danger-full-access")
+            && s.contains("justification: the file is outside")
+    });
+    t.keys(&["perhaps", "Enter"]);
+    t.wait_for("the options again", |s| {
+        s.matches("allow? [y] once").count() >= 2
+    });
+    t.keys(&["n use the workspace", "Enter"]);
+    t.wait_for("the denial", |s| {
+        s.contains("permission denied: the user denied it: use the workspace")
+    });
+    assert_eq!(content(), "");
+
+    // Ctrl-C denies without ending the turn or chat.
+    t.keys(&[&call("cancelled"), "Enter"]);
+    t.wait_for("the second question", |s| {
+        s.matches("? bash wants to").count() >= 2
+    });
+    t.keys(&["C-c"]);
+    t.wait_for("the cancellation", |s| {
+        s.contains("permission denied: the user cancelled the approval")
+    });
+    assert!(t.alive(), "Ctrl-C at a question must not exit");
+    assert_eq!(content(), "");
+
+    // `y` runs it once; the same command asks again.
+    t.keys(&[&call("once"), "Enter"]);
+    t.wait_for("the third question", |s| {
+        s.matches("? bash wants to").count() >= 3
+    });
+    t.keys(&["y", "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while content() != "once\n" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(content(), "once\n");
+
+    // `a` runs it and allows the exact command for the session.
+    t.keys(&[&call("always"), "Enter"]);
+    t.wait_for("the fourth question", |s| {
+        s.matches("? bash wants to").count() >= 4
+    });
+    t.keys(&["a", "Enter"]);
+    t.keys(&[&call("always"), "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while content() != "once\nalways\nalways\n" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(content(), "once\nalways\nalways\n");
+    let screen = t.screen();
+    assert_eq!(
+        screen.matches("? bash wants to").count(),
+        4,
+        "the grant answered the repeat:\n{screen}"
+    );
+
+    t.keys(&["C-d"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while t.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = only_log(dir.path());
+    let decided: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("approval/decided"))
+        .collect();
+    let outcomes: Vec<&str> = decided
+        .iter()
+        .map(|l| {
+            [
+                "\"outcome\":\"rejected\"",
+                "\"outcome\":\"cancelled\"",
+                "\"outcome\":\"allowed-once\"",
+                "\"outcome\":\"allowed-for-session\"",
+            ]
+            .into_iter()
+            .find(|o| l.contains(o))
+            .unwrap_or("?")
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "\"outcome\":\"rejected\"",
+            "\"outcome\":\"cancelled\"",
+            "\"outcome\":\"allowed-once\"",
+            "\"outcome\":\"allowed-for-session\"",
+            "\"outcome\":\"allowed-for-session\"",
+        ]
+    );
+    assert!(decided[0].contains("\"note\":\"use the workspace\""));
+    assert!(decided[4].contains("\"by\":\"session grant\""));
+    assert_eq!(log.matches("approval/asked").count(), 5);
+}

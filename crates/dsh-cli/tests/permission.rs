@@ -279,3 +279,122 @@ async fn doctor_reports_the_sandbox_the_config_the_model_and_the_servers() {
         "{stdout}"
     );
 }
+
+/// A `call bash` line that asks to write `target` under `mode`.
+fn escalation(target: &Path, mode: &str, justification: Option<&str>) -> String {
+    let mut args = json!({
+        "command": format!("echo escaped > {}", target.display()),
+        "description": "write outside",
+        "sandbox_permissions": mode,
+    });
+    if let Some(j) = justification {
+        args["justification"] = json!(j);
+    }
+    format!("call bash {args}")
+}
+
+/// The `approval/decided` events of the only session.
+fn decisions(home: &Home) -> Vec<Value> {
+    let dir = home.path().join("data/dsh/sessions");
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "approval/decided")
+        .map(|e| e["data"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn run_has_nobody_to_ask_so_an_escalation_is_denied_with_the_way_out() {
+    if !landlock() {
+        return;
+    }
+    let home = Home::new();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("x.txt");
+    let mut c = home.dsh();
+    c.args([
+        "run",
+        &escalation(&target, "danger-full-access", Some("needs it")),
+    ]);
+    let (code, stdout, stderr) = run(c).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!target.exists(), "nothing ran");
+    assert!(
+        stdout.contains(
+            "permission denied: no user to approve; run with --permission danger-full-access to allow"
+        ),
+        "{stdout}"
+    );
+    let d = decisions(&home);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0]["outcome"], "unavailable");
+    assert_eq!(d[0]["by"], "nobody");
+}
+
+#[tokio::test]
+async fn the_policy_never_denies_without_asking_and_says_why() {
+    if !landlock() {
+        return;
+    }
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join("config/dsh")).unwrap();
+    std::fs::write(
+        home.path().join("config/dsh/dsh.toml"),
+        "[permission]\napproval = \"never\"\n",
+    )
+    .unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("x.txt");
+    let mut c = home.dsh();
+    c.args([
+        "run",
+        &escalation(&target, "danger-full-access", Some("needs it")),
+    ]);
+    let (code, stdout, stderr) = run(c).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!target.exists());
+    assert!(stdout.contains("approval policy is \"never\""), "{stdout}");
+    assert_eq!(decisions(&home)[0]["by"], "policy");
+}
+
+#[tokio::test]
+async fn escalation_needs_both_fields_and_a_wider_mode() {
+    let home = Home::new();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("x.txt");
+    // Both or neither: validation names the missing one; nobody is asked.
+    let mut c = home.dsh();
+    c.args(["run", &escalation(&target, "danger-full-access", None)]);
+    let (code, stdout, stderr) = run(c).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(
+            r#""sandbox_permissions" and "justification" must be given together; "justification" is missing"#
+        ),
+        "{stdout}"
+    );
+    assert!(decisions(&home).is_empty());
+    // Not wider than the current mode: denied, with what to do instead.
+    let home = Home::new();
+    let mut c = home.dsh();
+    c.args([
+        "run",
+        "--permission",
+        "danger-full-access",
+        &escalation(&target, "workspace-write", Some("why not")),
+    ]);
+    let (code, stdout, stderr) = run(c).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!target.exists());
+    assert!(
+        stdout.contains("is not wider than the current mode danger-full-access"),
+        "{stdout}"
+    );
+}

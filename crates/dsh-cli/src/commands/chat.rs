@@ -6,6 +6,11 @@
 //! sent in turn (each waits for the previous turn) and the process exits when
 //! the work is done; a line that is not UTF-8 is reported and skipped.
 //!
+//! A call that needs approval (an escalation out of the permission mode) is
+//! asked about on the terminal ([`crate::approve`]); the next line answers
+//! it and Ctrl-C denies it. Without a terminal nobody is asked: the call is
+//! denied with a reason the model reads.
+//!
 //! SIGTERM, SIGHUP and SIGQUIT end chat like `run`: the running turn is
 //! aborted, processes are killed, the log is flushed, the terminal mode is
 //! restored, and dsh exits 143, 129 or 131. Exit 0 otherwise (1 when output
@@ -22,6 +27,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
 
 use crate::app::{App, StackArgs};
+use crate::approve::TerminalPerson;
 use crate::commands::{block_on, start_agent, wait_turn_end, TurnEnds};
 use crate::render::{self, Printer, Style};
 use crate::signals::Stop;
@@ -72,7 +78,10 @@ async fn chat_session(args: ChatArgs) -> u8 {
             // No receiver only after the loop returned; nothing to tell then.
             let _ = status_tx.send(c.status);
         });
-        stopped = interactive_loop(&app, &agent, &printer, status_rx).await;
+        let person = TerminalPerson::new(printer.clone());
+        app.approver.set_person(Some(person.clone()));
+        stopped = interactive_loop(&app, &agent, &printer, &person, status_rx).await;
+        app.approver.set_person(None);
         status_reg.undo();
     } else {
         stopped = piped_loop(&app, &agent, &turn_ends).await;
@@ -220,6 +229,7 @@ async fn interactive_loop(
     app: &App,
     agent: &Arc<dyn Agent>,
     printer: &Arc<Printer>,
+    person: &Arc<TerminalPerson>,
     mut status: watch::Receiver<AgentStatus>,
 ) -> Option<Stop> {
     let mut signals = crate::signals::get();
@@ -227,7 +237,8 @@ async fn interactive_loop(
     // After Ctrl-C the reader waits for the aborted turn to end before it
     // prompts again, so the turn's last output lands above the new prompt.
     let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || read_lines(tx, resume_rx));
+    let reader_person = person.clone();
+    std::thread::spawn(move || read_lines(tx, resume_rx, reader_person));
     // Set while the reader waits out an aborted turn (the terminal is then
     // in cooked mode, so a further Ctrl-C arrives as SIGINT, handled below).
     let mut resume_pending = false;
@@ -236,7 +247,10 @@ async fn interactive_loop(
             input = rx.recv() => input,
             stop = signals.next() => {
                 if stop == Stop::Interrupt {
-                    agent.abort(Some(stop.reason().into()));
+                    // Ctrl-C answers a pending question (a denial) first.
+                    if !person.interrupt() {
+                        agent.abort(Some(stop.reason().into()));
+                    }
                     continue;
                 }
                 Some(Input::Stop(stop))
@@ -269,6 +283,15 @@ async fn interactive_loop(
                 return None;
             }
             Input::Interrupt => {
+                if person.is_asking() {
+                    // A denial, not an abort: the turn goes on. The reader
+                    // prompts again first, so the denial's output replaces
+                    // that prompt instead of following it.
+                    let _ = resume_tx.send(());
+                    tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                    person.interrupt();
+                    continue;
+                }
                 if !running {
                     return None;
                 }
@@ -277,6 +300,9 @@ async fn interactive_loop(
                 resume_pending = true;
             }
             Input::Line(line) => {
+                if person.answer_line(&line) {
+                    continue;
+                }
                 if line.trim().is_empty() {
                     continue;
                 }
@@ -297,7 +323,11 @@ async fn interactive_loop(
     }
 }
 
-fn read_lines(tx: mpsc::UnboundedSender<Input>, resume: std::sync::mpsc::Receiver<()>) {
+fn read_lines(
+    tx: mpsc::UnboundedSender<Input>,
+    resume: std::sync::mpsc::Receiver<()>,
+    person: Arc<TerminalPerson>,
+) {
     use rustyline::error::ReadlineError;
     let mut editor = match rustyline::DefaultEditor::new() {
         Ok(e) => e,
@@ -315,7 +345,8 @@ fn read_lines(tx: mpsc::UnboundedSender<Input>, resume: std::sync::mpsc::Receive
     loop {
         let input = match editor.readline(render::PROMPT) {
             Ok(line) => {
-                if !line.trim().is_empty() {
+                // Answers to questions are not worth recalling.
+                if !line.trim().is_empty() && !person.is_asking() {
                     let _ = editor.add_history_entry(line.as_str());
                 }
                 Input::Line(line)

@@ -31,16 +31,26 @@ enum SessionCommand {
     /// Print a human-readable timeline of a session log: turns, steps, tool
     /// calls and results, errors, usage totals.
     Show {
-        /// The session log (`<id>.jsonl`).
-        file: PathBuf,
+        /// The session log (`<id>.jsonl`), or the id of a session in the
+        /// session directory.
+        #[arg(value_name = "FILE|ID")]
+        file: String,
         /// Also print every raw stream chunk.
         #[arg(long)]
         chunks: bool,
+        /// Directory of session logs (default as for `list`), for an ID.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
     },
     /// Re-derive the model message history from a session log and print it as JSON.
     Replay {
-        /// The session log (`<id>.jsonl`).
-        file: PathBuf,
+        /// The session log (`<id>.jsonl`), or the id of a session in the
+        /// session directory.
+        #[arg(value_name = "FILE|ID")]
+        file: String,
+        /// Directory of session logs (default as for `list`), for an ID.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
     },
     /// List the saved sessions: id, creation time, turns, first prompt.
     List {
@@ -86,17 +96,26 @@ enum SessionCommand {
 /// Runs `dsh session`; returns the exit code.
 pub(crate) fn run(args: SessionArgs) -> u8 {
     match args.command {
-        SessionCommand::Show { file, chunks } => match load(&file) {
-            Ok(log) => {
+        SessionCommand::Show {
+            file,
+            chunks,
+            session_dir,
+        } => match locate(&file, session_dir)
+            .ok_or(2)
+            .and_then(|f| load(&f).map(|l| (f, l)))
+        {
+            Ok((file, log)) => {
                 let text = render_timeline(&file, &log.events, chunks);
                 crate::output::emit(&crate::sanitize::visible(&text))
             }
             Err(code) => code,
         },
-        SessionCommand::Replay { file } => match load(&file) {
-            Ok(log) => replay(log),
-            Err(code) => code,
-        },
+        SessionCommand::Replay { file, session_dir } => {
+            match locate(&file, session_dir).ok_or(2).and_then(|f| load(&f)) {
+                Ok(log) => replay(log),
+                Err(code) => code,
+            }
+        }
         SessionCommand::List { session_dir } => list(session_dir),
         SessionCommand::Stats {
             session,
@@ -262,6 +281,16 @@ fn stats(session: &str, json: bool, session_dir: Option<PathBuf>) -> u8 {
     } else {
         crate::output::emit(&crate::sanitize::visible(&render_stats(&stats)))
     }
+}
+
+/// The log `arg` names: a path when it looks like one (it has a `/` or
+/// ends in `.jsonl`; loading then reports a missing file), else as
+/// [`resolve_session`].
+fn locate(arg: &str, session_dir: Option<PathBuf>) -> Option<PathBuf> {
+    if arg.contains('/') || arg.ends_with(".jsonl") {
+        return Some(PathBuf::from(arg));
+    }
+    resolve_session(arg, session_dir)
 }
 
 /// The log `arg` names: an existing file, else `<dir>/<arg>.jsonl` for a
@@ -675,6 +704,34 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 indent,
                 format!("error{}: {message}", code_label(code.as_deref())),
             )
+        }
+        EventPayload::Other { kind, data } if kind == dsh::approval::ASKED_KIND => {
+            let field = |k: &str| data.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+            let mut text = format!(
+                "approval asked [{}]: {} wants to {}",
+                field("callId"),
+                field("tool"),
+                field("summary")
+            );
+            if let Some(j) = data.get("justification").and_then(|v| v.as_str()) {
+                text.push_str(&format!("\njustification: {j}"));
+            }
+            (4, text)
+        }
+        EventPayload::Other { kind, data } if kind == dsh::approval::DECIDED_KIND => {
+            let field = |k: &str| data.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+            let mut text = format!(
+                "approval decided [{}]: {} by {}",
+                field("callId"),
+                field("outcome"),
+                field("by")
+            );
+            for extra in ["note", "reason"] {
+                if let Some(v) = data.get(extra).and_then(|v| v.as_str()) {
+                    text.push_str(&format!(" ({extra}: {v})"));
+                }
+            }
+            (4, text)
         }
         EventPayload::Other { kind, data } => (
             0,
