@@ -298,6 +298,11 @@ fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
         s.matches("? bash wants to").count() >= 4
     });
     t.keys(&["a", "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while content() != "once\nalways\n" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    t.wait_for("the turn to end", |s| s.trim_end().ends_with('›'));
     t.keys(&[&call("always"), "Enter"]);
     let deadline = Instant::now() + Duration::from_secs(30);
     while content() != "once\nalways\nalways\n" && Instant::now() < deadline {

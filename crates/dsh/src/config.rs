@@ -60,14 +60,30 @@ pub struct FileConfig {
     /// MCP servers.
     #[serde(default)]
     pub mcp: McpSection,
-    /// Reserved for lifecycle hooks (not supported by this version; a
-    /// trusted file's value is ignored with a warning).
-    pub hooks: Option<toml::Value>,
+    /// `[[hooks.<Event>]]`: command hooks (Claude Code's protocol).
+    pub hooks: Option<dsh_hooks::HooksSection>,
+    /// The `hooks.json` beside this file (Claude Code's format), when there
+    /// is one; several after [`FileConfig::overlay`].
+    #[serde(skip)]
+    pub claude_hooks: Vec<ClaudeHooksFile>,
     /// `[sandbox]`: how commands are confined.
     pub sandbox: Option<SandboxSection>,
     /// `[permission]`: the permission mode and the approval policy.
     pub permission: Option<PermissionSection>,
 }
+
+/// A `hooks.json` read beside a `dsh.toml`: the `hooks` object of a Claude
+/// Code `settings.json`, or the whole file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeHooksFile {
+    /// Where it was read.
+    pub path: PathBuf,
+    /// Its text (parsed when the stack resolves).
+    pub text: String,
+}
+
+/// The name of the Claude Code hooks file read beside a `dsh.toml`.
+pub const HOOKS_JSON: &str = "hooks.json";
 
 /// `[sandbox]`
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
@@ -174,7 +190,10 @@ impl FileConfig {
     pub fn unsafe_keys(&self) -> Vec<&'static str> {
         let set = [
             ("mcp", !self.mcp.servers.is_empty()),
-            ("hooks", self.hooks.is_some()),
+            (
+                "hooks",
+                self.hooks.is_some() || !self.claude_hooks.is_empty(),
+            ),
             ("deepseek.base_url", self.deepseek.base_url.is_some()),
             ("deepseek.api_key", self.deepseek.api_key.is_some()),
             ("system_prompt", self.system_prompt.is_some()),
@@ -192,6 +211,7 @@ impl FileConfig {
     pub fn without_unsafe_keys(mut self) -> FileConfig {
         self.mcp.servers.clear();
         self.hooks = None;
+        self.claude_hooks.clear();
         self.deepseek.base_url = None;
         self.deepseek.api_key = None;
         self.system_prompt = None;
@@ -244,7 +264,16 @@ impl FileConfig {
                 env_passthrough: ub.env_passthrough.or(lb.env_passthrough),
             },
             mcp: McpSection { servers },
-            hooks: upper.hooks.or(self.hooks),
+            // Hooks add up: the lower file's run, then the upper's.
+            hooks: match (self.hooks, upper.hooks) {
+                (Some(l), Some(u)) => Some(l.join(u)),
+                (l, u) => l.or(u),
+            },
+            claude_hooks: {
+                let mut all = self.claude_hooks;
+                all.extend(upper.claude_hooks);
+                all
+            },
             sandbox: match (upper.sandbox, self.sandbox) {
                 (Some(u), Some(l)) => Some(SandboxSection {
                     network: u.network.or(l.network),
@@ -338,12 +367,14 @@ pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<LoadedConfig, ConfigE
     }
     let user_path = user_config_path();
     let base = match &user_path {
-        Some(p) if exists(p) => Some(read(p, ConfigOrigin::User)?),
+        Some(p) if exists(p) || exists(&hooks_json_beside(p)) => Some(read(p, ConfigOrigin::User)?),
         _ => None,
     };
     let local = cwd.join("dsh.toml");
-    let same_as_user = user_path.as_deref().is_some_and(|u| same_file(u, &local));
-    let project = if exists(&local) && !same_as_user {
+    let same_as_user = user_path.as_deref().is_some_and(|u| {
+        same_file(u, &local) || same_file(&hooks_json_beside(u), &hooks_json_beside(&local))
+    });
+    let project = if (exists(&local) || exists(&hooks_json_beside(&local))) && !same_as_user {
         Some(read(&local, ConfigOrigin::Project)?)
     } else {
         None
@@ -359,7 +390,40 @@ pub fn parse(text: &str) -> Result<FileConfig, String> {
     toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
 }
 
+/// `hooks.json` in the directory of the `dsh.toml` at `path`.
+pub fn hooks_json_beside(path: &Path) -> PathBuf {
+    path.with_file_name(HOOKS_JSON)
+}
+
+/// Reads the `dsh.toml` at `path` and the `hooks.json` beside it. Either
+/// may be missing (not both: the caller checks); a missing `dsh.toml`
+/// reads as empty. The returned text (what a trust decision is keyed on)
+/// covers both files, so editing `hooks.json` counts as a change.
 fn read(path: &Path, origin: ConfigOrigin) -> Result<ConfigFile, ConfigError> {
+    let mut cfg = if origin == ConfigOrigin::Explicit || exists(path) {
+        read_toml(path, origin)?
+    } else {
+        ConfigFile {
+            path: path.to_path_buf(),
+            origin,
+            text: String::new(),
+            file: FileConfig::default(),
+        }
+    };
+    let hooks_path = hooks_json_beside(path);
+    if exists(&hooks_path) {
+        let text = read_text(&hooks_path)?;
+        cfg.text.push_str(&format!("\n# {HOOKS_JSON}\n{text}"));
+        cfg.file.claude_hooks.push(ClaudeHooksFile {
+            path: hooks_path,
+            text,
+        });
+    }
+    Ok(cfg)
+}
+
+/// The text of the regular file at `path`.
+fn read_text(path: &Path) -> Result<String, ConfigError> {
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() => {
             return Err(ConfigError::NotAFile {
@@ -374,10 +438,14 @@ fn read(path: &Path, origin: ConfigOrigin) -> Result<ConfigFile, ConfigError> {
             })
         }
     }
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    })
+}
+
+fn read_toml(path: &Path, origin: ConfigOrigin) -> Result<ConfigFile, ConfigError> {
+    let text = read_text(path)?;
     let file = parse(&text).map_err(|message| ConfigError::Invalid {
         path: path.to_path_buf(),
         message,
@@ -505,7 +573,7 @@ model = "echo"
 max_steps = 3
 session_dir = "/tmp/x"
 system_prompt = "/etc/passwd"
-hooks = { pre = "x" }
+hooks = { Stop = [{ command = "x" }] }
 sandbox = { network = false }
 permission = { mode = "danger-full-access" }
 [deepseek]
@@ -564,5 +632,51 @@ command = "touch"
         let e = read(&dir.path().join("dsh.toml"), ConfigOrigin::Project).unwrap_err();
         assert!(matches!(e, ConfigError::NotAFile { .. }), "{e}");
         assert!(e.to_string().contains("dsh.toml"), "{e}");
+    }
+
+    #[test]
+    fn hooks_parse_per_event_and_unknown_events_are_errors() {
+        let cfg = parse(
+            r#"
+[[hooks.PreToolUse]]
+matcher = "bash"
+command = "./check.sh"
+timeout = 5
+[[hooks.Stop]]
+command = "./stop.sh"
+"#,
+        )
+        .unwrap();
+        let hooks = cfg.hooks.unwrap();
+        assert_eq!(hooks.pre_tool_use.len(), 1);
+        assert_eq!(hooks.pre_tool_use[0].matcher.as_deref(), Some("bash"));
+        assert_eq!(hooks.pre_tool_use[0].timeout, Some(5));
+        assert_eq!(hooks.stop[0].command, "./stop.sh");
+        let e = parse("[[hooks.BeforeEverything]]\ncommand = \"x\"").unwrap_err();
+        assert!(e.contains("BeforeEverything"), "{e}");
+        let e = parse("[[hooks.Stop]]\ncommand = \"x\"\nwhen = 1").unwrap_err();
+        assert!(e.contains("when"), "{e}");
+    }
+
+    #[test]
+    fn a_hooks_json_beside_dsh_toml_is_read_and_counts_for_trust() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml_path = dir.path().join("dsh.toml");
+        // hooks.json alone is enough.
+        std::fs::write(dir.path().join(HOOKS_JSON), r#"{"hooks": {}}"#).unwrap();
+        let only_json = read(&toml_path, ConfigOrigin::Project).unwrap();
+        assert_eq!(only_json.file.claude_hooks.len(), 1);
+        assert_eq!(only_json.file.unsafe_keys(), ["hooks"]);
+        std::fs::write(&toml_path, "model = \"echo\"\n").unwrap();
+        let both = read(&toml_path, ConfigOrigin::Project).unwrap();
+        assert!(both.text.starts_with("model = \"echo\"\n"));
+        assert!(both.text.ends_with(r#"{"hooks": {}}"#));
+        std::fs::write(dir.path().join(HOOKS_JSON), r#"{"hooks": {"Stop": []}}"#).unwrap();
+        let edited = read(&toml_path, ConfigOrigin::Project).unwrap();
+        assert_ne!(
+            both.text, edited.text,
+            "editing hooks.json changes the trust key"
+        );
+        assert!(edited.file.without_unsafe_keys().claude_hooks.is_empty());
     }
 }

@@ -22,8 +22,14 @@ pub fn adapter() -> ScriptedAdapter {
     ScriptedAdapter::with_responder(respond)
 }
 
+/// The message's text, without context a `UserPromptSubmit` hook added
+/// (it rides in its own block after the prompt).
 fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks.iter().filter_map(|b| b.as_text()).collect()
+    blocks
+        .iter()
+        .filter_map(|b| b.as_text())
+        .filter(|t| !t.starts_with("<user-prompt-submit-hook>"))
+        .collect()
 }
 
 /// Strips a context/steering envelope so a steered `echo x` still works.

@@ -28,6 +28,7 @@ pub mod approval;
 pub mod config;
 pub mod echo_model;
 pub mod escalation;
+pub mod hooks;
 pub mod prompt;
 pub mod result_limit;
 mod settings;

@@ -93,6 +93,9 @@ pub struct Resolved {
     pub permission_source: String,
     /// Whether questions are put to the user (`[permission] approval`).
     pub approval: ApprovalPolicy,
+    /// Command hooks from `[[hooks.<Event>]]` and `hooks.json` files, in
+    /// configuration order (user config first).
+    pub hooks: dsh_hooks::HookSet,
     /// Notices about the configuration (ignored keys of an untrusted project
     /// config, reserved keys), for the user; resolving did not fail.
     pub warnings: Vec<String>,
@@ -121,6 +124,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         .map(|c| c.path.display().to_string())
         .unwrap_or_else(|| "dsh.toml".into());
     let file = apply_trust(loaded, settings.project_trust, &mut warnings)?;
+    let hooks = compile_hooks(&file, &config_name, &mut warnings)?;
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let api_key = env("DEEPSEEK_API_KEY").or_else(|| file.deepseek.api_key.clone());
     let deepseek = api_key.map(|key| {
@@ -288,6 +292,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             (None, Some(names)) => Some(checked_tools(names.clone(), &config_name)?),
             (None, None) => None,
         },
+        hooks,
         warnings,
     })
 }
@@ -319,11 +324,6 @@ fn apply_trust(
     if let Some(project) = loaded.project {
         check_values(&project)?;
         file = file.overlay(trusted_part(project, policy, warnings)?);
-    }
-    if file.hooks.take().is_some() {
-        warnings.push(
-            "`hooks` in dsh.toml is not supported by this version of dsh; ignored".to_string(),
-        );
     }
     Ok(file)
 }
@@ -357,6 +357,29 @@ fn trusted_part(
     }
 }
 
+/// The hooks `file` configures: its `[hooks]` section (per-file errors
+/// were reported by [`check_values`]), then each `hooks.json`; what a
+/// `hooks.json` holds that dsh does not run becomes a warning.
+fn compile_hooks(
+    file: &FileConfig,
+    config_name: &str,
+    warnings: &mut Vec<String>,
+) -> Result<dsh_hooks::HookSet, StackError> {
+    let mut set = match &file.hooks {
+        Some(section) => dsh_hooks::HookSet::from_section(section, config_name)
+            .map_err(|e| StackError::Usage(format!("invalid hooks: {e}")))?,
+        None => dsh_hooks::HookSet::new(),
+    };
+    for json in &file.claude_hooks {
+        let (more, skipped) =
+            dsh_hooks::HookSet::from_claude_json(&json.text, &json.path.display().to_string())
+                .map_err(|e| StackError::Usage(format!("invalid hooks file {e}")))?;
+        warnings.extend(skipped);
+        set.extend(more);
+    }
+    Ok(set)
+}
+
 /// Values a file may not hold, named with the file.
 fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
     let f = &cfg.file;
@@ -366,6 +389,11 @@ fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
             cfg.path.display()
         )))
     };
+    if let Some(section) = &f.hooks {
+        if let Err(e) = dsh_hooks::HookSet::from_section(section, "[hooks]") {
+            return bad(e);
+        }
+    }
     if f.max_steps == Some(0) {
         return bad("max_steps must be at least 1".into());
     }

@@ -52,6 +52,9 @@ pub struct Stack {
     pub fence: Fence,
     /// The approver on the tool registry (policy, grants, the person).
     pub approver: Arc<SessionApprover>,
+    /// The command hooks, when any is configured (see
+    /// [`Stack::submit_prompt`]).
+    pub hooks: Option<Arc<crate::hooks::Installed>>,
     /// What the stack was built from.
     pub resolved: Resolved,
     /// Which parts it includes.
@@ -203,6 +206,22 @@ impl Stack {
 
         let agents = Arc::new(AgentRegistry::new());
         scope.add(kernel.provide(agents.clone()).map_err(DshError::from)?);
+        let hooks = (!resolved.hooks.is_empty()).then(|| {
+            // Hooks run unconfined, with the environment bash commands get.
+            let env = dsh_process::env::scrub(std::env::vars_os(), &resolved.bash.env_passthrough);
+            let (installed, reg) = crate::hooks::install(
+                dsh_hooks::Hooks::new(resolved.hooks.clone(), env),
+                &tools,
+                &agents,
+                executor.clone(),
+                resolved.cwd.clone(),
+                options
+                    .persist_sessions
+                    .then(|| resolved.session_dir.clone()),
+            );
+            scope.add(reg);
+            installed
+        });
         let resolved_warnings = resolved.warnings.clone();
         Ok(Stack {
             kernel,
@@ -215,6 +234,7 @@ impl Stack {
             executor,
             fence,
             approver,
+            hooks,
             resolved,
             options,
             mcp: Vec::new(),
@@ -443,6 +463,21 @@ impl Stack {
     ) -> Result<AgentHandle, StackError> {
         self.ensure_persistence()?;
         AgentLoop::create_with(&self.kernel, id, options, setup).map_err(StackError::from)
+    }
+
+    /// The prompt as the agent should get it after the `UserPromptSubmit`
+    /// hooks ([`crate::hooks::Installed::submit_prompt`]); without hooks,
+    /// the prompt as one text block. Front ends call it for every prompt
+    /// the user sends.
+    pub async fn submit_prompt(
+        &self,
+        agent: &Arc<dyn Agent>,
+        prompt: &str,
+    ) -> crate::hooks::PromptDecision {
+        match &self.hooks {
+            Some(h) => h.submit_prompt(agent, prompt).await,
+            None => crate::hooks::PromptDecision::Send(vec![dsh_llm::ContentBlock::text(prompt)]),
+        }
     }
 
     /// Logs the permission mode in force and where it came from to the

@@ -198,8 +198,20 @@ pub fn describe_unsafe(file: &FileConfig) -> Vec<String> {
         }
         lines.push(format!("mcp server {name:?} runs the command {cmd}"));
     }
-    if file.hooks.is_some() {
-        lines.push("hooks: commands run on agent events".into());
+    if let Some(section) = &file.hooks {
+        for (event, hook) in section.entries() {
+            lines.push(format!(
+                "hook on {}: runs the command {:?}",
+                event.name(),
+                hook.command
+            ));
+        }
+    }
+    for json in &file.claude_hooks {
+        lines.push(format!(
+            "{}: Claude Code hooks (commands run on agent events)",
+            json.path.display()
+        ));
     }
     if let Some(url) = &file.deepseek.base_url {
         lines.push(format!(

@@ -21,8 +21,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use dsh::hooks::PromptDecision;
 use dsh_agent::{Agent, AgentStatus};
-use dsh_llm::{ContentBlock, MessageSource};
+use dsh_llm::MessageSource;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
 
@@ -164,7 +165,14 @@ async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> 
             eprintln!("{reply}");
             continue;
         }
-        if let Err(e) = agent.send(vec![ContentBlock::text(line)], MessageSource::User) {
+        let blocks = match app.submit_prompt(agent, &line).await {
+            PromptDecision::Send(blocks) => blocks,
+            PromptDecision::Blocked(reason) => {
+                eprintln!("dsh: prompt blocked by a UserPromptSubmit hook: {reason}");
+                continue;
+            }
+        };
+        if let Err(e) = agent.send(blocks, MessageSource::User) {
             eprintln!("dsh: {e}");
             return None;
         }
@@ -310,11 +318,21 @@ async fn interactive_loop(
                     eprintln!("{reply}");
                     continue;
                 }
+                let blocks = match app.submit_prompt(agent, &line).await {
+                    PromptDecision::Send(blocks) => blocks,
+                    PromptDecision::Blocked(reason) => {
+                        printer.notice(&format!(
+                            "prompt blocked by a UserPromptSubmit hook: {}",
+                            crate::sanitize::visible(&reason)
+                        ));
+                        continue;
+                    }
+                };
                 if !running {
                     printer.start_spinner();
                 }
                 // `steer` is `send` when no turn runs.
-                if let Err(e) = agent.steer(vec![ContentBlock::text(line)], MessageSource::User) {
+                if let Err(e) = agent.steer(blocks, MessageSource::User) {
                     eprintln!("dsh: {e}");
                     return None;
                 }

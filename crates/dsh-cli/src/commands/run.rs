@@ -11,12 +11,16 @@ use dsh_kernel::ErrorCode;
 use std::io::Write;
 
 use clap::Args;
-use dsh_llm::{ContentBlock, MessageSource};
+use dsh::hooks::PromptDecision;
+use dsh_llm::MessageSource;
 use dsh_session::{AssistantMessageEvent, ErrorEvent, EventPayload, TurnEndReason};
 
 use crate::app::StackArgs;
 use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end};
 use crate::output::WriteFailure;
+
+/// The code of a run whose prompt a `UserPromptSubmit` hook blocked (exit 1).
+const PROMPT_BLOCKED: &str = "PROMPT_BLOCKED";
 
 /// Arguments of `dsh run`.
 #[derive(Debug, Args)]
@@ -85,8 +89,19 @@ async fn run_async(args: RunArgs) -> u8 {
     let prompt = args.prompt.join(" ");
     let mut signals = crate::signals::get();
     let mut stopped = None;
-    let reason = match agent.send(vec![ContentBlock::text(prompt)], MessageSource::User) {
-        Ok(()) => {
+    let blocks = match app.submit_prompt(&agent, &prompt).await {
+        PromptDecision::Send(blocks) => Ok(blocks),
+        PromptDecision::Blocked(reason) => Err(reason),
+    };
+    let reason = match blocks.map(|b| agent.send(b, MessageSource::User)) {
+        Err(blocked) => {
+            eprintln!("dsh: prompt blocked by a UserPromptSubmit hook: {blocked}");
+            Some(TurnEndReason::Error {
+                message: blocked,
+                code: Some(PROMPT_BLOCKED.into()),
+            })
+        }
+        Ok(Ok(())) => {
             tokio::select! {
                 reason = turn_end.recv() => reason,
                 stop = signals.next() => {
@@ -96,7 +111,7 @@ async fn run_async(args: RunArgs) -> u8 {
                 }
             }
         }
-        Err(e) => Some(TurnEndReason::Error {
+        Ok(Err(e)) => Some(TurnEndReason::Error {
             message: e.to_string(),
             code: Some(e.code().into()),
         }),
