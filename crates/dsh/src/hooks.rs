@@ -3,13 +3,13 @@
 //!
 //! - `PreToolUse`: a `tools/pre-execute` guard. A block is a denial the
 //!   model reads (`PERMISSION_DENIED`, "blocked by a PreToolUse hook:
-//!   <reason>"); an ask goes to the approver like any question. A hook can
+//!   *reason*"); an ask goes to the approver like any question. A hook can
 //!   only narrow: "allow" is "proceed" and never skips the sandbox or
 //!   another guard. The arguments are never rewritten.
 //! - `PostToolUse`: a `tools/execute` listener; after a call that
 //!   succeeded, a block reason or additional context is appended to the
 //!   result as a note for the model (the call already ran).
-//! - `UserPromptSubmit`: [`submit_prompt`], which front ends call before
+//! - `UserPromptSubmit`: [`Installed::submit_prompt`], which front ends call before
 //!   sending a prompt: a block keeps the prompt from the model and tells
 //!   the user why; context rides along in the same message.
 //! - `Stop`: an `agent/turn-continuation` listener; when the turn is about
