@@ -142,10 +142,11 @@ impl Person for TerminalPerson {
         );
         if let Some(detail) = &question.detail {
             let detail = visible(detail).replace('\n', "\n    ");
-            let label = if call.name == "bash" {
-                "command"
-            } else {
-                "detail"
+            let label = match call.name.as_str() {
+                "bash" => "command",
+                "write" => "content",
+                "edit" => "diff",
+                _ => "detail",
             };
             text.push_str(&format!("\n  {label}: {detail}"));
         }

@@ -21,9 +21,9 @@ use dsh_kernel::sync::lock;
 use dsh_kernel::Registration;
 use dsh_kernel::{DshError, ErrorCode};
 use dsh_llm::{ContentBlock, MessageSource};
-use dsh_protocol::{codes, SandboxMode};
+use dsh_protocol::codes;
 use dsh_tools::{
-    define_tool, Approved, ContextSink, ToolArgs, ToolContext, ToolError, ToolRegistry,
+    approved_escalation, define_tool, ContextSink, ToolArgs, ToolContext, ToolError, ToolRegistry,
 };
 use serde::{Deserialize, Serialize};
 
@@ -42,25 +42,7 @@ pub const BASH_OUTPUT_DESCRIPTION: &str = "Read new output of a background task 
 pub const BASH_KILL_DESCRIPTION: &str =
     "Kill a running background task by its id (SIGTERM, then SIGKILL after a grace period).";
 
-/// A wider permission mode a call asks to run under (`sandbox_permissions`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToolArgs)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxPermissions {
-    /// Writes under the working directory and the temp directory.
-    WorkspaceWrite,
-    /// No confinement.
-    DangerFullAccess,
-}
-
-impl SandboxPermissions {
-    /// The permission mode asked for.
-    pub fn mode(self) -> SandboxMode {
-        match self {
-            SandboxPermissions::WorkspaceWrite => SandboxMode::WorkspaceWrite,
-            SandboxPermissions::DangerFullAccess => SandboxMode::DangerFullAccess,
-        }
-    }
-}
+pub use dsh_tools::SandboxPermissions;
 
 /// Arguments of `bash`.
 #[derive(Debug, Serialize, Deserialize, ToolArgs)]
@@ -267,16 +249,8 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 if let Some(w) = args.workdir {
                     req = req.with_workdir(w);
                 }
-                if let Some(wider) = args.sandbox_permissions {
-                    // Only a guard that asked the user and got a yes lets
-                    // an escalation through; without one nobody was asked.
-                    if ctx.get::<Approved>().is_none() {
-                        return Err(ToolError::new(
-                            codes::PERMISSION_DENIED,
-                            "permission denied: sandbox_permissions needs the user's approval and nobody approved this call",
-                        ));
-                    }
-                    req = req.with_sandbox(wider.mode());
+                if let Some(wider) = approved_escalation(&ctx, args.sandbox_permissions)? {
+                    req = req.with_sandbox(wider);
                 }
                 let spec = executor.resolve(req);
                 if args.run_in_background == Some(true) {

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use dsh_kernel::sync::{read, write};
-use dsh_protocol::codes;
+use dsh_protocol::{codes, SandboxMode};
 use dsh_tools::ToolError;
 
 /// The writable roots shared by the file tools of one session; cheap to
@@ -19,6 +19,9 @@ use dsh_tools::ToolError;
 #[derive(Debug, Clone, Default)]
 pub struct Fence {
     inner: Arc<RwLock<Option<Roots>>>,
+    /// The roots of `workspace-write`, for a call approved to write under
+    /// that mode while the session is `read-only`.
+    workspace: Arc<RwLock<Option<Vec<PathBuf>>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -56,6 +59,39 @@ impl Fence {
                 .map(|r| r.canonicalize().unwrap_or(r))
                 .collect(),
         });
+    }
+
+    /// The writable roots of `workspace-write` mode, used by
+    /// [`Fence::widened`] (canonicalised like [`Fence::set`]'s).
+    pub fn set_workspace_roots(&self, roots: Vec<PathBuf>) {
+        *write(&self.workspace) = Some(
+            roots
+                .into_iter()
+                .map(|r| r.canonicalize().unwrap_or(r))
+                .collect(),
+        );
+    }
+
+    /// The fence for one call approved to write under `mode`: open for
+    /// `danger-full-access`, the workspace roots for `workspace-write`
+    /// (this fence when they were never set), this fence otherwise. The
+    /// result is detached: later [`Fence::set`] calls do not reach it.
+    pub fn widened(&self, mode: SandboxMode) -> Fence {
+        let roots = match mode {
+            SandboxMode::DangerFullAccess => None,
+            SandboxMode::WorkspaceWrite => match read(&self.workspace).clone() {
+                Some(roots) => Some(Roots {
+                    mode: mode.as_str().to_string(),
+                    roots,
+                }),
+                None => return self.clone(),
+            },
+            _ => return self.clone(),
+        };
+        Fence {
+            inner: Arc::new(RwLock::new(roots)),
+            workspace: self.workspace.clone(),
+        }
     }
 
     /// Whether writes are confined.

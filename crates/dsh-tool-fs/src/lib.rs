@@ -36,7 +36,10 @@ use std::sync::Arc;
 use dsh_kernel::{DshError, Registration};
 use dsh_llm::ContentBlock;
 use dsh_protocol::codes;
-use dsh_tools::{define_tool, Tool, ToolArgs, ToolContext, ToolError, ToolRegistry};
+use dsh_tools::{
+    approved_escalation, define_tool, SandboxPermissions, Tool, ToolArgs, ToolContext, ToolError,
+    ToolRegistry,
+};
 use serde::{Deserialize, Serialize};
 
 pub use editor::{EditorArgs, EditorCommand, EDITOR_DESCRIPTION, MAX_EDITOR_CHARS};
@@ -71,16 +74,25 @@ pub struct ReadArgs {
 
 /// Arguments of `write`.
 #[derive(Debug, Serialize, Deserialize, ToolArgs)]
+#[tool(together("sandbox_permissions", "justification"))]
 pub struct WriteArgs {
     /// The file to write: absolute, or relative to the working directory.
     #[tool(min_length = 1)]
     pub file_path: String,
     /// The whole new content of the file.
     pub content: String,
+    /// Only after the sandbox denied this write (FS_SANDBOX_DENIED): write once under this wider mode. The user is asked to approve; give `justification` too.
+    #[serde(default)]
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    /// Why the write needs the wider mode, shown to the user who approves it.
+    #[serde(default)]
+    #[tool(min_length = 1)]
+    pub justification: Option<String>,
 }
 
 /// Arguments of `edit`.
 #[derive(Debug, Serialize, Deserialize, ToolArgs)]
+#[tool(together("sandbox_permissions", "justification"))]
 pub struct EditArgs {
     /// The file to edit: absolute, or relative to the working directory.
     #[tool(min_length = 1)]
@@ -92,6 +104,13 @@ pub struct EditArgs {
     pub new_string: String,
     /// Replace every occurrence instead of exactly one (default false).
     pub replace_all: Option<bool>,
+    /// Only after the sandbox denied this edit (FS_SANDBOX_DENIED): edit once under this wider mode. The user is asked to approve; give `justification` too.
+    #[serde(default)]
+    pub sandbox_permissions: Option<SandboxPermissions>,
+    /// Why the edit needs the wider mode, shown to the user who approves it.
+    #[serde(default)]
+    #[tool(min_length = 1)]
+    pub justification: Option<String>,
 }
 
 /// The file tools plugin: `read`, `write` and `edit` for the working
@@ -334,6 +353,22 @@ fn write_err(path: &Path, e: &std::io::Error) -> ToolError {
     )
 }
 
+/// The fence for this call: widened to the asked mode when the call was
+/// approved to escalate.
+///
+/// # Errors
+/// `PERMISSION_DENIED` for an escalation nobody approved.
+fn call_fence(
+    fence: &Fence,
+    ctx: &ToolContext,
+    asked: Option<SandboxPermissions>,
+) -> Result<Fence, ToolError> {
+    Ok(match approved_escalation(ctx, asked)? {
+        Some(mode) => fence.widened(mode),
+        None => fence.clone(),
+    })
+}
+
 fn write_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
     define_tool(
         "write",
@@ -343,6 +378,7 @@ fn write_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool>
             let memory = memory.clone();
             let fence = fence.clone();
             async move {
+                let fence = call_fence(&fence, &ctx, args.sandbox_permissions)?;
                 let path = guard::resolve(&root, &args.file_path);
                 fence.check(&path)?;
                 let guard = Guard {
@@ -395,6 +431,7 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> 
                     "invalid arguments: \"new_string\" must differ from \"old_string\"",
                 ));
             }
+            let fence = call_fence(&fence, &ctx, args.sandbox_permissions)?;
             let path = guard::resolve(&root, &args.file_path);
             fence.check(&path)?;
             let guard = Guard {

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use dsh_kernel::{BoxFuture, Extensions};
-use dsh_protocol::ToolCall;
+use dsh_protocol::{SandboxMode, ToolCall};
 
 /// A guard's answer for one call. Ordered by restrictiveness:
 /// `Allow` < `Ask` < `Deny`.
@@ -83,6 +83,53 @@ pub struct PreExecute {
 pub struct Approved {
     /// The question that was answered yes.
     pub question: Question,
+}
+
+/// A wider permission mode a call asks to run under: the
+/// `sandbox_permissions` argument of `bash`, `write` and `edit`, given
+/// together with a `justification`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, crate::ToolArgs,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxPermissions {
+    /// Writes under the working directory and the temp directory.
+    WorkspaceWrite,
+    /// No confinement.
+    DangerFullAccess,
+}
+
+impl SandboxPermissions {
+    /// The permission mode asked for.
+    pub fn mode(self) -> SandboxMode {
+        match self {
+            SandboxPermissions::WorkspaceWrite => SandboxMode::WorkspaceWrite,
+            SandboxPermissions::DangerFullAccess => SandboxMode::DangerFullAccess,
+        }
+    }
+}
+
+/// The mode a tool body may use for this call: `None` when the call asks
+/// for no escalation, the asked mode when the registry marked the call
+/// [`Approved`].
+///
+/// # Errors
+/// `PERMISSION_DENIED` when the call asks for a wider mode and nobody
+/// approved it (no guard asked, or the body runs outside the registry).
+pub fn approved_escalation(
+    ctx: &crate::ToolContext,
+    asked: Option<SandboxPermissions>,
+) -> Result<Option<SandboxMode>, crate::ToolError> {
+    let Some(asked) = asked else {
+        return Ok(None);
+    };
+    if ctx.get::<Approved>().is_none() {
+        return Err(crate::ToolError::new(
+            dsh_protocol::codes::PERMISSION_DENIED,
+            "permission denied: sandbox_permissions needs the user's approval and nobody approved this call",
+        ));
+    }
+    Ok(Some(asked.mode()))
 }
 
 /// A person's answer to a [`Question`].

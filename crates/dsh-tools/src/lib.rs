@@ -63,7 +63,10 @@ pub use dsh_schema::{
 };
 pub use dsh_tools_derive::ToolArgs;
 pub use error::{codes, SpecError, ToolArgsError, ToolError};
-pub use guard::{Approval, Approved, Approver, PreExecute, Question, Verdict, NO_APPROVER};
+pub use guard::{
+    approved_escalation, Approval, Approved, Approver, PreExecute, Question, SandboxPermissions,
+    Verdict, NO_APPROVER,
+};
 pub use registry::{error_result, success_result, unknown_tool, CallEnv, Execution, ToolRegistry};
 pub use tool::{
     define_tool, define_tool_from_spec, define_tool_with_output, deserialize_validated,

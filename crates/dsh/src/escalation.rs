@@ -1,13 +1,15 @@
-//! The escalation guard: a `bash` call with `sandbox_permissions` asks the
-//! user before it runs under a wider mode than the session's.
+//! The escalation guard: a `bash`, `write` or `edit` call with
+//! `sandbox_permissions` asks the user before it runs under a wider mode
+//! than the session's.
 //!
 //! The guard only reads the call (the arguments are never rewritten). A
 //! request that is not strictly wider than the current mode is denied with
 //! a reason the model can act on; a wider one becomes an `ask` whose
 //! question shows the command and the model's justification, and whose
 //! session grant covers exactly this command under exactly this mode. The
-//! bash tool runs the wider mode only when the registry marks the call
-//! approved.
+//! tools use the wider mode only when the registry marks the call
+//! approved. The question shows the command, the new content (`write`) or
+//! the lines replaced (`edit`).
 
 use std::sync::Arc;
 
@@ -18,7 +20,10 @@ use dsh_tools::{PreExecute, Question, ToolRegistry, Verdict};
 use serde_json::Value;
 
 /// Tools whose calls may carry `sandbox_permissions`.
-pub const ESCALATING_TOOLS: [&str; 1] = ["bash"];
+pub const ESCALATING_TOOLS: [&str; 3] = ["bash", "write", "edit"];
+
+/// Longest content or diff shown in a question, in characters.
+const DETAIL_CHARS: usize = 4000;
 
 /// Installs the guard on `registry`, judging against `executor`'s current
 /// mode. Undo the registration to remove it.
@@ -49,8 +54,13 @@ pub fn verdict(tool: &str, arguments: &str, current: SandboxMode) -> Verdict {
         return Verdict::Allow;
     };
     if asked <= current {
+        let what = if tool == "bash" {
+            "the command"
+        } else {
+            "the call"
+        };
         return Verdict::Deny(format!(
-            "sandbox_permissions \"{asked}\" is not wider than the current mode {current}; run the command without sandbox_permissions"
+            "sandbox_permissions \"{asked}\" is not wider than the current mode {current}; run {what} without sandbox_permissions"
         ));
     }
     // Without a justification the call is invalid (both or neither):
@@ -62,18 +72,104 @@ pub fn verdict(tool: &str, arguments: &str, current: SandboxMode) -> Verdict {
     else {
         return Verdict::Allow;
     };
-    let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+    let field = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("");
+    let (summary, detail, exact) = match tool {
+        "bash" => (
+            format!("run a command under {asked}"),
+            field("command").to_string(),
+            field("command").to_string(),
+        ),
+        "write" => (
+            format!("write {} under {asked}", field("file_path")),
+            clip(field("content")),
+            format!("{} {}", field("file_path"), field("content")),
+        ),
+        _ => (
+            format!("edit {} under {asked}", field("file_path")),
+            clip(&diff_lines(field("old_string"), field("new_string"))),
+            format!(
+                "{} {} {} {}",
+                field("file_path"),
+                field("old_string"),
+                field("new_string"),
+                args.get("replace_all").and_then(Value::as_bool) == Some(true)
+            ),
+        ),
+    };
     Verdict::Ask(Question {
-        summary: format!("run a command under {asked} (the session is in {current} mode)"),
-        detail: Some(command.to_string()),
+        summary: format!("{summary} (the session is in {current} mode)"),
+        detail: Some(detail),
         justification: Some(justification.to_string()),
-        grant_key: Some(format!("{tool} {asked} {command}")),
+        grant_key: Some(format!("{tool} {asked} {exact}")),
     })
+}
+
+/// An edit as `-`/`+` lines: what the user approves.
+fn diff_lines(old: &str, new: &str) -> String {
+    let mut out = String::new();
+    for line in old.lines() {
+        out.push_str(&format!("-{line}\n"));
+    }
+    for line in new.lines() {
+        out.push_str(&format!("+{line}\n"));
+    }
+    out.trim_end().to_string()
+}
+
+/// `text` cut to [`DETAIL_CHARS`], saying how much was left out.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(DETAIL_CHARS) {
+        Some((i, _)) => format!("{}\n… ({} more bytes)", &text[..i], text.len() - i),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_tools_ask_with_the_content_or_the_diff() {
+        let write = r#"{"file_path":"/etc/motd","content":"hello\n","sandbox_permissions":"danger-full-access","justification":"asked for"}"#;
+        let Verdict::Ask(q) = verdict("write", write, SandboxMode::WorkspaceWrite) else {
+            panic!("asked");
+        };
+        assert_eq!(
+            q.summary,
+            "write /etc/motd under danger-full-access (the session is in workspace-write mode)"
+        );
+        assert_eq!(q.detail.as_deref(), Some("hello\n"));
+        assert_eq!(
+            q.grant_key.as_deref(),
+            Some("write danger-full-access /etc/motd hello\n")
+        );
+        let edit = r#"{"file_path":"/etc/hosts","old_string":"a\nb","new_string":"c","sandbox_permissions":"workspace-write","justification":"j"}"#;
+        let Verdict::Ask(q) = verdict("edit", edit, SandboxMode::ReadOnly) else {
+            panic!("asked");
+        };
+        assert_eq!(q.detail.as_deref(), Some("-a\n-b\n+c"));
+        assert!(q
+            .summary
+            .starts_with("edit /etc/hosts under workspace-write"));
+        let Verdict::Deny(reason) = verdict("edit", edit, SandboxMode::WorkspaceWrite) else {
+            panic!("not wider");
+        };
+        assert!(
+            reason.ends_with("run the call without sandbox_permissions"),
+            "{reason}"
+        );
+        let long = format!(
+            r#"{{"file_path":"/x","content":"{}","sandbox_permissions":"danger-full-access","justification":"j"}}"#,
+            "y".repeat(5000)
+        );
+        let Verdict::Ask(q) = verdict("write", &long, SandboxMode::ReadOnly) else {
+            panic!("asked");
+        };
+        assert!(q
+            .detail
+            .unwrap_or_default()
+            .ends_with("… (1000 more bytes)"));
+    }
 
     #[test]
     fn only_strictly_wider_requests_are_asked() {
@@ -108,6 +204,7 @@ mod tests {
             Verdict::Allow
         );
         assert_eq!(verdict("read", args, SandboxMode::ReadOnly), Verdict::Allow);
+        assert_eq!(verdict("glob", args, SandboxMode::ReadOnly), Verdict::Allow);
         assert_eq!(
             verdict("bash", "{not json", SandboxMode::ReadOnly),
             Verdict::Allow

@@ -538,7 +538,8 @@ pub fn feed_prompt(prompt: &Arc<PromptService>, tools: &Arc<ToolRegistry>) -> Re
 
 /// Points `fence` at the writable roots of `mode` for a session in `cwd`:
 /// the same roots the command sandbox uses; open under
-/// `danger-full-access`.
+/// `danger-full-access`. The `workspace-write` roots are kept too, for a
+/// write approved to escalate to that mode.
 fn set_fence(fence: &Fence, mode: SandboxMode, cwd: &std::path::Path) {
     let roots = mode.confines().then(|| {
         dsh_sandbox::SandboxPolicy::for_mode(mode, cwd, None)
@@ -546,6 +547,11 @@ fn set_fence(fence: &Fence, mode: SandboxMode, cwd: &std::path::Path) {
             .to_vec()
     });
     fence.set(mode.as_str(), roots);
+    fence.set_workspace_roots(
+        dsh_sandbox::SandboxPolicy::for_mode(SandboxMode::WorkspaceWrite, cwd, None)
+            .writable_roots()
+            .to_vec(),
+    );
 }
 
 /// The kind of the log-only event that records the permission mode.

@@ -132,10 +132,25 @@ fn every_built_in_tool_compiles_to_the_pinned_strict_schema() {
     // The file and search tools: every key required, optional ones nullable.
     for (name, keys) in [
         ("read", &["file_path", "offset", "limit"][..]),
-        ("write", &["file_path", "content"]),
+        (
+            "write",
+            &[
+                "file_path",
+                "content",
+                "sandbox_permissions",
+                "justification",
+            ],
+        ),
         (
             "edit",
-            &["file_path", "old_string", "new_string", "replace_all"],
+            &[
+                "file_path",
+                "old_string",
+                "new_string",
+                "replace_all",
+                "sandbox_permissions",
+                "justification",
+            ],
         ),
         ("glob", &["pattern", "path"]),
         ("grep", &["pattern", "path", "include"]),
