@@ -94,13 +94,10 @@ async fn run_async(args: RunArgs) -> u8 {
         PromptDecision::Blocked(reason) => Err(reason),
     };
     let reason = match blocks.map(|b| agent.send(b, MessageSource::User)) {
-        Err(blocked) => {
-            eprintln!("dsh: prompt blocked by a UserPromptSubmit hook: {blocked}");
-            Some(TurnEndReason::Error {
-                message: blocked,
-                code: Some(PROMPT_BLOCKED.into()),
-            })
-        }
+        Err(blocked) => Some(TurnEndReason::Error {
+            message: format!("prompt blocked by a UserPromptSubmit hook: {blocked}"),
+            code: Some(PROMPT_BLOCKED.into()),
+        }),
         Ok(Ok(())) => {
             tokio::select! {
                 reason = turn_end.recv() => reason,
