@@ -1,6 +1,8 @@
 //! Session costs: append + derive per step at log lengths 100 and 10,000
 //! (the ratio shows whether derivation is incremental), JSONL write
-//! throughput (events/s) and load throughput (MB/s).
+//! throughput (events/s) and load throughput (MB/s), and the cost the loop
+//! pays per step for crash safety: one step's events appended and flushed
+//! (written and fsynced) through the JSONL persistence plugin.
 //!
 //! `cargo bench -p dsh-benches --bench session`
 
@@ -147,5 +149,34 @@ fn jsonl(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, append_and_derive, jsonl);
+/// One tool step appended to a persisted session, then `session/flush`
+/// (what the loop awaits before each model request and each tool call).
+fn step_flush(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = dsh_session::SessionStore::new();
+    let _persist = dsh_session::install_jsonl(&store, dir.path()).expect("writable dir");
+    let (session, _reg) = store.create(None, Vec::new()).expect("session");
+    let mut g = c.benchmark_group("session/persist");
+    let step = AtomicU64::new(0);
+    g.bench_function("append_step+flush", |b| {
+        b.iter(|| {
+            let n = step.fetch_add(1, Ordering::Relaxed);
+            for data in step_events(1, n) {
+                session.append(data);
+            }
+            rt.block_on(store.flush(&session)).expect("flushed");
+        })
+    });
+    g.bench_function("flush_nothing_new", |b| {
+        b.iter(|| rt.block_on(store.flush(&session)).expect("flushed"))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, append_and_derive, jsonl, step_flush);
 criterion_main!(benches);

@@ -295,6 +295,8 @@ async fn stream_step(
         ));
     }
 
+    // What the model is about to be asked follows from the log on disk.
+    agent.services.store.flush(&agent.session).await?;
     let mut stream = agent.services.llm.stream(request).await;
     let mut asm = BlockAssembler::new();
     let mut meter = StepMeter::new(agent.step_limits);
@@ -401,6 +403,13 @@ async fn dispatch_tools(
             step,
             call: call.clone(),
         }));
+        // A tool's side effect is never ahead of the log: the call is on
+        // disk before its body runs (a crash then leaves an unanswered call,
+        // which resuming answers with INTERRUPTED).
+        if let Err(err) = agent.services.store.flush(&agent.session).await {
+            synthesize_results(agent, at, &calls[i..], &err);
+            return Err(err);
+        }
         let result = match &agent.services.tools {
             Some(tools) => {
                 let env = CallEnv {

@@ -16,7 +16,11 @@
 //!   valid for the API;
 //! - a blind-retry guard ([`retry_guard`]) attaches the tool's schema to the
 //!   second identical failure and steers the model away on the third;
-//! - a hard cap of steps per turn ends the turn with `max-steps`.
+//! - a hard cap of steps per turn ends the turn with `max-steps`;
+//! - the log is flushed (`session/flush`) before each model request and
+//!   before each tool call runs, so a crash never leaves a side effect that
+//!   the log on disk does not show; a failing flush ends the step with its
+//!   error.
 //!
 //! Plugins should program against `dsh-agent`, not this crate.
 

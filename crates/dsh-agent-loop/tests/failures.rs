@@ -546,7 +546,7 @@ async fn a_failing_turn_start_listener_is_caught_by_the_backstop() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_flush_failure_is_reported_after_turn_end_and_the_agent_goes_idle() {
+async fn a_flush_failure_fails_the_step_before_the_model_is_asked_and_the_agent_goes_idle() {
     let mut h = Harness::scripted([say(&["ok"])]);
     let reg = h
         .store
@@ -561,15 +561,31 @@ async fn a_flush_failure_is_reported_after_turn_end_and_the_agent_goes_idle() {
     let log = agent.session();
     let k = kinds(&log);
     assert_eq!(&k[k.len() - 2..], ["turn/end", "error"]);
-    assert_eq!(turn_ends(&log), vec![(1, TurnEndReason::Completed)]);
+    // The request is never sent while the log cannot reach disk.
+    assert!(h.model.requests().is_empty());
+    assert_eq!(
+        turn_ends(&log),
+        vec![(
+            1,
+            TurnEndReason::Error {
+                message: "disk full".into(),
+                code: Some("DISK_FULL".into())
+            }
+        )]
+    );
+    // Once for the step, once for the flush after `turn/end`.
     assert_eq!(
         error_events(&log),
-        vec![(1, 1, "disk full".into(), Some("DISK_FULL".into()))]
+        vec![
+            (1, 1, "disk full".into(), Some("DISK_FULL".into())),
+            (1, 1, "disk full".into(), Some("DISK_FULL".into()))
+        ]
     );
     let all = tap.all();
+    // The flush error after `turn/end` is the last error emitted.
     let err_at = all
         .iter()
-        .position(|o| matches!(o, Obs::Error { .. }))
+        .rposition(|o| matches!(o, Obs::Error { .. }))
         .expect("agent/error emitted");
     let end_at = all
         .iter()
@@ -648,11 +664,15 @@ async fn a_failing_turn_end_listener_keeps_turn_end_but_skips_the_flush() {
             Some("LISTENER_FAILED".into())
         )]
     );
-    assert_eq!(flushes.load(Ordering::SeqCst), 0, "the flush was skipped");
+    assert_eq!(
+        flushes.load(Ordering::SeqCst),
+        1,
+        "only the flush before the model request; the one after turn/end was skipped"
+    );
     send(&agent, "two");
     assert_eq!(tap.turn_end().await, (2, TurnEndReason::Completed));
     tap.idle().await;
-    assert_eq!(flushes.load(Ordering::SeqCst), 1);
+    assert_eq!(flushes.load(Ordering::SeqCst), 3);
     handle.dispose().await;
     h.assert_no_violations();
 }

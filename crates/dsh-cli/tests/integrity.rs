@@ -107,6 +107,15 @@ fn a_crash_mid_step_resumes_with_a_repair_marker_and_interrupted_results() {
     assert_eq!(result["data"]["callId"], "echo-call-1");
     assert_eq!(result["data"]["errorCode"], "INTERRUPTED");
     assert_eq!(result["data"]["isError"], true);
+    // The turn the crash left open is closed, after its step.
+    assert_eq!(log[keep.len() + 2]["type"], "step/end");
+    let end = &log[keep.len() + 3];
+    assert_eq!(end["type"], "turn/end");
+    assert_eq!(
+        end["data"]["reason"],
+        serde_json::json!({"kind": "interrupted"})
+    );
+    assert!(err.contains("turn 1 had no end"), "{err}");
     // seq stays strictly increasing across the repair and the new turn.
     let seqs: Vec<u64> = log.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
@@ -311,4 +320,91 @@ fn the_freshness_guard_is_kept_in_the_log_and_survives_resume() {
     let shown = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(shown.contains("changed since you read it"), "{shown}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "theirs\n");
+}
+
+#[test]
+fn a_tool_call_is_on_disk_before_its_body_runs() {
+    let home = Home::new();
+    // The command counts the tool/call lines of the session log as it runs.
+    let sessions = home.sessions();
+    let call = serde_json::json!({
+        "command": format!("cat {}/*.jsonl | grep -c '\"type\":\"tool/call\"'", sessions.display()),
+        "description": "count logged calls",
+    });
+    let out = home.run(&["run", &format!("call bash {call}")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("returned:\n1\n"),
+        "the running call saw itself in the log: {stdout}"
+    );
+}
+
+#[test]
+fn kill_9_mid_turn_then_resume_continues_from_a_closed_valid_history() {
+    let home = Home::new();
+    // A marker only this test's sleep carries, to find and reap it.
+    let marker = format!("sleep 31.{}", std::process::id() % 1000);
+    let mut child = home
+        .command(&["run", &format!("run {marker}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the call is on disk (it is flushed before the body runs).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let log = loop {
+        let found = std::fs::read_dir(home.sessions()).ok().and_then(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        });
+        if let Some(p) = found {
+            if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains("\"type\":\"tool/call\"")
+            {
+                break p;
+            }
+        }
+        assert!(Instant::now() < deadline, "the call never reached the log");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL: no clean-up runs
+    child.wait().unwrap();
+    // The orphaned command is the test's to reap.
+    let _ = Command::new("pkill").args(["-f", &marker]).status();
+
+    let id = log.file_stem().unwrap().to_str().unwrap().to_string();
+    let out = home.run(&["run", "--resume", &id, "echo after the crash"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("after the crash"),
+        "the new turn ran"
+    );
+    let events = events(&log);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let call_at = kinds.iter().position(|k| *k == "tool/call").unwrap();
+    assert_eq!(
+        &kinds[call_at + 1..call_at + 4],
+        ["tool/result", "step/end", "turn/end"],
+        "{kinds:?}"
+    );
+    assert_eq!(events[call_at + 1]["data"]["errorCode"], "INTERRUPTED");
+    assert_eq!(events[call_at + 3]["data"]["reason"]["kind"], "interrupted");
+    assert_eq!(kinds.iter().filter(|k| **k == "turn/start").count(), 2);
+    assert_eq!(kinds.iter().filter(|k| **k == "turn/end").count(), 2);
+    // The history replays with every call answered.
+    let replay = home.run(&["session", "replay", log.to_str().unwrap()]);
+    assert!(replay.status.success(), "{}", stderr(&replay));
+    let history: serde_json::Value = serde_json::from_slice(&replay.stdout).unwrap();
+    let blocks: Vec<&serde_json::Value> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .collect();
+    let calls = blocks.iter().filter(|b| b["type"] == "tool-call").count();
+    let results = blocks.iter().filter(|b| b["type"] == "tool-result").count();
+    assert_eq!(calls, results, "every call answered once");
 }

@@ -325,6 +325,9 @@ pub enum TurnEndReason {
     Disposed,
     /// `{"kind":"max-steps"}`: the step limit was reached.
     MaxSteps,
+    /// `{"kind":"interrupted"}`: the process died during the turn; written
+    /// when the log is loaded for resuming, never by a live loop.
+    Interrupted,
     /// A kind this crate does not know; `data` is the whole JSON object.
     Other {
         /// The `kind` tag.
@@ -343,6 +346,7 @@ impl TurnEndReason {
             TurnEndReason::Error { .. } => "error",
             TurnEndReason::Disposed => "disposed",
             TurnEndReason::MaxSteps => "max-steps",
+            TurnEndReason::Interrupted => "interrupted",
             TurnEndReason::Other { kind, .. } => kind,
         }
     }
@@ -405,6 +409,7 @@ enum EndRef<'a> {
     },
     Disposed,
     MaxSteps,
+    Interrupted,
 }
 
 #[derive(Deserialize)]
@@ -422,9 +427,17 @@ enum EndOwned {
     },
     Disposed,
     MaxSteps,
+    Interrupted,
 }
 
-const END_KINDS: &[&str] = &["completed", "aborted", "error", "disposed", "max-steps"];
+const END_KINDS: &[&str] = &[
+    "completed",
+    "aborted",
+    "error",
+    "disposed",
+    "max-steps",
+    "interrupted",
+];
 
 impl Serialize for TurnEndReason {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -441,6 +454,7 @@ impl Serialize for TurnEndReason {
             .serialize(s),
             TurnEndReason::Disposed => EndRef::Disposed.serialize(s),
             TurnEndReason::MaxSteps => EndRef::MaxSteps.serialize(s),
+            TurnEndReason::Interrupted => EndRef::Interrupted.serialize(s),
             TurnEndReason::Other { kind, data } => other_to_value("kind", kind, data).serialize(s),
         }
     }
@@ -456,6 +470,7 @@ impl<'de> Deserialize<'de> for TurnEndReason {
                 Ok(EndOwned::Error { message, code }) => TurnEndReason::Error { message, code },
                 Ok(EndOwned::Disposed) => TurnEndReason::Disposed,
                 Ok(EndOwned::MaxSteps) => TurnEndReason::MaxSteps,
+                Ok(EndOwned::Interrupted) => TurnEndReason::Interrupted,
                 Err((kind, data)) => TurnEndReason::Other { kind, data },
             },
         )

@@ -38,7 +38,7 @@ pub use jsonl::{
     JsonlPersistence, JsonlStore, OpenedLog, Repair,
 };
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
-pub use resume::interrupted_results;
+pub use resume::{interrupted_results, repair_unfinished};
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};
 pub use stats::{
     session_stats, violation_path, PathCount, SessionStats, TokenTotals, ToolStats,

@@ -1,9 +1,55 @@
 //! Making a stored log resumable: tool calls left without a result by a
 //! crash get a synthesized `INTERRUPTED` result, so the next request is
-//! valid (every tool call answered).
+//! valid (every tool call answered), and a turn the crash left open is
+//! closed (`step/end`, then `turn/end` with reason `interrupted`). The
+//! repair is new events appended after the log; old lines are never
+//! rewritten.
 
 use dsh_llm::ContentBlock;
-use dsh_protocol::{codes, EventPayload, SessionEvent, ToolFailure, ToolResult, ToolResultEvent};
+use dsh_protocol::{
+    codes, EventPayload, SessionEvent, StepEvent, ToolFailure, ToolResult, ToolResultEvent,
+    TurnEndEvent, TurnEndReason,
+};
+
+/// Everything a log needs appended before a turn can follow it, in order:
+/// the [`interrupted_results`], then, when the last `turn/start` has no
+/// `turn/end`, a `step/end` for its last step if that has none, and a
+/// `turn/end` with [`TurnEndReason::Interrupted`]. Empty for a log whose
+/// last turn ended (the usual case). Appending the result and calling this
+/// again yields nothing (the repair is idempotent).
+pub fn repair_unfinished(events: &[SessionEvent]) -> Vec<EventPayload> {
+    let mut repair = interrupted_results(events);
+    let mut open_turn = None;
+    let mut open_step = None;
+    for e in events {
+        match &e.data {
+            EventPayload::TurnStart(t) => {
+                open_turn = Some(t.turn);
+                open_step = None;
+            }
+            EventPayload::TurnEnd(_) => {
+                open_turn = None;
+                open_step = None;
+            }
+            EventPayload::StepStart(s) => open_step = Some(*s),
+            EventPayload::StepEnd(_) => open_step = None,
+            _ => {}
+        }
+    }
+    if let Some(turn) = open_turn {
+        if let Some(step) = open_step {
+            repair.push(EventPayload::StepEnd(StepEvent {
+                turn: step.turn,
+                step: step.step,
+            }));
+        }
+        repair.push(EventPayload::TurnEnd(TurnEndEvent {
+            turn,
+            reason: TurnEndReason::Interrupted,
+        }));
+    }
+    repair
+}
 
 /// The message of a synthesized result.
 const INTERRUPTED_MESSAGE: &str =
@@ -117,5 +163,73 @@ mod tests {
         assert!(interrupted_results(&log).is_empty());
         let text_only = vec![event(0, assistant(&[]))];
         assert!(interrupted_results(&text_only).is_empty());
+    }
+
+    fn turn_start(turn: u64) -> EventPayload {
+        EventPayload::TurnStart(dsh_protocol::TurnStartEvent {
+            turn,
+            trigger: dsh_protocol::TurnTrigger::Message {
+                source: dsh_protocol::MessageSource::User,
+            },
+        })
+    }
+
+    fn seq(data: Vec<EventPayload>) -> Vec<SessionEvent> {
+        data.into_iter()
+            .enumerate()
+            .map(|(i, d)| event(i as u64, d))
+            .collect()
+    }
+
+    #[test]
+    fn an_open_turn_is_closed_after_its_results_and_only_once() {
+        let mut log = seq(vec![
+            turn_start(2),
+            EventPayload::StepStart(StepEvent { turn: 2, step: 3 }),
+            assistant(&["a", "b"]),
+            result("a"),
+        ]);
+        let repair = repair_unfinished(&log);
+        let kinds: Vec<&str> = repair.iter().map(EventPayload::kind).collect();
+        assert_eq!(kinds, ["tool/result", "step/end", "turn/end"]);
+        assert!(matches!(
+            &repair[1],
+            EventPayload::StepEnd(StepEvent { turn: 2, step: 3 })
+        ));
+        assert!(matches!(
+            &repair[2],
+            EventPayload::TurnEnd(TurnEndEvent {
+                turn: 2,
+                reason: TurnEndReason::Interrupted
+            })
+        ));
+        let n = log.len() as u64;
+        log.extend(
+            repair
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| event(n + i as u64, d)),
+        );
+        assert!(repair_unfinished(&log).is_empty(), "idempotent");
+    }
+
+    #[test]
+    fn a_turn_that_died_between_steps_gets_only_its_end() {
+        let log = seq(vec![
+            turn_start(1),
+            EventPayload::StepStart(StepEvent { turn: 1, step: 1 }),
+            EventPayload::StepEnd(StepEvent { turn: 1, step: 1 }),
+        ]);
+        let repair = repair_unfinished(&log);
+        let kinds: Vec<&str> = repair.iter().map(EventPayload::kind).collect();
+        assert_eq!(kinds, ["turn/end"]);
+        let ended = seq(vec![
+            turn_start(1),
+            EventPayload::TurnEnd(TurnEndEvent {
+                turn: 1,
+                reason: TurnEndReason::Completed,
+            }),
+        ]);
+        assert!(repair_unfinished(&ended).is_empty());
     }
 }

@@ -4,6 +4,8 @@
 mod common;
 
 use dsh_kernel::Scope;
+use dsh_llm::ContentBlock;
+use dsh_session::EventPayload;
 use dsh_session::{
     derive_message, derive_messages, install_jsonl, load_jsonl, write_jsonl_line, Session,
     SessionEvent, SessionStore,
@@ -160,4 +162,70 @@ proptest! {
             prop_assert_eq!(&saved[..], &bytes[start..at]);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A log cut after any event (a crash anywhere) repairs into one
+    /// whose every turn ends and whose derived history answers every
+    /// tool call; repairing again adds nothing.
+    #[test]
+    fn a_log_cut_anywhere_repairs_to_a_closed_valid_history(
+        turns in 1usize..4,
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mut data = Vec::new();
+        for _ in 0..turns {
+            data.extend(renumbered(common::sample_log(), data.len()));
+        }
+        let all = common::as_events(data);
+        let kept = &all[..=cut.index(all.len())];
+        let repair = dsh_session::repair_unfinished(kept);
+        let mut repaired = kept.to_vec();
+        let next = repaired.len() as u64;
+        repaired.extend(repair.into_iter().enumerate().map(|(i, data)| SessionEvent {
+            seq: next + i as u64,
+            time: 0,
+            data,
+        }));
+        prop_assert!(dsh_session::repair_unfinished(&repaired).is_empty());
+        let starts = repaired.iter().filter(|e| e.data.kind() == "turn/start").count();
+        let ends = repaired.iter().filter(|e| e.data.kind() == "turn/end").count();
+        prop_assert_eq!(starts, ends);
+        let history = dsh_session::derive_messages(&repaired);
+        let mut open: Vec<String> = Vec::new();
+        for m in &history {
+            for b in &m.content {
+                match b {
+                    ContentBlock::ToolCall(c) => open.push(c.call_id.as_str().to_string()),
+                    ContentBlock::ToolResult(r) => open.retain(|id| id != r.tool_call_id.as_str()),
+                    _ => {}
+                }
+            }
+        }
+        prop_assert!(open.is_empty(), "unanswered calls {:?}", open);
+    }
+}
+
+/// `log` with its turn numbers shifted so that it follows `before` events
+/// of earlier copies (turns stay distinct and increasing).
+fn renumbered(log: Vec<EventPayload>, before: usize) -> Vec<EventPayload> {
+    let shift = before as u64 + 1;
+    log.into_iter()
+        .map(|mut d| {
+            match &mut d {
+                EventPayload::TurnStart(t) => t.turn += shift,
+                EventPayload::TurnEnd(t) => t.turn += shift,
+                EventPayload::StepStart(s) | EventPayload::StepEnd(s) => s.turn += shift,
+                EventPayload::AssistantMessage(m) => m.turn += shift,
+                EventPayload::AssistantChunk(c) => c.turn += shift,
+                EventPayload::ToolCall(c) => c.turn += shift,
+                EventPayload::ToolResult(r) => r.turn += shift,
+                EventPayload::Usage(u) => u.turn += shift,
+                _ => {}
+            }
+            d
+        })
+        .collect()
 }

@@ -92,6 +92,7 @@ fn turn_end_reasons() {
         ),
         (TurnEndReason::Disposed, r#"{"kind":"disposed"}"#),
         (TurnEndReason::MaxSteps, r#"{"kind":"max-steps"}"#),
+        (TurnEndReason::Interrupted, r#"{"kind":"interrupted"}"#),
     ];
     for (reason, json) in cases {
         check(

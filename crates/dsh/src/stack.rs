@@ -392,14 +392,23 @@ impl Stack {
                 torn.line_no
             ));
         }
-        let interrupted = dsh_session::interrupted_results(&seed);
-        if !interrupted.is_empty() {
+        let repair = dsh_session::repair_unfinished(&seed);
+        let unanswered = repair
+            .iter()
+            .filter(|e| matches!(e, EventPayload::ToolResult(_)))
+            .count();
+        if unanswered > 0 {
             warnings.push(format!(
-                "session \"{id}\": {} tool call(s) of the last reply had no result (the session ended first); they were answered with INTERRUPTED",
-                interrupted.len()
+                "session \"{id}\": {unanswered} tool call(s) of the last reply had no result (the session ended first); they were answered with INTERRUPTED"
             ));
         }
-        extra.extend(interrupted);
+        if let Some(EventPayload::TurnEnd(end)) = repair.last() {
+            warnings.push(format!(
+                "session \"{id}\": turn {} had no end (the process died during it); it was closed as interrupted",
+                end.turn
+            ));
+        }
+        extra.extend(repair);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));

@@ -603,6 +603,9 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 }
                 TurnEndReason::Disposed => "disposed".into(),
                 TurnEndReason::MaxSteps => "max-steps".into(),
+                TurnEndReason::Interrupted => {
+                    "interrupted (the process died; closed on resume)".into()
+                }
                 TurnEndReason::Other { kind, .. } => kind.clone(),
             };
             (0, format!("turn {turn} end: {why}"))

@@ -245,6 +245,7 @@ fn any_reason() -> impl Strategy<Value = TurnEndReason> {
             .prop_map(|(message, code)| TurnEndReason::Error { message, code }),
         Just(TurnEndReason::Disposed),
         Just(TurnEndReason::MaxSteps),
+        Just(TurnEndReason::Interrupted),
     ]
 }
 
