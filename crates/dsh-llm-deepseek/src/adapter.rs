@@ -419,28 +419,51 @@ impl Run {
 
 /// The error for a non-2xx `status` with the response `body`.
 ///
-/// Code by status: 401/403 `AUTH`, 429 `RATE_LIMIT`, 400 `INVALID_REQUEST`,
-/// ≥500 `SERVER`, else `HTTP_<n>`. Message: the body's `error.message` when it
-/// is a non-empty string, else `DeepSeek API error (HTTP <n>)`.
+/// Code by status: 401/403 `AUTH`, 429 `RATE_LIMIT`, 400
+/// `CONTEXT_WINDOW_EXCEEDED` when the body says the request passes the
+/// model's maximum context length (its `error.code` is
+/// `context_length_exceeded`, or its message speaks of the maximum context
+/// length), other 400s `INVALID_REQUEST`, ≥500 `SERVER`, else `HTTP_<n>`.
+/// Message: the body's `error.message` when it is a non-empty string, else
+/// `DeepSeek API error (HTTP <n>)`.
 pub fn status_error(status: u16, body: &[u8]) -> LlmError {
+    let error = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").cloned());
+    let field = |k: &str| {
+        error
+            .as_ref()
+            .and_then(|e| e.get(k))
+            .and_then(serde_json::Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+    };
+    let message = field("message");
     let kind = match status {
         401 | 403 => LlmErrorKind::Auth,
         429 => LlmErrorKind::RateLimit,
+        400 if is_context_overflow(field("code").as_deref(), message.as_deref()) => {
+            LlmErrorKind::ContextWindowExceeded
+        }
         400 => LlmErrorKind::InvalidRequest,
         s if s >= 500 => LlmErrorKind::Server,
         s => LlmErrorKind::Http(s),
     };
-    let message = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| {
-            v.get("error")?
-                .get("message")?
-                .as_str()
-                .filter(|m| !m.is_empty())
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| format!("DeepSeek API error (HTTP {status})"));
+    let message = message.unwrap_or_else(|| format!("DeepSeek API error (HTTP {status})"));
     LlmError::new(kind, message).with_status(status)
+}
+
+/// Whether a 400's error `code` or `message` says the context is too long
+/// (DeepSeek: "This model's maximum context length is N tokens. However,
+/// you requested M tokens …").
+fn is_context_overflow(code: Option<&str>, message: Option<&str>) -> bool {
+    if code == Some("context_length_exceeded") {
+        return true;
+    }
+    message.is_some_and(|m| {
+        let m = m.to_ascii_lowercase();
+        m.contains("maximum context length") || m.contains("context length exceeded")
+    })
 }
 
 /// Parses a `Retry-After` value given in (possibly fractional) seconds.

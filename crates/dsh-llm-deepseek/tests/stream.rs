@@ -282,6 +282,41 @@ async fn every_error_status_maps_to_its_code() {
 }
 
 #[tokio::test]
+async fn a_context_length_400_is_context_window_exceeded_and_other_400s_are_not() {
+    let overflow = "This model's maximum context length is 131072 tokens. However, you requested 140000 tokens (139000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.";
+    let server = LoopbackServer::start([
+        ScriptedResponse::json(
+            400,
+            &json!({"error":{"message": overflow, "type":"invalid_request_error","param":null,"code":"invalid_request_error"}}),
+        ),
+        ScriptedResponse::json(
+            400,
+            &json!({"error":{"message":"too long","code":"context_length_exceeded"}}),
+        ),
+        ScriptedResponse::json(
+            400,
+            &json!({"error":{"message":"messages[3]: unknown role \"robot\""}}),
+        ),
+    ])
+    .await
+    .unwrap();
+    let a = adapter(server.base_url());
+    for (code, message) in [
+        ("CONTEXT_WINDOW_EXCEEDED", overflow),
+        ("CONTEXT_WINDOW_EXCEEDED", "too long"),
+        ("INVALID_REQUEST", "messages[3]: unknown role \"robot\""),
+    ] {
+        let (chunks, err) = split(run(&*a, options()).await);
+        assert!(chunks.is_empty());
+        let err = err.unwrap();
+        assert_eq!(err.code(), code, "{message}");
+        assert_eq!(err.message, message);
+        assert_eq!(err.status, Some(400));
+    }
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
 async fn rate_limit_carries_retry_after() {
     let server = LoopbackServer::start([ScriptedResponse::new(429).header("retry-after", "7")])
         .await

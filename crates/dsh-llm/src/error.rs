@@ -20,6 +20,9 @@ pub enum LlmErrorKind {
     RateLimit,
     /// HTTP 400 (`INVALID_REQUEST`).
     InvalidRequest,
+    /// HTTP 400 saying the request exceeds the model's context window
+    /// (`CONTEXT_WINDOW_EXCEEDED`).
+    ContextWindowExceeded,
     /// HTTP 5xx (`SERVER`).
     Server,
     /// Any other non-2xx status (`HTTP_<status>`).
@@ -139,6 +142,7 @@ impl ErrorCode for LlmError {
             LlmErrorKind::Auth => codes::AUTH,
             LlmErrorKind::RateLimit => codes::RATE_LIMIT,
             LlmErrorKind::InvalidRequest => codes::INVALID_REQUEST,
+            LlmErrorKind::ContextWindowExceeded => codes::CONTEXT_WINDOW_EXCEEDED,
             LlmErrorKind::Server => codes::SERVER,
             LlmErrorKind::Http(n) => http_code(*n),
             LlmErrorKind::EmptyResponse => codes::EMPTY_RESPONSE,

@@ -145,6 +145,8 @@ codes! {
         "The provider rate-limited the request (HTTP 429); retried with backoff before any output.";
     INVALID_REQUEST = "INVALID_REQUEST", "llm", false, EndTurn,
         "The provider rejected the request as malformed (HTTP 400).";
+    CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED", "llm", false, EndTurn,
+        "The request is longer than the model's context window (the provider's HTTP 400 about the maximum context length); compact the history and retry.";
     SERVER = "SERVER", "llm", true, EndTurn,
         "The provider failed (HTTP 5xx); retried with backoff before any output.";
     HTTP_STATUS = "HTTP_<status>", "llm", false, EndTurn,
