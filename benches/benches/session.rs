@@ -2,7 +2,8 @@
 //! (the ratio shows whether derivation is incremental), JSONL write
 //! throughput (events/s) and load throughput (MB/s), and the cost the loop
 //! pays per step for crash safety: one step's events appended and flushed
-//! (written and fsynced) through the JSONL persistence plugin.
+//! (written and fsynced) through the JSONL persistence plugin, and the
+//! context meter's update per step.
 //!
 //! `cargo bench -p dsh-benches --bench session`
 
@@ -178,5 +179,21 @@ fn step_flush(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, append_and_derive, jsonl, step_flush);
+/// The context meter's update for one tool step's events, and its estimate.
+fn meter(c: &mut Criterion) {
+    let step = step_events(1, 1);
+    let mut g = c.benchmark_group("session/meter");
+    g.bench_function("observe_step+estimate", |b| {
+        let mut m = dsh_session::TokenMeter::new();
+        b.iter(|| {
+            for e in &step {
+                m.observe(black_box(e));
+            }
+            black_box(m.estimate(20_000))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, append_and_derive, jsonl, step_flush, meter);
 criterion_main!(benches);

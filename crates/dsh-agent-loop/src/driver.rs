@@ -9,6 +9,7 @@ use std::sync::Arc;
 use dsh_agent::{
     Agent, AgentEvent, AgentStatus, ContinuationContext, RequestContext, StepResultContext,
 };
+use dsh_kernel::sync::lock;
 use dsh_kernel::{DshError, ErrorCode, Extensions};
 use dsh_llm::{
     BlockAssembler, ContentBlock, FinishReason, Message, MessageSource, ModelRequest, StepMeter,
@@ -391,6 +392,7 @@ async fn dispatch_tools(
     if let Some(usage) = usage {
         agent.record(EventPayload::Usage(UsageEvent { turn, step, usage }));
     }
+    record_context_usage(agent, at);
 
     for (i, call) in calls.iter().enumerate() {
         if cancel.is_cancelled() {
@@ -441,6 +443,34 @@ async fn dispatch_tools(
     Ok(!calls.is_empty())
 }
 
+/// Brings the agent's meter up to date with its log and, when the context
+/// window is known, logs `context/usage` `{turn, step, tokens, window,
+/// percent}`: the estimated size of the next request.
+fn record_context_usage(agent: &LoopAgent, at: StepEvent) {
+    let Some(window) = agent.options.context_window else {
+        return;
+    };
+    let tokens = {
+        let mut m = lock(&agent.meter);
+        let (meter, fixed) = &mut *m;
+        for e in agent.session.events_since(meter.observed()) {
+            meter.observe(&e.data);
+        }
+        meter.estimate(*fixed)
+    };
+    let percent = dsh_session::percent(tokens, window);
+    agent.record(EventPayload::Other {
+        kind: crate::CONTEXT_USAGE_KIND.to_string(),
+        data: serde_json::json!({
+            "turn": at.turn,
+            "step": at.step,
+            "tokens": tokens,
+            "window": window,
+            "percent": percent,
+        }),
+    });
+}
+
 /// What every tool call of a turn carries in its extensions: the agent (as
 /// `Arc<dyn Agent>` and as the tools' [`ContextSink`]) and the turn's retry
 /// guard. Built once per turn; each call shares it.
@@ -477,6 +507,20 @@ async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> ModelRe
     .filter(|s| !s.is_empty())
     .collect();
     let system = system.join("\n\n");
+    if agent.options.context_window.is_some() {
+        // The fixed part of the request, for the meter while no usage
+        // report anchors it.
+        let mut m = lock(&agent.meter);
+        if !m.0.is_anchored() {
+            m.1 = system.len() as u64
+                + tools
+                    .iter()
+                    .map(|t| {
+                        (t.name.len() + t.description.len() + t.parameters.to_string().len()) as u64
+                    })
+                    .sum::<u64>();
+        }
+    }
     ModelRequest {
         model: agent.options.model.clone().unwrap_or_default(),
         messages: agent.session.derive_messages(),

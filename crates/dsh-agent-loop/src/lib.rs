@@ -49,6 +49,12 @@ use tokio_util::sync::CancellationToken;
 /// The source of notes the loop itself steers into a turn.
 pub const LOOP_PLUGIN_NAME: &str = "agent-loop";
 
+/// Kind of the log-only event carrying the context meter after each model
+/// reply (when [`AgentOptions::context_window`](dsh_agent::AgentOptions) is
+/// set): `{turn, step, tokens, window, percent}`, `tokens` being the
+/// estimated size of the next request ([`dsh_session::TokenMeter`]).
+pub const CONTEXT_USAGE_KIND: &str = "context/usage";
+
 /// How to create an agent beyond its options.
 #[derive(Debug, Clone, Default)]
 pub struct LoopSetup {
@@ -137,6 +143,7 @@ impl AgentLoop {
                 tools,
                 prompt,
             },
+            meter: Mutex::new((dsh_session::TokenMeter::new(), 0)),
         });
         let dyn_agent: Arc<dyn Agent> = agent.clone();
         let agent_reg = match registry.register(dyn_agent) {
@@ -272,6 +279,9 @@ struct LoopAgent {
     state: Mutex<State>,
     wake: Notify,
     services: Services,
+    /// The context meter of this agent's session, and the size of the
+    /// last request's system prompt and tool schemas.
+    meter: Mutex<(dsh_session::TokenMeter, u64)>,
 }
 
 impl LoopAgent {

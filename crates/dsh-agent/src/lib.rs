@@ -35,6 +35,9 @@ pub struct AgentOptions {
     /// the model to stop repeating the call. The schema is attached one
     /// failure earlier.
     pub repeat_failure_limit: u32,
+    /// The model's context window in tokens; with it, the loop logs a
+    /// `context/usage` event (the meter) after each model reply.
+    pub context_window: Option<u64>,
 }
 
 impl Default for AgentOptions {
@@ -44,6 +47,7 @@ impl Default for AgentOptions {
             system_prompt: None,
             max_steps: 100,
             repeat_failure_limit: 3,
+            context_window: None,
         }
     }
 }

@@ -79,6 +79,8 @@ struct PrinterState {
     spinner_on: bool,
     /// The line editor draws the next prompt itself (after Ctrl-C).
     skip_prompt: bool,
+    /// The last context meter reading of the turn: (tokens, window).
+    context: Option<(u64, u64)>,
 }
 
 /// Prints one session's activity; registered as hook listeners.
@@ -255,9 +257,22 @@ impl Printer {
                     self.line(&self.style.dim(&line));
                 }
             }
+            EventPayload::Other { kind, data } if kind == dsh_agent_loop::CONTEXT_USAGE_KIND => {
+                let field = |k: &str| data.get(k).and_then(serde_json::Value::as_u64);
+                if let (Some(tokens), Some(window)) = (field("tokens"), field("window")) {
+                    lock(&self.state).context = Some((tokens, window));
+                }
+            }
             EventPayload::TurnEnd(TurnEndEvent { reason, .. }) => {
+                let meter = lock(&self.state)
+                    .context
+                    .take()
+                    .map(|(t, w)| self.style.dim(&dsh_session::format_usage(t, w)));
                 match reason {
-                    TurnEndReason::Completed => self.line(""),
+                    TurnEndReason::Completed => match &meter {
+                        Some(m) => self.line(&format!("\n{m}")),
+                        None => self.line(""),
+                    },
                     TurnEndReason::Aborted { reason } => self.line(&self.style.red(&format!(
                         "[aborted: {}]",
                         visible(reason.as_deref().unwrap_or("aborted"))
@@ -273,6 +288,9 @@ impl Printer {
                         self.line(&self.style.red("[stopped: the turn hit the step limit]"))
                     }
                     other => self.line(&format!("[turn ended: {}]", other.kind())),
+                }
+                if let (Some(m), false) = (&meter, matches!(reason, TurnEndReason::Completed)) {
+                    self.line(m);
                 }
                 if self.interactive {
                     self.redraw_prompt();
@@ -331,6 +349,7 @@ pub(crate) fn install(
             fresh_turn: false,
             spinner_on: false,
             skip_prompt: false,
+            context: None,
         }),
         failure: WriteFailure::default(),
     });

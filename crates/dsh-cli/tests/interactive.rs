@@ -117,6 +117,10 @@ fn steer_abort_and_exit_on_a_terminal() {
     t.wait_for("the echo answer", |s| {
         s.contains("The echo tool says: hello")
     });
+    // The context meter after the turn.
+    t.wait_for("the meter", |s| {
+        s.contains("ctx 0% · ") && s.contains("/1.0M")
+    });
 
     // Steering: typed while `sleep` runs, delivered after the tool result.
     t.keys(&["run sleep 1; echo slept", "Enter"]);

@@ -17,6 +17,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 /// The model names registered by default.
 pub const DEFAULT_MODELS: [&str; 2] = ["deepseek-v4-flash", "deepseek-v4-pro"];
 
+/// The context window of the DeepSeek V4 models, in tokens (1,048,576).
+pub const CONTEXT_WINDOW: u64 = 1_048_576;
+
 /// Thinking mode sent as `"thinking": {"type": …}` on every request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Thinking {

@@ -23,8 +23,9 @@ pub use adapter::{
     parse_retry_after, register, status_error, DeepSeekAdapter, MISSING_KEY, USER_AGENT,
 };
 pub use config::{
-    DeepSeekConfig, ReasoningEffort, Thinking, DEFAULT_BASE_URL, DEFAULT_CONNECT_TIMEOUT_MS,
-    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MODELS, DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    DeepSeekConfig, ReasoningEffort, Thinking, CONTEXT_WINDOW, DEFAULT_BASE_URL,
+    DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MODELS,
+    DEFAULT_STREAM_IDLE_TIMEOUT_MS,
 };
 pub use request::{request_body, wire_messages, PREFILL_UNSUPPORTED};
 pub use sse::{SseParser, DONE};

@@ -54,6 +54,9 @@ pub struct FileConfig {
     /// DeepSeek adapter settings.
     #[serde(default)]
     pub deepseek: DeepSeekSection,
+    /// `[models.<name>]`: per-model settings (`context_window`).
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelSection>,
     /// Bash executor settings.
     #[serde(default)]
     pub bash: BashSection,
@@ -80,6 +83,16 @@ pub struct ClaudeHooksFile {
     pub path: PathBuf,
     /// Its text (parsed when the stack resolves).
     pub text: String,
+}
+
+/// `[models.<name>]`: settings of one model.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// The model's context window in tokens (default: the model table's;
+    /// 1,048,576 for the DeepSeek V4 models). A small value makes long
+    /// sessions testable.
+    pub context_window: Option<u64>,
 }
 
 /// The name of the Claude Code hooks file read beside a `dsh.toml`.
@@ -243,6 +256,19 @@ impl FileConfig {
             max_result_bytes: upper.max_result_bytes.or(self.max_result_bytes),
             max_tool_calls: upper.max_tool_calls.or(self.max_tool_calls),
             max_step_output_bytes: upper.max_step_output_bytes.or(self.max_step_output_bytes),
+            models: {
+                let mut models = self.models;
+                for (name, m) in upper.models {
+                    let low = models.remove(&name).unwrap_or_default();
+                    models.insert(
+                        name,
+                        ModelSection {
+                            context_window: m.context_window.or(low.context_window),
+                        },
+                    );
+                }
+                models
+            },
             tools: upper.tools.or(self.tools),
             deepseek: DeepSeekSection {
                 api_key: up.api_key.or(low.api_key),

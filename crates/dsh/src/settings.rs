@@ -93,6 +93,9 @@ pub struct Resolved {
     pub permission_source: String,
     /// Whether questions are put to the user (`[permission] approval`).
     pub approval: ApprovalPolicy,
+    /// The resolved model's context window in tokens (`[models.<name>]
+    /// context_window`, else the model table's).
+    pub context_window: u64,
     /// Command hooks from `[[hooks.<Event>]]` and `hooks.json` files, in
     /// configuration order (user config first).
     pub hooks: dsh_hooks::HookSet,
@@ -268,6 +271,11 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
     if let Some(network) = file.sandbox.as_ref().and_then(|s| s.network) {
         bash.network = network;
     }
+    let context_window = file
+        .models
+        .get(&model)
+        .and_then(|m| m.context_window)
+        .unwrap_or(dsh_llm_deepseek::CONTEXT_WINDOW);
     Ok(Resolved {
         permission,
         permission_source,
@@ -280,6 +288,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         cwd,
         bash,
         max_steps: file.max_steps.unwrap_or(100),
+        context_window,
         mcp,
         max_result_bytes: file.max_result_bytes.unwrap_or(DEFAULT_MAX_RESULT_BYTES),
         max_tool_calls: file.max_tool_calls.unwrap_or(DEFAULT_MAX_TOOL_CALLS),
@@ -392,6 +401,13 @@ fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
     if let Some(section) = &f.hooks {
         if let Err(e) = dsh_hooks::HookSet::from_section(section, "[hooks]") {
             return bad(e);
+        }
+    }
+    for (name, m) in &f.models {
+        if m.context_window == Some(0) {
+            return bad(format!(
+                "[models.{name:?}] context_window must be at least 1"
+            ));
         }
     }
     if f.max_steps == Some(0) {

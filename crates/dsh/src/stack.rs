@@ -442,6 +442,7 @@ impl Stack {
             model: Some(self.resolved.model.clone()),
             system_prompt: self.resolved.system_prompt.clone(),
             max_steps: self.resolved.max_steps,
+            context_window: Some(self.resolved.context_window),
             ..Default::default()
         };
         self.spawn_agent(
