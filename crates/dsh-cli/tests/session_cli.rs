@@ -184,12 +184,59 @@ fn list_shows_saved_sessions() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[0].starts_with("ID"));
-    assert!(lines[1].starts_with("s-a"));
-    assert!(lines[1].contains("2023-11-14 22:13:20"));
-    assert!(lines[1].contains(r#""list files""#));
-    assert!(lines[1].contains("    2  "), "{}", lines[1]);
-    assert!(lines[2].starts_with("s-b"));
-    assert!(lines[2].ends_with('-'));
+    assert!(
+        lines[0].ends_with("TURNS     TOKENS  TITLE"),
+        "{}",
+        lines[0]
+    );
+    // Newest first.
+    assert!(lines[1].starts_with("s-b"));
+    assert!(lines[1].ends_with('-'));
+    assert!(lines[2].starts_with("s-a"));
+    assert!(lines[2].contains("2023-11-14 22:13:20"));
+    assert!(lines[2].ends_with("  list files"), "{}", lines[2]);
+    assert!(lines[2].contains("    2  "), "{}", lines[2]);
+    // 100 + 20 + 50 cached, then 10 + 5.
+    assert!(lines[2].contains("  185  "), "{}", lines[2]);
+}
+
+#[test]
+fn list_prefers_a_logged_title_and_cuts_a_long_first_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "refactor ".repeat(12);
+    write_log(
+        dir.path(),
+        "s-long.jsonl",
+        &format!(
+            "{}\n",
+            serde_json::json!({"type":"user/message","seq":0,"time":1700000000000u64,"data":{"content":[{"type":"text","text":long}]}})
+        ),
+    );
+    write_log(
+        dir.path(),
+        "s-titled.jsonl",
+        r#"{"type":"user/message","seq":0,"time":1700000001000,"data":{"content":[{"type":"text","text":"please fix it"}]}}
+{"type":"session/title","seq":1,"time":1700000001001,"data":{"title":"Fix the flaky build"}}
+"#,
+    );
+    let out = dsh(
+        &[
+            "session",
+            "list",
+            "--session-dir",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[1].starts_with("s-titled") && lines[1].ends_with("  Fix the flaky build"),
+        "{text}"
+    );
+    let cut: String = long.trim_end().chars().take(60).collect();
+    assert!(lines[2].ends_with(&format!("  {cut}…")), "{text}");
 }
 
 #[test]

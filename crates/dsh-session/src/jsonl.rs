@@ -137,6 +137,8 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
         first_prompt: None,
         turns: 0,
         events: 0,
+        title: None,
+        tokens: 0,
     };
     for line in bytes.split(|b| *b == b'\n') {
         if line.trim_ascii().is_empty() {
@@ -151,6 +153,33 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
         summary.events += 1;
         match head.kind.as_str() {
             "turn/start" => summary.turns += 1,
+            "usage" => {
+                if let Ok(SessionEvent {
+                    data: EventPayload::Usage(u),
+                    ..
+                }) = serde_json::from_slice::<SessionEvent>(line)
+                {
+                    let u = u.usage;
+                    let total = u.input_tokens
+                        + u.output_tokens
+                        + u.cache_read_tokens.unwrap_or(0)
+                        + u.cache_write_tokens.unwrap_or(0);
+                    summary.tokens += u64::try_from(total).unwrap_or(0);
+                }
+            }
+            "session/title" => {
+                #[derive(Deserialize)]
+                struct Title {
+                    data: TitleData,
+                }
+                #[derive(Deserialize)]
+                struct TitleData {
+                    title: String,
+                }
+                if let Ok(t) = serde_json::from_slice::<Title>(line) {
+                    summary.title = Some(t.data.title);
+                }
+            }
             "user/message" if summary.first_prompt.is_none() => {
                 if let Ok(SessionEvent {
                     data: EventPayload::UserMessage(MessageEvent { content, .. }),

@@ -90,6 +90,11 @@ pub struct SessionSummary {
     pub turns: u64,
     /// Number of readable events.
     pub events: u64,
+    /// The last `session/title` event's title, when a model titled it.
+    pub title: Option<String>,
+    /// Tokens the provider reported over the whole session (input, cached
+    /// input and output of every `usage` event).
+    pub tokens: u64,
 }
 
 /// Installs a persistence plugin on `store`.

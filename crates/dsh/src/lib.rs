@@ -33,6 +33,7 @@ pub mod prompt;
 pub mod result_limit;
 mod settings;
 mod stack;
+pub mod title;
 pub mod tools;
 pub mod trust;
 

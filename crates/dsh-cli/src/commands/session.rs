@@ -52,7 +52,9 @@ enum SessionCommand {
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
     },
-    /// List the saved sessions: id, creation time, turns, first prompt.
+    /// List the saved sessions, newest first: id, creation time, turns,
+    /// tokens used, title (a model's, else the first prompt cut to 60
+    /// characters).
     List {
         /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions,
         /// else ~/.local/share/dsh/sessions).
@@ -470,20 +472,23 @@ fn list(session_dir: Option<PathBuf>) -> u8 {
         .unwrap_or(2)
         .max(2);
     let mut out = format!(
-        "{:<width$}  {:<19}  {:>5}  FIRST PROMPT\n",
-        "ID", "CREATED (UTC)", "TURNS"
+        "{:<width$}  {:<19}  {:>5}  {:>9}  TITLE\n",
+        "ID", "CREATED (UTC)", "TURNS", "TOKENS"
     );
-    for s in sessions {
-        let prompt = s
-            .first_prompt
-            .as_deref()
-            .map(|p| one_line(p, 60))
+    // Newest first.
+    for s in sessions.iter().rev() {
+        let title = s
+            .title
+            .clone()
+            .or_else(|| s.first_prompt.as_deref().map(dsh::title::offline_title))
+            .filter(|t| !t.is_empty())
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<width$}  {:<19}  {:>5}  {prompt}\n",
+            "{:<width$}  {:<19}  {:>5}  {:>9}  {title}\n",
             s.id,
             format_utc(s.created_ms),
-            s.turns
+            s.turns,
+            s.tokens
         ));
     }
     crate::output::emit(&crate::sanitize::visible(&out))
