@@ -160,6 +160,41 @@ pub struct ErrorEvent {
     pub code: Option<String>,
 }
 
+/// `compaction/summary`: the history derived from the events with `seq` in
+/// `fromSeq..=toSeq` is replaced by one user message holding `summary`
+/// wrapped in `<compacted-summary>` (the events themselves stay in the
+/// log). JSON: `{"fromSeq", "toSeq", "summary", "tokensAfter"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionEvent {
+    /// First event whose message is replaced.
+    pub from_seq: u64,
+    /// Last event whose message is replaced.
+    pub to_seq: u64,
+    /// The summary text (without its wrapper).
+    pub summary: String,
+    /// Estimated tokens of the next request after the replacement (the
+    /// token meter re-anchors on it).
+    pub tokens_after: u64,
+}
+
+/// `compaction/prune`: the tool results logged as the events `seqs` are
+/// shown to the model cut to their first `headChars` and last `tailChars`
+/// characters with a marker between (the log keeps the full text). JSON:
+/// `{"seqs", "headChars", "tailChars", "tokensAfter"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PruneEvent {
+    /// The `tool/result` events cut, ascending.
+    pub seqs: Vec<u64>,
+    /// Characters kept from the start of each text.
+    pub head_chars: usize,
+    /// Characters kept from the end of each text.
+    pub tail_chars: usize,
+    /// Estimated tokens of the next request after the cut.
+    pub tokens_after: u64,
+}
+
 /// Declares [`EventPayload`] from the one `type` → payload table: the enum,
 /// [`EventPayload::kind`], [`EVENT_KINDS`] and the serde dispatch.
 macro_rules! event_kinds {
@@ -242,6 +277,10 @@ event_kinds! {
     Usage(UsageEvent) = "usage",
     /// `error`
     Error(ErrorEvent) = "error",
+    /// `compaction/summary`
+    Compaction(CompactionEvent) = "compaction/summary",
+    /// `compaction/prune`
+    Prune(PruneEvent) = "compaction/prune",
 }
 
 impl EventPayload {
@@ -260,6 +299,8 @@ impl EventPayload {
             EventPayload::Error(e) => Some(e.turn),
             EventPayload::UserMessage(_)
             | EventPayload::ContextMessage(_)
+            | EventPayload::Compaction(_)
+            | EventPayload::Prune(_)
             | EventPayload::Other { .. } => None,
         }
     }

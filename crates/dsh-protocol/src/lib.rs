@@ -30,8 +30,8 @@ pub use content::{
     StreamChunk, TextBlock, TokenUsage, ToolResultBlock, ToolSchema,
 };
 pub use event::{
-    AssistantMessageEvent, ChunkEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
-    SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
+    AssistantMessageEvent, ChunkEvent, CompactionEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
+    PruneEvent, SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
     TurnStartEvent, TurnTrigger, UsageEvent, EVENT_KINDS,
 };
 pub use ids::{AgentId, CallId, SessionId};

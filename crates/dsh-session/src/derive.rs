@@ -1,7 +1,12 @@
-//! Event log → model history, the reference's `deriveMessages` rules.
+//! Event log → model history, the reference's `deriveMessages` rules, plus
+//! dsh's compaction: a `compaction/summary` replaces the messages of an
+//! event range by one summary message, a `compaction/prune` cuts old tool
+//! results (the [`Deriver`] applies both).
 
-use dsh_llm::{ContentBlock, Message, MessageSource, Role};
-use dsh_protocol::{EventPayload, MessageEvent, SessionEvent, SteeringEvent};
+use dsh_llm::{ContentBlock, History, Message, MessageSource, Role};
+use dsh_protocol::{
+    CompactionEvent, EventPayload, MessageEvent, PruneEvent, SessionEvent, SteeringEvent,
+};
 
 /// The message one event contributes to the model history, if any.
 ///
@@ -42,19 +47,147 @@ pub fn derive_message(data: &EventPayload) -> Option<Message> {
         | EventPayload::ToolCall(_)
         | EventPayload::Usage(_)
         | EventPayload::Error(_)
+        | EventPayload::Compaction(_)
+        | EventPayload::Prune(_)
         | EventPayload::Other { .. } => None,
     }
 }
 
+/// The user message a compaction puts in place of what it replaced.
+pub fn summary_message(summary: &str) -> Message {
+    Message {
+        role: Role::User,
+        content: vec![ContentBlock::text(format!(
+            "<compacted-summary>\n{summary}\n</compacted-summary>"
+        ))],
+    }
+}
+
+/// `text` cut to its first `head` and last `tail` characters with a
+/// marker saying how much was left out; unchanged when it is not longer
+/// than `head + tail`.
+pub fn prune_text(text: &str, head: usize, tail: usize) -> String {
+    let total = text.chars().count();
+    if total <= head + tail {
+        return text.to_string();
+    }
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total - tail)
+        .map_or(text.len(), |(i, _)| i);
+    format!(
+        "{}\n… [{} characters of this old tool result pruned; the session log keeps the full text] …\n{}",
+        &text[..head_end],
+        total - head - tail,
+        &text[tail_start..]
+    )
+}
+
+fn prune_block(block: &ContentBlock, head: usize, tail: usize) -> ContentBlock {
+    match block {
+        ContentBlock::ToolResult(r) => {
+            let mut r = r.clone();
+            r.content = r.content.iter().map(|b| prune_block(b, head, tail)).collect();
+            ContentBlock::ToolResult(r)
+        }
+        ContentBlock::Text(t) => ContentBlock::text(prune_text(&t.text, head, tail)),
+        other => other.clone(),
+    }
+}
+
+/// The model history of a log, kept incrementally: each event is applied
+/// in log order. Plain message events append (O(1)); a compaction or a
+/// prune rewrites the affected messages (O(history)). Knows which event
+/// each message came from (`seq`), which is what compaction ranges name.
+#[derive(Clone, Default)]
+pub struct Deriver {
+    history: History,
+    /// The `seq` of the event each message of `history` came from.
+    seqs: Vec<u64>,
+}
+
+impl Deriver {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty history with room for `n` messages.
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            history: History::with_capacity(n),
+            seqs: Vec::with_capacity(n),
+        }
+    }
+
+    /// Applies one event (events must come in log order).
+    pub fn apply(&mut self, event: &SessionEvent) {
+        match &event.data {
+            EventPayload::Compaction(c) => self.compact(event.seq, c),
+            EventPayload::Prune(p) => self.prune(p),
+            data => {
+                if let Some(message) = derive_message(data) {
+                    self.history.push(message);
+                    self.seqs.push(event.seq);
+                }
+            }
+        }
+    }
+
+    /// The history so far (an O(1) snapshot).
+    pub fn history(&self) -> History {
+        self.history.clone()
+    }
+
+    /// The `seq` of the event each message came from, in history order
+    /// (a summary message carries the `compaction/summary` event's).
+    pub fn seqs(&self) -> &[u64] {
+        &self.seqs
+    }
+
+    fn compact(&mut self, seq: u64, c: &CompactionEvent) {
+        let from = self.seqs.partition_point(|s| *s < c.from_seq);
+        let to = self.seqs.partition_point(|s| *s <= c.to_seq);
+        let mut messages = self.history.to_vec();
+        if from > to || to > messages.len() {
+            return;
+        }
+        messages.splice(from..to, [summary_message(&c.summary)]);
+        self.seqs.splice(from..to, [seq]);
+        self.history = History::from(messages);
+    }
+
+    fn prune(&mut self, p: &PruneEvent) {
+        let mut messages = self.history.to_vec();
+        let mut changed = false;
+        for seq in &p.seqs {
+            if let Ok(i) = self.seqs.binary_search(seq) {
+                let m = &mut messages[i];
+                m.content = m
+                    .content
+                    .iter()
+                    .map(|b| prune_block(b, p.head_chars, p.tail_chars))
+                    .collect();
+                changed = true;
+            }
+        }
+        if changed {
+            self.history = History::from(messages);
+        }
+    }
+}
+
 /// The model history of a log: [`derive_message`] of every event, in log
-/// order, with no merging or reordering. This is the pure reference
-/// algorithm (O(n)); a live [`Session`](crate::Session) keeps the same result
-/// incrementally.
+/// order, with no merging or reordering (the reference algorithm), with
+/// compactions and prunes applied where they occur ([`Deriver`]). A live
+/// [`Session`](crate::Session) keeps the same result incrementally.
 pub fn derive_messages(events: &[SessionEvent]) -> Vec<Message> {
-    events
-        .iter()
-        .filter_map(|e| derive_message(&e.data))
-        .collect()
+    let mut d = Deriver::with_capacity(events.len() / 2);
+    for e in events {
+        d.apply(e);
+    }
+    d.history.to_vec()
 }
 
 /// Wraps `content` in the reference's tagged envelope:

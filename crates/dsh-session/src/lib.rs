@@ -31,7 +31,9 @@ mod resume;
 mod session;
 mod stats;
 
-pub use derive::{derive_message, derive_messages, envelope};
+pub use derive::{
+    derive_message, derive_messages, envelope, prune_text, summary_message, Deriver,
+};
 pub use dsh_protocol::event::*;
 pub use error::SessionError;
 pub use jsonl::{

@@ -83,6 +83,15 @@ impl TokenMeter {
             }
             EventPayload::SteeringMessage(m) => self.bytes += blocks_bytes(&m.content),
             EventPayload::AssistantMessage(m) => self.bytes += blocks_bytes(&m.content),
+            // The compactor measured the new history; start from there.
+            EventPayload::Compaction(c) => {
+                self.anchor = Some(c.tokens_after);
+                self.bytes = 0;
+            }
+            EventPayload::Prune(p) => {
+                self.anchor = Some(p.tokens_after);
+                self.bytes = 0;
+            }
             EventPayload::ToolResult(r) => {
                 self.bytes +=
                     blocks_bytes(&r.result.content) + r.result.call_id.as_str().len() as u64;

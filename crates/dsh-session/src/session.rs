@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use dsh_kernel::{DshError, EmitHook, ParallelHook, Registration};
 use dsh_llm::History;
 
-use crate::derive::derive_message;
+use crate::derive::Deriver;
 use crate::error::SessionError;
 use dsh_protocol::{EventPayload, SessionEvent, SessionId, EVENT_KINDS};
 
@@ -33,7 +33,7 @@ pub struct Session {
 
 struct LogState {
     events: Vec<Arc<SessionEvent>>,
-    history: History,
+    history: Deriver,
     last_turn: u64,
     /// Events appended but not yet announced on `session/event`, in order.
     pending: VecDeque<Arc<SessionEvent>>,
@@ -43,9 +43,7 @@ struct LogState {
 
 impl LogState {
     fn record(&mut self, event: Arc<SessionEvent>) {
-        if let Some(message) = derive_message(&event.data) {
-            self.history.push(message);
-        }
+        self.history.apply(&event);
         if let EventPayload::TurnStart(start) = &event.data {
             self.last_turn = start.turn;
         }
@@ -67,7 +65,7 @@ impl Session {
         let capacity = seed.len() + seed.len() / 2 + 64;
         let mut state = LogState {
             events: Vec::with_capacity(capacity),
-            history: History::with_capacity(capacity),
+            history: Deriver::with_capacity(capacity),
             last_turn: 0,
             pending: VecDeque::new(),
             draining: false,
@@ -181,7 +179,7 @@ impl Session {
     /// [`derive_messages`](crate::derive_messages)). O(1): a snapshot of the
     /// incrementally maintained history; later appends do not change it.
     pub fn derive_messages(&self) -> History {
-        self.lock().history.clone()
+        self.lock().history.history()
     }
 
     /// The turn number of the last `turn/start` event, 0 if there is none.

@@ -229,3 +229,36 @@ fn renumbered(log: Vec<EventPayload>, before: usize) -> Vec<EventPayload> {
         })
         .collect()
 }
+
+proptest! {
+    /// A summary replaces exactly the messages of its event range, in
+    /// place, and leaves every other message as it was.
+    #[test]
+    fn a_compaction_replaces_exactly_its_range(
+        messages in prop::collection::vec(common::message_event(), 1..20),
+        a in any::<prop::sample::Index>(),
+        b in any::<prop::sample::Index>(),
+    ) {
+        let events = common::as_events(messages);
+        let before = derive_messages(&events);
+        let n = events.len();
+        let (from, to) = (a.index(n).min(b.index(n)), a.index(n).max(b.index(n)));
+        let mut log = events.clone();
+        log.push(SessionEvent {
+            seq: n as u64,
+            time: 0,
+            data: EventPayload::Compaction(dsh_session::CompactionEvent {
+                from_seq: from as u64,
+                to_seq: to as u64,
+                summary: "S".into(),
+                tokens_after: 1,
+            }),
+        });
+        let after = derive_messages(&log);
+        // Each message event yields one message, so indexes are seqs.
+        let mut want = before[..from].to_vec();
+        want.push(dsh_session::summary_message("S"));
+        want.extend_from_slice(&before[to + 1..]);
+        prop_assert_eq!(after, want);
+    }
+}

@@ -308,6 +308,30 @@ fn chunks_usage_and_tools() {
         ),
         r#"{"type":"error","seq":15,"time":1700000000123,"data":{"turn":1,"step":2,"message":"rate limited","code":"RATE_LIMIT"}}"#,
     );
+    check(
+        ev(
+            16,
+            EventPayload::Compaction(dsh_session::CompactionEvent {
+                from_seq: 0,
+                to_seq: 9,
+                summary: "Goal: fix it".into(),
+                tokens_after: 812,
+            }),
+        ),
+        r#"{"type":"compaction/summary","seq":16,"time":1700000000123,"data":{"fromSeq":0,"toSeq":9,"summary":"Goal: fix it","tokensAfter":812}}"#,
+    );
+    check(
+        ev(
+            17,
+            EventPayload::Prune(dsh_session::PruneEvent {
+                seqs: vec![4, 7],
+                head_chars: 4096,
+                tail_chars: 1024,
+                tokens_after: 5000,
+            }),
+        ),
+        r#"{"type":"compaction/prune","seq":17,"time":1700000000123,"data":{"seqs":[4,7],"headChars":4096,"tailChars":1024,"tokensAfter":5000}}"#,
+    );
 }
 
 #[test]
@@ -367,6 +391,8 @@ fn kind_names_match_the_reference_table() {
             "steering/message",
             "usage",
             "error",
+            "compaction/summary",
+            "compaction/prune",
         ]
     );
 }

@@ -713,6 +713,26 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 format!("error{}: {message}", code_label(code.as_deref())),
             )
         }
+        EventPayload::Compaction(c) => (
+            2,
+            format!(
+                "compaction: events {}..={} replaced by a summary ({} chars; next request ≈ {} tokens)",
+                c.from_seq,
+                c.to_seq,
+                c.summary.chars().count(),
+                c.tokens_after
+            ),
+        ),
+        EventPayload::Prune(p) => (
+            2,
+            format!(
+                "compaction: {} old tool result(s) cut to {}+{} chars (next request ≈ {} tokens)",
+                p.seqs.len(),
+                p.head_chars,
+                p.tail_chars,
+                p.tokens_after
+            ),
+        ),
         EventPayload::Other { kind, data } if kind == dsh::approval::ASKED_KIND => {
             let field = |k: &str| data.get(k).and_then(|v| v.as_str()).unwrap_or("?");
             let mut text = format!(

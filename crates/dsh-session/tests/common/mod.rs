@@ -366,8 +366,35 @@ pub fn non_message_event() -> impl Strategy<Value = EventPayload> {
     ]
 }
 
+/// Compaction events (summaries and prunes) over seqs of a short log.
+pub fn compaction_event() -> impl Strategy<Value = EventPayload> {
+    prop_oneof![
+        (0u64..40, 0u64..40, any_text(), 0u64..10_000).prop_map(|(a, b, summary, tokens_after)| {
+            EventPayload::Compaction(dsh_session::CompactionEvent {
+                from_seq: a.min(b),
+                to_seq: a.max(b),
+                summary,
+                tokens_after,
+            })
+        }),
+        (prop::collection::btree_set(0u64..40, 0..5), 0usize..8, 0usize..8, 0u64..10_000)
+            .prop_map(|(seqs, head_chars, tail_chars, tokens_after)| {
+                EventPayload::Prune(dsh_session::PruneEvent {
+                    seqs: seqs.into_iter().collect(),
+                    head_chars,
+                    tail_chars,
+                    tokens_after,
+                })
+            }),
+    ]
+}
+
 pub fn any_event_data() -> impl Strategy<Value = EventPayload> {
-    prop_oneof![message_event(), non_message_event()]
+    prop_oneof![
+        4 => message_event(),
+        4 => non_message_event(),
+        1 => compaction_event()
+    ]
 }
 
 pub fn any_log(max: usize) -> impl Strategy<Value = Vec<EventPayload>> {
