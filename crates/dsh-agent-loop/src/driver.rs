@@ -266,13 +266,47 @@ struct Reply {
     usage: Option<TokenUsage>,
 }
 
-/// Builds the request, runs `agent/request`, streams the model (logging each
-/// raw chunk) and assembles the reply; runs `agent/step-result` on it.
+/// [`stream_once`], and once more with `overflowed` set when the provider
+/// rejected the first attempt as longer than the context window before any
+/// output (an `agent/request` listener compacts for the retry). A second
+/// overflow fails the step with `CONTEXT_WINDOW_EXCEEDED`.
 async fn stream_step(
     agent: &Arc<LoopAgent>,
     at: StepEvent,
     cancel: &CancellationToken,
 ) -> Result<Reply, DshError> {
+    match stream_once(agent, at, cancel, false).await {
+        Err(Attempt::Overflow(_)) => match stream_once(agent, at, cancel, true).await {
+            Ok(reply) => Ok(reply),
+            Err(Attempt::Overflow(e) | Attempt::Failed(e)) => Err(e),
+        },
+        Ok(reply) => Ok(reply),
+        Err(Attempt::Failed(e)) => Err(e),
+    }
+}
+
+/// How one attempt at a step's model call failed.
+enum Attempt {
+    /// `CONTEXT_WINDOW_EXCEEDED` before any chunk: worth one retry.
+    Overflow(DshError),
+    /// Anything else.
+    Failed(DshError),
+}
+
+impl From<DshError> for Attempt {
+    fn from(e: DshError) -> Self {
+        Attempt::Failed(e)
+    }
+}
+
+/// Builds the request, runs `agent/request`, streams the model (logging each
+/// raw chunk) and assembles the reply; runs `agent/step-result` on it.
+async fn stream_once(
+    agent: &Arc<LoopAgent>,
+    at: StepEvent,
+    cancel: &CancellationToken,
+    overflowed: bool,
+) -> Result<Reply, Attempt> {
     let hooks = agent.services.registry.hooks();
     let StepEvent { turn, step } = at;
     let request = build_request(agent, cancel).await;
@@ -281,19 +315,20 @@ async fn stream_step(
         turn,
         step,
         request,
+        overflowed,
     };
     let request = hooks
         .request
         .call(ctx, |c| async move { Ok(c.request) })
         .await?;
     if request.model.is_empty() {
-        return Err(DshError::new(
+        return Err(Attempt::Failed(DshError::new(
             codes::NO_MODEL,
             format!(
                 "agent \"{}\" has no model: set AgentOptions.model or supply one via the agent/request waterfall",
                 agent.id
             ),
-        ));
+        )));
     }
 
     // What the model is about to be asked follows from the log on disk.
@@ -301,24 +336,32 @@ async fn stream_step(
     let mut stream = agent.services.llm.stream(request).await;
     let mut asm = BlockAssembler::new();
     let mut meter = StepMeter::new(agent.step_limits);
+    let mut chunks = 0usize;
     loop {
         let item = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Err(aborted_error(agent)),
+            _ = cancel.cancelled() => return Err(aborted_error(agent).into()),
             item = stream.next() => item,
         };
         let chunk = match item {
             None => break,
-            Some(Err(e)) => return Err(e.into()),
+            Some(Err(e)) => {
+                let e = DshError::from(e);
+                if chunks == 0 && !overflowed && e.code() == codes::CONTEXT_WINDOW_EXCEEDED {
+                    return Err(Attempt::Overflow(e));
+                }
+                return Err(e.into());
+            }
             Some(Ok(chunk)) => chunk,
         };
+        chunks += 1;
         if cancel.is_cancelled() {
-            return Err(aborted_error(agent));
+            return Err(aborted_error(agent).into());
         }
         // Checked before the chunk is logged: the step ends like a stream
         // error (no assistant message is recorded, so no call dangles).
         if let Err(e) = meter.observe(&chunk) {
-            return Err(DshError::new(e.code, e.message));
+            return Err(DshError::new(e.code, e.message).into());
         }
         asm.push(&chunk);
         agent.record_checked(EventPayload::AssistantChunk(ChunkEvent {
@@ -336,9 +379,12 @@ async fn stream_step(
                 code.clone()
                     .unwrap_or_else(|| codes::MODEL_ERROR.to_string()),
                 message.clone(),
-            ))
+            )
+            .into())
         }
-        FinishReason::Aborted => return Err(DshError::new(codes::ABORTED, "model stream aborted")),
+        FinishReason::Aborted => {
+            return Err(DshError::new(codes::ABORTED, "model stream aborted").into())
+        }
         _ => {}
     }
     let message = asm.message().map_err(DshError::from)?;
@@ -499,14 +545,7 @@ async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> ModelRe
                 .unwrap_or_default(),
         ),
     };
-    let system: Vec<&str> = [
-        rendered.as_str(),
-        agent.options.system_prompt.as_deref().unwrap_or(""),
-    ]
-    .into_iter()
-    .filter(|s| !s.is_empty())
-    .collect();
-    let system = system.join("\n\n");
+    let system = crate::system_text(&rendered, agent.options.system_prompt.as_deref());
     if agent.options.context_window.is_some() {
         // The fixed part of the request, for the meter while no usage
         // report anchors it.

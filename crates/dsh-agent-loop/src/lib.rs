@@ -49,6 +49,18 @@ use tokio_util::sync::CancellationToken;
 /// The source of notes the loop itself steers into a turn.
 pub const LOOP_PLUGIN_NAME: &str = "agent-loop";
 
+/// The system prompt of a request: the rendered prompt sections, then the
+/// agent's own `system_prompt`, joined by a blank line (empty parts left
+/// out). Whoever builds a request outside a step (a manual compaction)
+/// uses this to send the same text.
+pub fn system_text(rendered: &str, extra: Option<&str>) -> String {
+    [rendered, extra.unwrap_or("")]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// Kind of the log-only event carrying the context meter after each model
 /// reply (when [`AgentOptions::context_window`](dsh_agent::AgentOptions) is
 /// set): `{turn, step, tokens, window, percent}`, `tokens` being the

@@ -194,6 +194,10 @@ pub struct RequestContext {
     pub step: u64,
     /// The request (model, history, system, tools, cancel token).
     pub request: ModelRequest,
+    /// The provider rejected this step's previous attempt as longer than
+    /// the context window (`CONTEXT_WINDOW_EXCEEDED`); this is the one
+    /// retry, and a compactor should compact whatever the meter says.
+    pub overflowed: bool,
 }
 
 /// `agent/step-result` waterfall argument: the assembled assistant message.

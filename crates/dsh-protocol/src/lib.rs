@@ -30,9 +30,9 @@ pub use content::{
     StreamChunk, TextBlock, TokenUsage, ToolResultBlock, ToolSchema,
 };
 pub use event::{
-    AssistantMessageEvent, ChunkEvent, CompactionEvent, ErrorEvent, EventPayload, MessageEvent, SessionEvent,
-    PruneEvent, SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
-    TurnStartEvent, TurnTrigger, UsageEvent, EVENT_KINDS,
+    AssistantMessageEvent, ChunkEvent, CompactionEvent, ErrorEvent, EventPayload, MessageEvent,
+    PruneEvent, SessionEvent, SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent,
+    TurnEndEvent, TurnEndReason, TurnStartEvent, TurnTrigger, UsageEvent, EVENT_KINDS,
 };
 pub use ids::{AgentId, CallId, SessionId};
 pub use permission::SandboxMode;

@@ -63,32 +63,66 @@ pub fn summary_message(summary: &str) -> Message {
     }
 }
 
-/// `text` cut to its first `head` and last `tail` characters with a
-/// marker saying how much was left out; unchanged when it is not longer
-/// than `head + tail`.
-pub fn prune_text(text: &str, head: usize, tail: usize) -> String {
+/// The marker between the kept head and tail of a pruned text.
+fn prune_marker(cut_chars: usize) -> String {
+    format!(
+        "\n… [{cut_chars} characters of this old tool result pruned; the session log keeps the full text] …\n"
+    )
+}
+
+/// Where `text` is cut to keep `head` and `tail` characters: the byte
+/// offsets of the head's end and the tail's start and the characters cut;
+/// `None` when it is not longer than `head + tail`.
+fn prune_points(text: &str, head: usize, tail: usize) -> Option<(usize, usize, usize)> {
+    if text.len() <= head + tail {
+        return None;
+    }
     let total = text.chars().count();
     if total <= head + tail {
-        return text.to_string();
+        return None;
     }
     let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
     let tail_start = text
         .char_indices()
         .nth(total - tail)
         .map_or(text.len(), |(i, _)| i);
-    format!(
-        "{}\n… [{} characters of this old tool result pruned; the session log keeps the full text] …\n{}",
-        &text[..head_end],
-        total - head - tail,
-        &text[tail_start..]
-    )
+    Some((head_end, tail_start, total - head - tail))
+}
+
+/// `text` cut to its first `head` and last `tail` characters with a
+/// marker saying how much was left out; unchanged when it is not longer
+/// than `head + tail`.
+pub fn prune_text(text: &str, head: usize, tail: usize) -> String {
+    match prune_points(text, head, tail) {
+        None => text.to_string(),
+        Some((head_end, tail_start, cut)) => format!(
+            "{}{}{}",
+            &text[..head_end],
+            prune_marker(cut),
+            &text[tail_start..]
+        ),
+    }
+}
+
+/// The byte length of [`prune_text`]`(text, head, tail)`, without building it.
+pub fn pruned_len(text: &str, head: usize, tail: usize) -> usize {
+    match prune_points(text, head, tail) {
+        None => text.len(),
+        Some((head_end, tail_start, cut)) => {
+            head_end + prune_marker(cut).len() + (text.len() - tail_start)
+        }
+    }
 }
 
 fn prune_block(block: &ContentBlock, head: usize, tail: usize) -> ContentBlock {
     match block {
         ContentBlock::ToolResult(r) => {
             let mut r = r.clone();
-            r.content = r.content.iter().map(|b| prune_block(b, head, tail)).collect();
+            r.content = r
+                .content
+                .iter()
+                .map(|b| prune_block(b, head, tail))
+                .collect();
             ContentBlock::ToolResult(r)
         }
         ContentBlock::Text(t) => ContentBlock::text(prune_text(&t.text, head, tail)),
@@ -212,6 +246,17 @@ fn json_string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pruned_texts_keep_head_and_tail_and_say_how_much_was_cut() {
+        let text = format!("{}{}{}", "h".repeat(5), "é".repeat(10), "t".repeat(3));
+        let cut = prune_text(&text, 5, 3);
+        assert!(cut.starts_with("hhhhh\n… [10 characters of this old tool result pruned"));
+        assert!(cut.ends_with("] …\nttt"));
+        assert_eq!(pruned_len(&text, 5, 3), cut.len());
+        assert_eq!(prune_text("short", 5, 3), "short");
+        assert_eq!(pruned_len("short", 5, 3), 5);
+    }
 
     #[test]
     fn envelope_escapes_the_kind_as_json() {

@@ -32,8 +32,8 @@ pub struct TokenMeter {
     seen: usize,
 }
 
-/// Bytes of text a block adds to a request.
-fn block_bytes(b: &ContentBlock) -> u64 {
+/// Bytes of text a block adds to a request (what the estimate counts).
+pub fn block_bytes(b: &ContentBlock) -> u64 {
     let n = match b {
         ContentBlock::Text(t) => t.text.len(),
         ContentBlock::Reasoning(r) => r.text.len(),

@@ -182,6 +182,13 @@ impl Session {
         self.lock().history.history()
     }
 
+    /// [`Session::derive_messages`] with the `seq` of the event each
+    /// message came from ([`Deriver::seqs`](crate::Deriver::seqs)); O(n).
+    pub fn derive_messages_with_seqs(&self) -> (History, Vec<u64>) {
+        let st = self.lock();
+        (st.history.history(), st.history.seqs().to_vec())
+    }
+
     /// The turn number of the last `turn/start` event, 0 if there is none.
     pub fn last_turn(&self) -> u64 {
         self.lock().last_turn

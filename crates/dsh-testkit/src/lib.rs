@@ -174,8 +174,13 @@ impl ScriptedResponse {
     }
 }
 
+/// Computes the response to a request (see [`LoopbackServer::start_with`]).
+pub type Responder = Box<dyn Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync>;
+
 struct Shared {
     script: Mutex<VecDeque<ScriptedResponse>>,
+    /// Answers when the script is empty, instead of the 500.
+    responder: Option<Responder>,
     requests: Mutex<Vec<RecordedRequest>>,
     request_arrived: Notify,
     bodies_dropped: Mutex<usize>,
@@ -205,10 +210,31 @@ impl LoopbackServer {
     pub async fn start(
         script: impl IntoIterator<Item = ScriptedResponse>,
     ) -> std::io::Result<Self> {
+        Self::serve(script.into_iter().collect(), None).await
+    }
+
+    /// Like [`LoopbackServer::start`] with an empty script: every request
+    /// is answered by `responder` (which sees the recorded request, so a
+    /// test can answer by content: a summary request differently from a
+    /// step). Scripted responses pushed later still go first.
+    ///
+    /// # Errors
+    /// When the socket cannot be bound.
+    pub async fn start_with(
+        responder: impl Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
+    ) -> std::io::Result<Self> {
+        Self::serve(VecDeque::new(), Some(Box::new(responder))).await
+    }
+
+    async fn serve(
+        script: VecDeque<ScriptedResponse>,
+        responder: Option<Responder>,
+    ) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            script: Mutex::new(script.into_iter().collect()),
+            script: Mutex::new(script),
+            responder,
             requests: Mutex::new(Vec::new()),
             request_arrived: Notify::new(),
             bodies_dropped: Mutex::new(0),
@@ -361,24 +387,25 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             .collect(),
         body,
     };
-    shared
-        .requests
-        .lock()
-        .expect("requests lock poisoned")
-        .push(recorded);
-    shared.request_arrived.notify_waiters();
-
-    let scripted = shared
+    let from_script = shared
         .script
         .lock()
         .expect("script lock poisoned")
-        .pop_front()
+        .pop_front();
+    let scripted = from_script
+        .or_else(|| shared.responder.as_ref().map(|r| r(&recorded)))
         .unwrap_or_else(|| {
             ScriptedResponse::json(
                 500,
                 &serde_json::json!({"error": {"message": "loopback: no scripted response left"}}),
             )
         });
+    shared
+        .requests
+        .lock()
+        .expect("requests lock poisoned")
+        .push(recorded);
+    shared.request_arrived.notify_waiters();
     build_response(scripted, shared)
 }
 

@@ -57,6 +57,9 @@ pub struct FileConfig {
     /// `[models.<name>]`: per-model settings (`context_window`).
     #[serde(default)]
     pub models: BTreeMap<String, ModelSection>,
+    /// `[compaction]`: when and how much of the history is compacted.
+    #[serde(default)]
+    pub compaction: CompactionSection,
     /// Bash executor settings.
     #[serde(default)]
     pub bash: BashSection,
@@ -83,6 +86,18 @@ pub struct ClaudeHooksFile {
     pub path: PathBuf,
     /// Its text (parsed when the stack resolves).
     pub text: String,
+}
+
+/// `[compaction]`: automatic context compaction.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionSection {
+    /// Compact before a step when the next request passes this fraction of
+    /// the context window (default 0.8; above 0, at most 1).
+    pub threshold: Option<f64>,
+    /// Keep this fraction of the window of the most recent history
+    /// verbatim (default 0.16; at least 0, below `threshold`).
+    pub retain: Option<f64>,
 }
 
 /// `[models.<name>]`: settings of one model.
@@ -256,6 +271,10 @@ impl FileConfig {
             max_result_bytes: upper.max_result_bytes.or(self.max_result_bytes),
             max_tool_calls: upper.max_tool_calls.or(self.max_tool_calls),
             max_step_output_bytes: upper.max_step_output_bytes.or(self.max_step_output_bytes),
+            compaction: CompactionSection {
+                threshold: upper.compaction.threshold.or(self.compaction.threshold),
+                retain: upper.compaction.retain.or(self.compaction.retain),
+            },
             models: {
                 let mut models = self.models;
                 for (name, m) in upper.models {

@@ -39,7 +39,9 @@ pub mod trust;
 
 pub use dsh_protocol::SandboxMode;
 pub use settings::{resolve, Resolved, Settings};
-pub use stack::{feed_prompt, PreparedSession, Stack, StackOptions, SANDBOX_MODE_EVENT};
+pub use stack::{
+    feed_prompt, PreparedSession, Stack, StackOptions, NEEDS_MODEL, SANDBOX_MODE_EVENT,
+};
 pub use trust::ProjectTrust;
 
 use dsh_kernel::{DshError, ErrorCode};

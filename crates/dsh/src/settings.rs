@@ -96,6 +96,8 @@ pub struct Resolved {
     /// The resolved model's context window in tokens (`[models.<name>]
     /// context_window`, else the model table's).
     pub context_window: u64,
+    /// Compaction settings for that window (`[compaction]`).
+    pub compaction: dsh_compaction::CompactionConfig,
     /// Command hooks from `[[hooks.<Event>]]` and `hooks.json` files, in
     /// configuration order (user config first).
     pub hooks: dsh_hooks::HookSet,
@@ -276,7 +278,21 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         .get(&model)
         .and_then(|m| m.context_window)
         .unwrap_or(dsh_llm_deepseek::CONTEXT_WINDOW);
+    let mut compaction = dsh_compaction::CompactionConfig::for_window(context_window);
+    if let Some(t) = file.compaction.threshold {
+        compaction.threshold = t;
+    }
+    if let Some(r) = file.compaction.retain {
+        compaction.retain = r;
+    }
+    if compaction.retain >= compaction.threshold {
+        return Err(StackError::Usage(format!(
+            "invalid config: [compaction] retain ({}) must be below threshold ({})",
+            compaction.retain, compaction.threshold
+        )));
+    }
     Ok(Resolved {
+        compaction,
         permission,
         permission_source,
         approval: file_permission.approval.unwrap_or_default(),
@@ -401,6 +417,20 @@ fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
     if let Some(section) = &f.hooks {
         if let Err(e) = dsh_hooks::HookSet::from_section(section, "[hooks]") {
             return bad(e);
+        }
+    }
+    if let Some(t) = f.compaction.threshold {
+        if !(t > 0.0 && t <= 1.0) {
+            return bad(format!(
+                "[compaction] threshold = {t} must be above 0 and at most 1"
+            ));
+        }
+    }
+    if let Some(r) = f.compaction.retain {
+        if !(0.0..1.0).contains(&r) {
+            return bad(format!(
+                "[compaction] retain = {r} must be at least 0 and below 1"
+            ));
         }
     }
     for (name, m) in &f.models {

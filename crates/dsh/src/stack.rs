@@ -55,6 +55,9 @@ pub struct Stack {
     /// The command hooks, when any is configured (see
     /// [`Stack::submit_prompt`]).
     pub hooks: Option<Arc<crate::hooks::Installed>>,
+    /// Context compaction (automatic on `agent/request`; see
+    /// [`Stack::compact_now`]).
+    pub compactor: Arc<dsh_compaction::Compactor>,
     /// What the stack was built from.
     pub resolved: Resolved,
     /// Which parts it includes.
@@ -222,6 +225,8 @@ impl Stack {
             scope.add(reg);
             installed
         });
+        let compactor = dsh_compaction::Compactor::new(resolved.compaction.clone(), llm.clone());
+        scope.add(compactor.install(&agents));
         let resolved_warnings = resolved.warnings.clone();
         Ok(Stack {
             kernel,
@@ -235,6 +240,7 @@ impl Stack {
             fence,
             approver,
             hooks,
+            compactor,
             resolved,
             options,
             mcp: Vec::new(),
@@ -490,6 +496,40 @@ impl Stack {
         }
     }
 
+    /// Compacts `agent`'s history now (`/compact [focus]`, `dsh session
+    /// compact`), with the system prompt and tools a step would send, so
+    /// the summary request matches the agent's own. Call it while the
+    /// agent is idle.
+    ///
+    /// # Errors
+    /// [`StackError::Usage`] with [`NEEDS_MODEL`] on the offline echo
+    /// model; [`StackError::Failed`] when the summary request fails
+    /// (nothing was replaced then).
+    pub async fn compact_now(
+        &self,
+        agent: &Arc<dyn Agent>,
+        focus: Option<&str>,
+    ) -> Result<dsh_compaction::Outcome, StackError> {
+        if self.resolved.model == ECHO_MODEL {
+            return Err(StackError::Usage(NEEDS_MODEL.to_string()));
+        }
+        let assembly = self.prompt.assemble().await;
+        let system = dsh_agent_loop::system_text(
+            &dsh_prompt::render(&assembly),
+            self.resolved.system_prompt.as_deref(),
+        );
+        let request = dsh_llm::ModelRequest {
+            model: self.resolved.model.clone(),
+            system: (!system.is_empty()).then_some(system),
+            tools: (!assembly.tools.is_empty()).then_some(assembly.tools),
+            ..Default::default()
+        };
+        self.compactor
+            .compact(agent, &request, dsh_compaction::Reason::Manual, focus)
+            .await
+            .map_err(StackError::from)
+    }
+
     /// Logs the permission mode in force and where it came from to the
     /// agent's session (`sandbox/mode`, `{"mode", "source"}`). A front end
     /// calls it once its listeners are in place, before the first turn.
@@ -563,6 +603,9 @@ fn set_fence(fence: &Fence, mode: SandboxMode, cwd: &std::path::Path) {
             .to_vec(),
     );
 }
+
+/// Why a compaction cannot run on the offline echo model.
+pub const NEEDS_MODEL: &str = "compaction needs a model to write the summary, and the offline echo model cannot: set DEEPSEEK_API_KEY (or [deepseek] api_key) and pick a model with --model";
 
 /// The kind of the log-only event that records the permission mode.
 pub const SANDBOX_MODE_EVENT: &str = "sandbox/mode";

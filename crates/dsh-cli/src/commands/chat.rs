@@ -165,6 +165,10 @@ async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> 
             eprintln!("{reply}");
             continue;
         }
+        if let Some(focus) = compact_command(&line) {
+            eprintln!("{}", compact(app, agent, focus.as_deref(), false).await);
+            continue;
+        }
         let blocks = match app.submit_prompt(agent, &line).await {
             PromptDecision::Send(blocks) => blocks,
             PromptDecision::Blocked(reason) => {
@@ -212,6 +216,40 @@ fn chat_command(app: &App, agent: &dyn Agent, line: &str) -> Option<String> {
             "dsh: usage: /permission [read-only|workspace-write|danger-full-access]".to_string()
         }
     })
+}
+
+/// `Some(focus)` when `line` is `/compact [focus]`.
+fn compact_command(line: &str) -> Option<Option<String>> {
+    let rest = line.trim().strip_prefix("/compact")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let focus = rest.trim();
+    Some((!focus.is_empty()).then(|| focus.to_string()))
+}
+
+/// Runs `/compact` and says what it did.
+async fn compact(app: &App, agent: &Arc<dyn Agent>, focus: Option<&str>, running: bool) -> String {
+    if running {
+        return "dsh: /compact runs between turns; try again when this one has ended".into();
+    }
+    let window = app.resolved.context_window;
+    match app.compact_now(agent, focus).await {
+        Ok(dsh_compaction::Outcome::Nothing) => "nothing to compact".into(),
+        Ok(dsh_compaction::Outcome::Pruned { tokens_after }) => format!(
+            "compacted: old tool results cut ({})",
+            dsh_session::format_usage(tokens_after, window)
+        ),
+        Ok(dsh_compaction::Outcome::Summarised { tokens_after }) => format!(
+            "compacted: the older history is now a summary ({})",
+            dsh_session::format_usage(tokens_after, window)
+        ),
+        Ok(dsh_compaction::Outcome::FellBack { tokens_after }) => format!(
+            "compacted: the summary was not shorter, so old tool results were cut instead ({})",
+            dsh_session::format_usage(tokens_after, window)
+        ),
+        Err(e) => format!("dsh: {e}"),
+    }
 }
 
 enum Input {
@@ -316,6 +354,11 @@ async fn interactive_loop(
                 }
                 if let Some(reply) = chat_command(app, agent.as_ref(), &line) {
                     eprintln!("{reply}");
+                    continue;
+                }
+                if let Some(focus) = compact_command(&line) {
+                    let reply = compact(app, agent, focus.as_deref(), running).await;
+                    printer.notice(&crate::sanitize::visible(&reply));
                     continue;
                 }
                 let blocks = match app.submit_prompt(agent, &line).await {

@@ -75,6 +75,20 @@ enum SessionCommand {
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
     },
+    /// Compact a saved session now: old tool results are cut and the older
+    /// history is replaced by a summary the model writes (needs a model;
+    /// the offline echo model cannot, exit 2). The events are appended to
+    /// the session's log.
+    Compact {
+        /// The session to compact.
+        #[arg(value_name = "ID")]
+        id: String,
+        /// What the summary should keep in particular.
+        #[arg(long, value_name = "TEXT")]
+        focus: Option<String>,
+        #[command(flatten)]
+        stack: crate::app::StackArgs,
+    },
     /// Remove the files kept for saved sessions (spilled tool output under
     /// <session-dir>/<id>/); the logs stay, and `session show` then says
     /// which files were removed. Sessions in use are skipped.
@@ -129,7 +143,59 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
             all,
             session_dir,
         } => clean(session_dir, &ids, all),
+        SessionCommand::Compact { id, focus, stack } => {
+            crate::commands::block_on(compact(id, focus, stack))
+        }
     }
+}
+
+async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs) -> u8 {
+    let resolved = match crate::app::resolve(&stack) {
+        Ok(r) => r,
+        Err(e) => return crate::commands::report(&e),
+    };
+    if resolved.model == dsh::echo_model::ECHO_MODEL {
+        eprintln!("dsh: {}", dsh::NEEDS_MODEL);
+        return 2;
+    }
+    let (app, handle) = match crate::commands::start_agent(&stack, Some(&id)).await {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    let agent = handle.agent();
+    let code = match app.compact_now(&agent, focus.as_deref()).await {
+        Ok(outcome) => {
+            let window = app.resolved.context_window;
+            let (what, tokens) = match outcome {
+                dsh_compaction::Outcome::Nothing => ("nothing to compact", None),
+                dsh_compaction::Outcome::Pruned { tokens_after } => {
+                    ("old tool results cut", Some(tokens_after))
+                }
+                dsh_compaction::Outcome::Summarised { tokens_after } => {
+                    ("the older history is now a summary", Some(tokens_after))
+                }
+                dsh_compaction::Outcome::FellBack { tokens_after } => (
+                    "the summary was not shorter, so old tool results were cut instead",
+                    Some(tokens_after),
+                ),
+            };
+            match tokens {
+                Some(t) => eprintln!(
+                    "session {id}: {what} ({})",
+                    dsh_session::format_usage(t, window)
+                ),
+                None => eprintln!("session {id}: {what}"),
+            }
+            0
+        }
+        Err(e) => crate::commands::report(&e),
+    };
+    crate::commands::shutdown_bounded(async {
+        handle.dispose().await;
+        app.shutdown().await;
+    })
+    .await;
+    code
 }
 
 fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {

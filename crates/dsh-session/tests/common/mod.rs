@@ -377,7 +377,12 @@ pub fn compaction_event() -> impl Strategy<Value = EventPayload> {
                 tokens_after,
             })
         }),
-        (prop::collection::btree_set(0u64..40, 0..5), 0usize..8, 0usize..8, 0u64..10_000)
+        (
+            prop::collection::btree_set(0u64..40, 0..5),
+            0usize..8,
+            0usize..8,
+            0u64..10_000
+        )
             .prop_map(|(seqs, head_chars, tail_chars, tokens_after)| {
                 EventPayload::Prune(dsh_session::PruneEvent {
                     seqs: seqs.into_iter().collect(),

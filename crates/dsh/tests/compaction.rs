@@ -1,0 +1,330 @@
+//! Long sessions against a loopback DeepSeek server: with
+//! `context_window = 8000`, a 40-step task compacts at the threshold (same
+//! system prompt and tools for the summary, call/result pairs intact, the
+//! wire rules hold in every request) and finishes; a context-length 400
+//! compacts and retries once; a second one ends the turn with
+//! `CONTEXT_WINDOW_EXCEEDED`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh::{Settings, Stack};
+use dsh_agent::Agent;
+use dsh_llm::{ContentBlock, MessageSource};
+use dsh_session::{EventPayload, TurnEndReason};
+use dsh_testkit::{LoopbackServer, RecordedRequest, ScriptedResponse};
+use serde_json::{json, Value};
+
+const OVERFLOW: &str = "This model's maximum context length is 8000 tokens. However, you requested 9100 tokens (9000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.";
+
+fn sse(payloads: Vec<Value>, prompt_tokens: usize) -> ScriptedResponse {
+    let mut all: Vec<String> = payloads.into_iter().map(|p| p.to_string()).collect();
+    all.push(
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":prompt_tokens,"completion_tokens":20}})
+            .to_string(),
+    );
+    all.push("[DONE]".into());
+    ScriptedResponse::sse(&all)
+}
+
+fn text(t: &str, prompt_tokens: usize) -> ScriptedResponse {
+    sse(
+        vec![
+            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":t},"finish_reason":null}]}),
+        ],
+        prompt_tokens,
+    )
+}
+
+fn bash_call(id: &str, command: &str, prompt_tokens: usize) -> ScriptedResponse {
+    let args = json!({"command": command, "description": "make output"}).to_string();
+    sse(
+        vec![
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":id,"type":"function","function":{"name":"bash","arguments":args}}]},"finish_reason":null}]}),
+        ],
+        prompt_tokens,
+    )
+}
+
+fn is_summary_request(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|c| c.starts_with("Your context window is nearly full"))
+}
+
+fn tool_messages(body: &Value) -> usize {
+    body["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count())
+}
+
+/// The wire rules: every tool call answered by a tool message after it,
+/// no tool message without its call.
+fn assert_wire_valid(body: &Value) {
+    let mut open: Vec<String> = Vec::new();
+    for m in body["messages"].as_array().unwrap() {
+        if let Some(calls) = m["tool_calls"].as_array() {
+            for c in calls {
+                open.push(c["id"].as_str().unwrap().to_string());
+            }
+        }
+        if m["role"] == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap();
+            let at = open.iter().position(|o| o == id);
+            assert!(at.is_some(), "orphan tool message {id}");
+            open.remove(at.unwrap());
+        }
+    }
+    assert!(open.is_empty(), "unanswered calls {open:?}");
+}
+
+struct World {
+    stack: Stack,
+    _dir: tempfile::TempDir,
+}
+
+fn world(server: &LoopbackServer) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("dsh.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\nmax_retries = 0\n[models.\"deepseek-v4-flash\"]\ncontext_window = 8000\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let resolved = dsh::resolve(&Settings {
+        config: Some(config),
+        cwd: Some(dir.path().to_path_buf()),
+        session_dir: Some(dir.path().join("sessions")),
+        ..Default::default()
+    })
+    .unwrap();
+    World {
+        stack: Stack::build(resolved).unwrap(),
+        _dir: dir,
+    }
+}
+
+/// Sends `prompt` and waits for the turn's end reason.
+async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) -> TurnEndReason {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reg = stack.agents.hooks().event.on(move |e| {
+        if let EventPayload::TurnEnd(end) = &e.event.data {
+            let _ = tx.send(end.reason.clone());
+        }
+    });
+    agent
+        .send(vec![ContentBlock::text(prompt)], MessageSource::User)
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(120), rx.recv())
+        .await
+        .expect("the turn ended in time")
+        .unwrap();
+    reg.undo();
+    reason
+}
+
+fn bodies(server: &LoopbackServer) -> Vec<Value> {
+    server
+        .requests()
+        .iter()
+        .map(RecordedRequest::json)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forty_tool_steps_compact_at_the_threshold_and_finish() {
+    let steps = Arc::new(AtomicUsize::new(0));
+    let st = steps.clone();
+    let server = LoopbackServer::start_with(move |req| {
+        let body = req.json();
+        let prompt_tokens = req.body.len() / 4;
+        if is_summary_request(&body) {
+            return text(
+                "## User goal and constraints\nMake output forty times.\n## Current work\nStep N.\n## Next step\nContinue.",
+                prompt_tokens,
+            );
+        }
+        // Steps answered so far (the history no longer shows them all).
+        let done = st.fetch_add(1, Ordering::SeqCst);
+        if done >= 40 {
+            text("all forty done", prompt_tokens)
+        } else {
+            bash_call(
+                &format!("call_{}", req.body.len()),
+                "head -c 1200 /dev/zero | tr '\\0' a",
+                prompt_tokens,
+            )
+        }
+    })
+    .await
+    .unwrap();
+    let w = world(&server);
+    let handle = w.stack.create_agent(None).unwrap();
+    let agent = handle.agent();
+    let reason = turn(&w.stack, &agent, "make output forty times").await;
+    assert_eq!(reason, TurnEndReason::Completed);
+
+    let all = bodies(&server);
+    let (summaries, steps): (Vec<&Value>, Vec<&Value>) =
+        all.iter().partition(|b| is_summary_request(b));
+    assert!(!summaries.is_empty(), "the session compacted");
+    for b in &all {
+        assert_wire_valid(b);
+    }
+    // The summary request reuses the step's system prompt and tools.
+    let system = &steps[0]["messages"][0];
+    assert_eq!(system["role"], "system");
+    for s in &summaries {
+        assert_eq!(&s["messages"][0], system);
+        assert_eq!(s["tools"], steps[0]["tools"]);
+    }
+    // After the first compaction every request carries the summary, and
+    // stays well inside the window.
+    let first_summary = all.iter().position(is_summary_request).unwrap();
+    for b in &all[first_summary + 1..] {
+        let text = b.to_string();
+        assert!(
+            text.contains("<compacted-summary>"),
+            "summary in the history"
+        );
+    }
+    let last = all.last().unwrap();
+    assert!(
+        last.to_string().len() / 4 < 8000,
+        "the final request fits the window"
+    );
+    // The log: 40 results, the compaction bracket, and replay derives the
+    // history the session holds.
+    let session = agent.session();
+    let events: Vec<dsh_session::SessionEvent> =
+        session.events().iter().map(|e| (**e).clone()).collect();
+    let results = events
+        .iter()
+        .filter(|e| matches!(e.data, EventPayload::ToolResult(_)))
+        .count();
+    assert_eq!(results, 40);
+    let kinds: Vec<&str> = events.iter().map(|e| e.data.kind()).collect();
+    let start = kinds.iter().position(|k| *k == "compaction/start").unwrap();
+    let EventPayload::Other { data, .. } = &events[start].data else {
+        panic!("start is log-only")
+    };
+    assert_eq!(data["reason"], "threshold");
+    assert_eq!(kinds[start + 1], "compaction/summary");
+    assert_eq!(kinds[start + 2], "compaction/end");
+    assert_eq!(
+        dsh_session::derive_messages(&events),
+        session.derive_messages().to_vec(),
+        "replay derives the live history"
+    );
+    // The last request holds the system prompt plus one wire message per
+    // history message (each tool result is one `tool` message).
+    assert_eq!(
+        last["messages"].as_array().unwrap().len(),
+        1 + session.derive_messages().len() - 1,
+        "the final answer is not in its own request"
+    );
+    handle.dispose().await;
+    w.stack.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_length_400_compacts_and_retries_once_and_a_second_ends_the_turn() {
+    // Steps 1–3 make output; the 4th step's first attempt overflows; after
+    // the summary the retry is accepted and the model answers.
+    let overflowed = Arc::new(AtomicUsize::new(0));
+    let o = overflowed.clone();
+    let server = LoopbackServer::start_with(move |req| {
+        let body = req.json();
+        let prompt_tokens = req.body.len() / 4;
+        if is_summary_request(&body) {
+            return text("## Current work\nThree outputs made.", prompt_tokens);
+        }
+        let done = tool_messages(&body);
+        let summarised = body.to_string().contains("<compacted-summary>");
+        if done == 3 && !summarised {
+            o.fetch_add(1, Ordering::SeqCst);
+            return ScriptedResponse::json(
+                400,
+                &json!({"error":{"message": OVERFLOW, "type":"invalid_request_error"}}),
+            );
+        }
+        if done >= 3 || summarised {
+            text("finished after the overflow", prompt_tokens)
+        } else {
+            bash_call(&format!("c{done}"), "echo out", prompt_tokens)
+        }
+    })
+    .await
+    .unwrap();
+    let w = world(&server);
+    let handle = w.stack.create_agent(None).unwrap();
+    let agent = handle.agent();
+    assert_eq!(turn(&w.stack, &agent, "go").await, TurnEndReason::Completed);
+    assert_eq!(overflowed.load(Ordering::SeqCst), 1);
+    let all = bodies(&server);
+    let n = all.len();
+    assert!(
+        is_summary_request(&all[n - 2]),
+        "compacted right after the 400"
+    );
+    assert!(all[n - 1].to_string().contains("<compacted-summary>"));
+    let session = agent.session();
+    let kinds: Vec<String> = session
+        .events()
+        .iter()
+        .map(|e| e.data.kind().to_string())
+        .collect();
+    assert!(kinds.iter().any(|k| k == "compaction/summary"));
+    let start = session
+        .events()
+        .iter()
+        .find(|e| e.data.kind() == "compaction/start")
+        .map(|e| e.data.clone())
+        .unwrap();
+    let EventPayload::Other { data, .. } = start else {
+        panic!("start is log-only")
+    };
+    assert_eq!(data["reason"], "overflow");
+    handle.dispose().await;
+    w.stack.shutdown().await;
+
+    // Always overflowing: compaction, one retry, then the turn ends.
+    let server = LoopbackServer::start_with(|req| {
+        let body = req.json();
+        if is_summary_request(&body) {
+            return text("## Current work\nnothing yet", req.body.len() / 4);
+        }
+        if tool_messages(&body) == 0 && !body.to_string().contains("<compacted-summary>") {
+            return bash_call("c0", "echo out", req.body.len() / 4);
+        }
+        ScriptedResponse::json(400, &json!({"error":{"message": OVERFLOW}}))
+    })
+    .await
+    .unwrap();
+    let w = world(&server);
+    let handle = w.stack.create_agent(None).unwrap();
+    let agent = handle.agent();
+    let reason = turn(&w.stack, &agent, "go").await;
+    match reason {
+        TurnEndReason::Error { code, .. } => {
+            assert_eq!(code.as_deref(), Some("CONTEXT_WINDOW_EXCEEDED"))
+        }
+        other => panic!("expected the overflow to end the turn, got {other:?}"),
+    }
+    let all = bodies(&server);
+    let overflows = all
+        .iter()
+        .filter(|b| !is_summary_request(b) && tool_messages(b) >= 1)
+        .count();
+    assert_eq!(overflows, 2, "the step was tried twice, not more");
+    handle.dispose().await;
+    w.stack.shutdown().await;
+}
