@@ -799,6 +799,17 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 p.tokens_after
             ),
         ),
+        EventPayload::Other { kind, data } if kind == dsh_agent_loop::CONTEXT_USAGE_KIND => {
+            let field = |k: &str| data.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            (
+                4,
+                format!(
+                    "context: {} tokens next ({})",
+                    field("tokens"),
+                    dsh_session::format_usage(field("tokens"), field("window"))
+                ),
+            )
+        }
         EventPayload::Other { kind, data } if kind == dsh::approval::ASKED_KIND => {
             let field = |k: &str| data.get(k).and_then(|v| v.as_str()).unwrap_or("?");
             let mut text = format!(
