@@ -551,13 +551,7 @@ async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> ModelRe
         // report anchors it.
         let mut m = lock(&agent.meter);
         if !m.0.is_anchored() {
-            m.1 = system.len() as u64
-                + tools
-                    .iter()
-                    .map(|t| {
-                        (t.name.len() + t.description.len() + t.parameters.to_string().len()) as u64
-                    })
-                    .sum::<u64>();
+            m.1 = dsh_session::fixed_bytes(Some(&system), &tools);
         }
     }
     ModelRequest {

@@ -240,14 +240,7 @@ pub struct Compactor {
 }
 
 fn system_and_tools_bytes(system: Option<&str>, tools: Option<&[ToolSchema]>) -> u64 {
-    system.map_or(0, str::len) as u64
-        + tools.map_or(0, |ts| {
-            ts.iter()
-                .map(|t| {
-                    (t.name.len() + t.description.len() + t.parameters.to_string().len()) as u64
-                })
-                .sum()
-        })
+    dsh_session::fixed_bytes(system, tools.unwrap_or_default())
 }
 
 impl Compactor {

@@ -15,7 +15,17 @@
 //! code, which is what fills a coding agent's context.
 
 use dsh_llm::ContentBlock;
-use dsh_protocol::{EventPayload, SessionEvent, TokenUsage};
+use dsh_protocol::{EventPayload, SessionEvent, TokenUsage, ToolSchema};
+
+/// Bytes of a request's fixed part, its system prompt and tool schemas,
+/// as [`TokenMeter::estimate`] counts them.
+pub fn fixed_bytes(system: Option<&str>, tools: &[ToolSchema]) -> u64 {
+    system.map_or(0, str::len) as u64
+        + tools
+            .iter()
+            .map(|t| (t.name.len() + t.description.len() + t.parameters.to_string().len()) as u64)
+            .sum::<u64>()
+}
 
 /// Bytes of text counted as one token by the estimate.
 pub const BYTES_PER_TOKEN: u64 = 4;

@@ -233,21 +233,8 @@ async fn compact(app: &App, agent: &Arc<dyn Agent>, focus: Option<&str>, running
     if running {
         return "dsh: /compact runs between turns; try again when this one has ended".into();
     }
-    let window = app.resolved.context_window;
     match app.compact_now(agent, focus).await {
-        Ok(dsh_compaction::Outcome::Nothing) => "nothing to compact".into(),
-        Ok(dsh_compaction::Outcome::Pruned { tokens_after }) => format!(
-            "compacted: old tool results cut ({})",
-            dsh_session::format_usage(tokens_after, window)
-        ),
-        Ok(dsh_compaction::Outcome::Summarised { tokens_after }) => format!(
-            "compacted: the older history is now a summary ({})",
-            dsh_session::format_usage(tokens_after, window)
-        ),
-        Ok(dsh_compaction::Outcome::FellBack { tokens_after }) => format!(
-            "compacted: the summary was not shorter, so old tool results were cut instead ({})",
-            dsh_session::format_usage(tokens_after, window)
-        ),
+        Ok(outcome) => crate::commands::describe_compaction(&outcome, app.resolved.context_window),
         Err(e) => format!("dsh: {e}"),
     }
 }

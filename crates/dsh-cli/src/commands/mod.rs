@@ -222,3 +222,23 @@ pub(crate) fn wait_turn_end(app: &App) -> Arc<TurnEnds> {
         _listener: ListenerGuard::new(reg),
     })
 }
+
+/// What a compaction did, for the user: `compacted: … (ctx N% · used/window)`.
+pub(crate) fn describe_compaction(outcome: &dsh_compaction::Outcome, window: u64) -> String {
+    use dsh_compaction::Outcome;
+    let (what, tokens) = match outcome {
+        Outcome::Nothing => return "nothing to compact".into(),
+        Outcome::Pruned { tokens_after } => ("old tool results cut", tokens_after),
+        Outcome::Summarised { tokens_after } => {
+            ("the older history is now a summary", tokens_after)
+        }
+        Outcome::FellBack { tokens_after } => (
+            "the summary was not shorter, so old tool results were cut instead",
+            tokens_after,
+        ),
+    };
+    format!(
+        "compacted: {what} ({})",
+        dsh_session::format_usage(*tokens, window)
+    )
+}

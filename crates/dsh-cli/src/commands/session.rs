@@ -165,27 +165,10 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
     let agent = handle.agent();
     let code = match app.compact_now(&agent, focus.as_deref()).await {
         Ok(outcome) => {
-            let window = app.resolved.context_window;
-            let (what, tokens) = match outcome {
-                dsh_compaction::Outcome::Nothing => ("nothing to compact", None),
-                dsh_compaction::Outcome::Pruned { tokens_after } => {
-                    ("old tool results cut", Some(tokens_after))
-                }
-                dsh_compaction::Outcome::Summarised { tokens_after } => {
-                    ("the older history is now a summary", Some(tokens_after))
-                }
-                dsh_compaction::Outcome::FellBack { tokens_after } => (
-                    "the summary was not shorter, so old tool results were cut instead",
-                    Some(tokens_after),
-                ),
-            };
-            match tokens {
-                Some(t) => eprintln!(
-                    "session {id}: {what} ({})",
-                    dsh_session::format_usage(t, window)
-                ),
-                None => eprintln!("session {id}: {what}"),
-            }
+            eprintln!(
+                "session {id}: {}",
+                crate::commands::describe_compaction(&outcome, app.resolved.context_window)
+            );
             0
         }
         Err(e) => crate::commands::report(&e),
