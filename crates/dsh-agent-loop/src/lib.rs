@@ -61,6 +61,21 @@ pub fn system_text(rendered: &str, extra: Option<&str>) -> String {
         .join("\n\n")
 }
 
+/// Log-only event: the system prompt requests are sent with from now on,
+/// `{"text"}` (`null` for none); written when it changes.
+pub const REQUEST_SYSTEM_KIND: &str = "request/system";
+/// Log-only event: the tool schemas sent from now on, `{"tools"}`;
+/// written when they change.
+pub const REQUEST_TOOLS_KIND: &str = "request/tools";
+/// Log-only event: the request options from now on, `{"model",
+/// "maxTokens"?, "temperature"?, "stop"?}`; written when they change.
+pub const REQUEST_OPTIONS_KIND: &str = "request/options";
+/// Log-only event, right before a step's request is sent: `{"turn",
+/// "step"}`, plus `"messages"` when the request's history is not the one
+/// derived from the log at this point (a plugin rewrote it). With the
+/// latest `request/*` parts before it, the request is rebuilt exactly.
+pub const REQUEST_SENT_KIND: &str = "request/sent";
+
 /// Kind of the log-only event carrying the context meter after each model
 /// reply (when [`AgentOptions::context_window`](dsh_agent::AgentOptions) is
 /// set): `{turn, step, tokens, window, percent}`, `tokens` being the
@@ -156,6 +171,7 @@ impl AgentLoop {
                 prompt,
             },
             meter: Mutex::new((dsh_session::TokenMeter::new(), 0)),
+            logged: Mutex::new([None; 3]),
         });
         let dyn_agent: Arc<dyn Agent> = agent.clone();
         let agent_reg = match registry.register(dyn_agent) {
@@ -294,6 +310,9 @@ struct LoopAgent {
     /// The context meter of this agent's session, and the size of the
     /// last request's system prompt and tool schemas.
     meter: Mutex<(dsh_session::TokenMeter, u64)>,
+    /// Hashes of the request parts last logged (system, tools, options),
+    /// so each is written only when it changes.
+    logged: Mutex<[Option<u64>; 3]>,
 }
 
 impl LoopAgent {

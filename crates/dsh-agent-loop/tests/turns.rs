@@ -67,8 +67,15 @@ async fn single_step_text_turn_logs_and_emits_in_reference_order() {
     send(&agent, "hi");
     tap.idle().await;
 
+    // dsh: the request log comes first (the options; no system prompt, no tools).
     let chunks = 6; // block-start, 2 deltas, block-end, usage, finish
-    let mut expected = vec!["user/message", "turn/start", "step/start"];
+    let mut expected = vec![
+        "user/message",
+        "turn/start",
+        "step/start",
+        "request/options",
+        "request/sent",
+    ];
     expected.extend(std::iter::repeat_n("assistant/chunk", chunks));
     expected.extend(["assistant/message", "usage", "step/end", "turn/end"]);
     assert_eq!(kinds(&agent.session()), expected);
@@ -83,7 +90,7 @@ async fn single_step_text_turn_logs_and_emits_in_reference_order() {
             }
         })
     ));
-    match &events[3 + chunks].data {
+    match &events[5 + chunks].data {
         EventPayload::AssistantMessage(AssistantMessageEvent {
             turn,
             step,

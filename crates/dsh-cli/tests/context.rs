@@ -162,6 +162,25 @@ async fn session_compact_summarises_a_saved_session_with_the_focus() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("\"type\":\"compaction/summary\""));
     assert!(text.contains("\"reason\":\"manual\""));
+    // The step requests, rebuilt from the log, are the bytes sent.
+    let shown = std::process::Command::new(env!("CARGO_BIN_EXE_dsh"))
+        .args(["session", "show", "--requests", log.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8(shown.stdout).unwrap();
+    let bodies: Vec<&str> = shown
+        .lines()
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .map(|pair| {
+            assert!(pair[0].starts_with("--- turn 1 step "), "{}", pair[0]);
+            pair[1]
+        })
+        .collect();
+    assert_eq!(bodies.len(), 4, "four steps, not the summary request");
+    for (i, body) in bodies.iter().enumerate() {
+        assert_eq!(body.as_bytes(), &reqs[i].body[..], "step {}", i + 1);
+    }
     // Replay now starts from the summary.
     let replay = std::process::Command::new(env!("CARGO_BIN_EXE_dsh"))
         .args(["session", "replay", log.to_str().unwrap()])

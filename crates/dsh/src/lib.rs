@@ -30,6 +30,7 @@ pub mod echo_model;
 pub mod escalation;
 pub mod hooks;
 pub mod prompt;
+pub mod requests;
 pub mod result_limit;
 mod settings;
 mod stack;

@@ -531,10 +531,17 @@ impl Stack {
     }
 
     /// Logs the permission mode in force and where it came from to the
-    /// agent's session (`sandbox/mode`, `{"mode", "source"}`). A front end
-    /// calls it once its listeners are in place, before the first turn.
+    /// agent's session (`sandbox/mode`, `{"mode", "source"}`), and the
+    /// provider's wire options (`request/adapter`). A front end calls it
+    /// once its listeners are in place, before the first turn.
     pub fn announce_permission(&self, agent: &dyn Agent) {
         log_permission(agent, self.permission(), &self.resolved.permission_source);
+        let deepseek = self
+            .resolved
+            .deepseek
+            .as_ref()
+            .filter(|_| self.resolved.model != ECHO_MODEL);
+        crate::requests::log_adapter(agent, deepseek);
     }
 
     /// Persistence starts with the first agent (or resumed session):

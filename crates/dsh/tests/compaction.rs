@@ -328,3 +328,96 @@ async fn a_context_length_400_compacts_and_retries_once_and_a_second_ends_the_tu
     handle.dispose().await;
     w.stack.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_request_is_rebuilt_from_the_log_byte_for_byte() {
+    // Turn 1: one plain answer. Then a tool is added (the tool set
+    // changes). Turn 2: 40 steps that cross a compaction.
+    let steps = Arc::new(AtomicUsize::new(0));
+    let st = steps.clone();
+    let server = LoopbackServer::start_with(move |req| {
+        let body = req.json();
+        let prompt_tokens = req.body.len() / 4;
+        if is_summary_request(&body) {
+            return text("## Current work\nMaking outputs.", prompt_tokens);
+        }
+        let n = st.fetch_add(1, Ordering::SeqCst);
+        if n == 0 || n >= 41 {
+            text("ok", prompt_tokens)
+        } else {
+            bash_call(
+                &format!("call_{n}"),
+                "head -c 1200 /dev/zero | tr '\\0' b",
+                prompt_tokens,
+            )
+        }
+    })
+    .await
+    .unwrap();
+    let w = world(&server);
+    let handle = w.stack.create_agent(None).unwrap();
+    let agent = handle.agent();
+    w.stack.announce_permission(agent.as_ref());
+    assert_eq!(
+        turn(&w.stack, &agent, "hello").await,
+        TurnEndReason::Completed
+    );
+    let extra =
+        dsh_tools::define_tool("note", "Keeps a note", |_: dsh_tools::NoArgs, _ctx| async {
+            Ok::<_, dsh_tools::ToolError>(Vec::new())
+        });
+    let _reg = w.stack.tools.register(extra.into_arc()).unwrap();
+    assert_eq!(
+        turn(&w.stack, &agent, "make forty outputs").await,
+        TurnEndReason::Completed
+    );
+
+    let sent: Vec<Vec<u8>> = server
+        .requests()
+        .iter()
+        .filter(|r| !is_summary_request(&r.json()))
+        .map(|r| r.body.to_vec())
+        .collect();
+    let events: Vec<dsh_session::SessionEvent> = agent
+        .session()
+        .events()
+        .iter()
+        .map(|e| (**e).clone())
+        .collect();
+    let rebuilt = dsh::requests::step_requests(&events);
+    assert_eq!(rebuilt.len(), sent.len(), "one marker per step request");
+    assert!(
+        events.iter().any(|e| e.data.kind() == "compaction/summary"),
+        "the session crossed a compaction"
+    );
+    let tool_sets = events
+        .iter()
+        .filter(|e| e.data.kind() == "request/tools")
+        .count();
+    assert_eq!(
+        tool_sets, 2,
+        "the tools were logged again when they changed, only then"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.data.kind() == "request/system")
+            .count(),
+        1,
+        "the system prompt is written once"
+    );
+    for (i, (r, body)) in rebuilt.iter().zip(&sent).enumerate() {
+        let mine = dsh::requests::deepseek_body(&r.request, &r.adapter).unwrap();
+        assert!(
+            mine == *body,
+            "step {} (turn {}, step {}) differs:\nsent    {}\nrebuilt {}",
+            i,
+            r.turn,
+            r.step,
+            String::from_utf8_lossy(body),
+            String::from_utf8_lossy(&mine)
+        );
+    }
+    handle.dispose().await;
+    w.stack.shutdown().await;
+}

@@ -38,6 +38,10 @@ enum SessionCommand {
         /// Also print every raw stream chunk.
         #[arg(long)]
         chunks: bool,
+        /// Print the exact request body of every step instead, rebuilt
+        /// from the log (`--- turn T step S: N bytes`, then the body).
+        #[arg(long, conflicts_with = "chunks")]
+        requests: bool,
         /// Directory of session logs (default as for `list`), for an ID.
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
@@ -115,11 +119,13 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
         SessionCommand::Show {
             file,
             chunks,
+            requests,
             session_dir,
         } => match locate(&file, session_dir)
             .ok_or(2)
             .and_then(|f| load(&f).map(|l| (f, l)))
         {
+            Ok((_, log)) if requests => show_requests(&log.events),
             Ok((file, log)) => {
                 let text = render_timeline(&file, &log.events, chunks);
                 crate::output::emit(&crate::sanitize::visible(&text))
@@ -332,6 +338,38 @@ fn stats(session: &str, json: bool, session_dir: Option<PathBuf>) -> u8 {
     } else {
         crate::output::emit(&crate::sanitize::visible(&render_stats(&stats)))
     }
+}
+
+/// `session show --requests`: each step's request body as it was sent.
+fn show_requests(events: &[dsh_session::SessionEvent]) -> u8 {
+    let mut out = String::new();
+    let steps = dsh::requests::step_requests(events);
+    if steps.is_empty() {
+        eprintln!("dsh: the log records no requests (no step ran, or an older dsh wrote it)");
+        return 0;
+    }
+    for r in steps {
+        let body = if r.adapter["provider"] == "deepseek" {
+            dsh::requests::deepseek_body(&r.request, &r.adapter).map_err(|e| e.to_string())
+        } else {
+            serde_json::to_vec(&r.request).map_err(|e| e.to_string())
+        };
+        match body {
+            Ok(body) => out.push_str(&format!(
+                "--- turn {} step {} (seq {}): {} bytes\n{}\n",
+                r.turn,
+                r.step,
+                r.seq,
+                body.len(),
+                String::from_utf8_lossy(&body)
+            )),
+            Err(e) => out.push_str(&format!(
+                "--- turn {} step {} (seq {}): cannot rebuild: {e}\n",
+                r.turn, r.step, r.seq
+            )),
+        }
+    }
+    crate::output::emit(&crate::sanitize::json_visible(&out))
 }
 
 /// The log `arg` names: a path when it looks like one (it has a `/` or
