@@ -360,7 +360,10 @@ impl Compactor {
         // The history after the prune, as the summary request replays it.
         let (history, seqs) = session.derive_messages_with_seqs();
         let messages = history.to_vec();
-        let cut = cut.min(messages.len());
+        let cut = cut.min(messages.len()).min(seqs.len());
+        if cut == 0 {
+            return Ok(outcome);
+        }
         let (from_seq, to_seq) = (seqs[0], seqs[cut - 1]);
         let replaced_tokens = tokens(messages[..cut].iter().map(message_bytes).sum());
         let before = tokens(fixed + messages.iter().map(message_bytes).sum::<u64>());

@@ -74,11 +74,13 @@ fn prune_marker(cut_chars: usize) -> String {
 /// offsets of the head's end and the tail's start and the characters cut;
 /// `None` when it is not longer than `head + tail`.
 fn prune_points(text: &str, head: usize, tail: usize) -> Option<(usize, usize, usize)> {
-    if text.len() <= head + tail {
+    // The counts come from the log: never overflow on hostile values.
+    let keep = head.saturating_add(tail);
+    if text.len() <= keep {
         return None;
     }
     let total = text.chars().count();
-    if total <= head + tail {
+    if total <= keep {
         return None;
     }
     let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
@@ -86,7 +88,7 @@ fn prune_points(text: &str, head: usize, tail: usize) -> Option<(usize, usize, u
         .char_indices()
         .nth(total - tail)
         .map_or(text.len(), |(i, _)| i);
-    Some((head_end, tail_start, total - head - tail))
+    Some((head_end, tail_start, total - keep))
 }
 
 /// `text` cut to its first `head` and last `tail` characters with a
@@ -256,6 +258,11 @@ mod tests {
         assert_eq!(pruned_len(&text, 5, 3), cut.len());
         assert_eq!(prune_text("short", 5, 3), "short");
         assert_eq!(pruned_len("short", 5, 3), 5);
+        assert_eq!(
+            prune_text("x", usize::MAX, usize::MAX),
+            "x",
+            "hostile counts"
+        );
     }
 
     #[test]

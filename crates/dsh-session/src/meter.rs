@@ -65,11 +65,17 @@ fn blocks_bytes(blocks: &[ContentBlock]) -> u64 {
 /// Tokens a usage report says the request and its reply took; `None` for
 /// a report of nothing (a model that does not count).
 fn usage_tokens(u: &TokenUsage) -> Option<u64> {
-    let total = u.input_tokens
-        + u.output_tokens
-        + u.cache_read_tokens.unwrap_or(0)
-        + u.cache_write_tokens.unwrap_or(0);
-    u64::try_from(total).ok().filter(|t| *t > 0)
+    // Counts come from the provider and the log: sum without overflow.
+    let total = [
+        u.input_tokens,
+        u.output_tokens,
+        u.cache_read_tokens.unwrap_or(0),
+        u.cache_write_tokens.unwrap_or(0),
+    ]
+    .into_iter()
+    .map(|n| u64::try_from(n).unwrap_or(0))
+    .fold(0u64, u64::saturating_add);
+    (total > 0).then_some(total)
 }
 
 impl TokenMeter {
@@ -124,8 +130,11 @@ impl TokenMeter {
     /// anchors the estimate: the provider's count already includes them).
     pub fn estimate(&self, fixed_bytes: u64) -> u64 {
         match self.anchor {
-            Some(anchor) => anchor + self.bytes.div_ceil(BYTES_PER_TOKEN),
-            None => (self.bytes + fixed_bytes).div_ceil(BYTES_PER_TOKEN),
+            Some(anchor) => anchor.saturating_add(self.bytes.div_ceil(BYTES_PER_TOKEN)),
+            None => self
+                .bytes
+                .saturating_add(fixed_bytes)
+                .div_ceil(BYTES_PER_TOKEN),
         }
     }
 
@@ -234,6 +243,9 @@ mod tests {
         // A report of nothing (the echo model) does not reset the anchor.
         m.observe(&usage(0, 0, 0));
         assert_eq!(m.estimate(0), 1251);
+        // Hostile counts from a log saturate instead of overflowing.
+        m.observe(&usage(i64::MAX, i64::MAX, -5));
+        assert!(m.estimate(0) > i64::MAX as u64);
     }
 
     #[test]
