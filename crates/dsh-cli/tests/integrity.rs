@@ -408,3 +408,84 @@ fn kill_9_mid_turn_then_resume_continues_from_a_closed_valid_history() {
     let results = blocks.iter().filter(|b| b["type"] == "tool-result").count();
     assert_eq!(calls, results, "every call answered once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_then_resume_sends_a_request_the_wire_rules_accept() {
+    use dsh_testkit::{LoopbackServer, ScriptedResponse};
+    use serde_json::json;
+    let marker = format!("sleep 32.{}", std::process::id() % 1000);
+    let args = json!({"command": marker, "description": "wait"}).to_string();
+    let call = ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_k","type":"function","function":{"name":"bash","arguments":args}}]},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":100,"completion_tokens":5}}).to_string(),
+        "[DONE]".to_string(),
+    ]);
+    let answer = ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"content":"resumed fine"},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":3}}).to_string(),
+        "[DONE]".to_string(),
+    ]);
+    let server = LoopbackServer::start([call, answer]).await.unwrap();
+    let home = Home::new();
+    let config = home.dir.path().join("model.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let config_arg = config.to_str().unwrap().to_string();
+    let mut child = home
+        .command(&["run", "start the wait", "--config", &config_arg])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let log = loop {
+        let found = std::fs::read_dir(home.sessions()).ok().and_then(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        });
+        if let Some(p) = found {
+            if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains("\"type\":\"tool/call\"")
+            {
+                break p;
+            }
+        }
+        assert!(Instant::now() < deadline, "the call never reached the log");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = Command::new("pkill").args(["-f", &marker]).status();
+
+    let id = log.file_stem().unwrap().to_str().unwrap().to_string();
+    let out = home.run(&["run", "--resume", &id, "go on", "--config", &config_arg]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "resumed fine\n");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let body = reqs[1].json();
+    let messages = body["messages"].as_array().unwrap();
+    // The wire rules: the dangling call is answered (INTERRUPTED) right
+    // after it, before the new user message; no orphan tool message.
+    let call_at = messages
+        .iter()
+        .position(|m| m["tool_calls"][0]["id"] == "call_k")
+        .expect("the call is in the history");
+    let answer = &messages[call_at + 1];
+    assert_eq!(answer["role"], "tool");
+    assert_eq!(answer["tool_call_id"], "call_k");
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("the session ended"));
+    assert_eq!(messages[call_at + 2]["role"], "user");
+    assert_eq!(messages.iter().filter(|m| m["role"] == "tool").count(), 1);
+}
