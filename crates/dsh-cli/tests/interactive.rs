@@ -358,3 +358,67 @@ fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
     assert!(decided[4].contains("\"by\":\"session grant\""));
     assert_eq!(log.matches("approval/asked").count(), 5);
 }
+
+#[test]
+fn chat_with_a_model_titles_the_session_after_the_first_turn() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    use dsh_testkit::{LoopbackServer, ScriptedResponse};
+    use serde_json::json;
+    let reply = |text: &str| {
+        ScriptedResponse::sse(&[
+            json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}).to_string(),
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":50,"completion_tokens":3}}).to_string(),
+            "[DONE]".to_string(),
+        ])
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt
+        .block_on(LoopbackServer::start([
+            reply("hello there"),
+            reply("\"Greeting the user politely, twice over.\""),
+        ]))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config/dsh")).unwrap();
+    std::fs::write(
+        dir.path().join("config/dsh/dsh.toml"),
+        format!(
+            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let t = start(dir.path(), "title");
+    t.wait_for("the prompt", |s| s.contains("› "));
+    t.keys(&["say hello", "Enter"]);
+    t.wait_for("the answer", |s| s.contains("hello there"));
+    t.keys(&["C-d"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while t.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!t.alive());
+    let log = only_log(dir.path());
+    let title: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("session/title"))
+        .collect();
+    assert_eq!(title.len(), 1, "{log}");
+    assert!(
+        title[0].contains("\"title\":\"Greeting the user politely, twice\""),
+        "five words, quotes and the period gone: {}",
+        title[0]
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let asked = reqs[1].json();
+    assert!(asked["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Write a title of at most five words"));
+    assert_eq!(asked["messages"][1]["content"], "say hello");
+    assert!(asked.get("tools").is_none(), "no tools for a title");
+}

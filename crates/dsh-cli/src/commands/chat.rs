@@ -81,9 +81,16 @@ async fn chat_session(args: ChatArgs) -> u8 {
         });
         let person = TerminalPerson::new(printer.clone());
         app.approver.set_person(Some(person.clone()));
+        let (title, title_reg) = title_after_first_turn(&app);
         stopped = interactive_loop(&app, &agent, &printer, &person, status_rx).await;
         app.approver.set_person(None);
         status_reg.undo();
+        title_reg.undo();
+        // The title request gets a moment to land in the log.
+        let pending = title.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = pending {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(3), task).await;
+        }
     } else {
         stopped = piped_loop(&app, &agent, &turn_ends).await;
     }
@@ -103,6 +110,42 @@ async fn chat_session(args: ChatArgs) -> u8 {
         Some(stop) if stop != Stop::Interrupt => stop.exit_code(),
         _ => printer.output_code(),
     }
+}
+
+/// With a real model, asks for a session title once the first turn has
+/// ended ([`dsh::title::generate`], in the background). Returns the task
+/// (to await briefly at exit) and the listener's registration.
+fn title_after_first_turn(
+    app: &App,
+) -> (
+    Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    dsh_kernel::Registration,
+) {
+    let slot: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>> = Arc::default();
+    if app.resolved.model == dsh::echo_model::ECHO_MODEL {
+        return (slot, dsh_kernel::Registration::noop());
+    }
+    let (llm, model, s) = (app.llm.clone(), app.resolved.model.clone(), slot.clone());
+    let reg = app.agents.hooks().event.on(move |e| {
+        if !matches!(
+            &e.event.data,
+            dsh_session::EventPayload::TurnEnd(dsh_session::TurnEndEvent { turn: 1, .. })
+        ) {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let task = rt.spawn(dsh::title::generate(
+            llm.clone(),
+            model.clone(),
+            e.agent.session(),
+        ));
+        if let Ok(mut t) = s.lock() {
+            *t = Some(task);
+        }
+    });
+    (slot, reg)
 }
 
 /// The terminal's mode at start-up, restored on the way out: the line
