@@ -380,16 +380,32 @@ impl Compactor {
         if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
             instruction.push_str(&format!("\n\nFocus the summary on: {}", f.trim()));
         }
-        let mut replay = messages[..cut].to_vec();
-        replay.push(Message::user_text(instruction));
         let kept_bytes: u64 = messages[cut..].iter().map(message_bytes).sum();
+        let results: Vec<u64> = messages[..cut]
+            .iter()
+            .zip(&seqs)
+            .filter(|(m, _)| is_tool_result(m))
+            .map(|(_, s)| *s)
+            .collect();
+        let saved: u64 = messages[..cut]
+            .iter()
+            .filter(|m| is_tool_result(m))
+            .map(|m| pruned_savings(m, FALLBACK_HEAD, 0))
+            .sum();
+        // The replayed prefix is the owned copy itself: one copy per
+        // compaction.
+        let mut replay = messages;
+        replay.truncate(cut);
+        replay.push(Message::user_text(instruction));
+        // Shared by both attempts (cloning a `History` is O(1)).
+        let replay = dsh_llm::History::from(replay);
         let mut budget = self.config.summary_max_tokens;
         for attempt in 0..2 {
             let summary_request = ModelRequest {
                 model: request.model.clone(),
                 system: request.system.clone(),
                 tools: request.tools.clone(),
-                messages: replay.clone().into(),
+                messages: replay.clone(),
                 max_tokens: Some(budget),
                 cancel: request.cancel.clone(),
                 ..Default::default()
@@ -433,17 +449,6 @@ impl Compactor {
             budget = u32::try_from((replaced_tokens / 2).max(64)).unwrap_or(u32::MAX);
         }
         // Fallback: cut the replaced part's tool results to a stub.
-        let results: Vec<u64> = messages[..cut]
-            .iter()
-            .zip(&seqs)
-            .filter(|(m, _)| is_tool_result(m))
-            .map(|(_, s)| *s)
-            .collect();
-        let saved: u64 = messages[..cut]
-            .iter()
-            .filter(|m| is_tool_result(m))
-            .map(|m| pruned_savings(m, FALLBACK_HEAD, 0))
-            .sum();
         let tokens_after = before.saturating_sub(tokens(saved));
         if !results.is_empty() {
             session.append(EventPayload::Prune(PruneEvent {

@@ -84,10 +84,11 @@ fn prune_points(text: &str, head: usize, tail: usize) -> Option<(usize, usize, u
         return None;
     }
     let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
-    let tail_start = text
-        .char_indices()
-        .nth(total - tail)
-        .map_or(text.len(), |(i, _)| i);
+    // Counted from the end: `tail` steps, not `total - tail`.
+    let tail_start = match tail {
+        0 => text.len(),
+        n => text.char_indices().rev().nth(n - 1).map_or(0, |(i, _)| i),
+    };
     Some((head_end, tail_start, total - keep))
 }
 
