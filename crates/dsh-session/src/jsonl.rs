@@ -159,17 +159,9 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
                     ..
                 }) = serde_json::from_slice::<SessionEvent>(line)
                 {
-                    let u = u.usage;
-                    let total = [
-                        u.input_tokens,
-                        u.output_tokens,
-                        u.cache_read_tokens.unwrap_or(0),
-                        u.cache_write_tokens.unwrap_or(0),
-                    ]
-                    .into_iter()
-                    .map(|n| u64::try_from(n).unwrap_or(0))
-                    .fold(0u64, u64::saturating_add);
-                    summary.tokens = summary.tokens.saturating_add(total);
+                    summary.tokens = summary
+                        .tokens
+                        .saturating_add(crate::meter::usage_total(&u.usage));
                 }
             }
             "session/title" => {

@@ -40,7 +40,9 @@ pub use jsonl::{
     install_jsonl, is_locked, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line,
     JsonlPersistence, JsonlStore, OpenedLog, Repair,
 };
-pub use meter::{block_bytes, fixed_bytes, format_usage, percent, TokenMeter, BYTES_PER_TOKEN};
+pub use meter::{
+    block_bytes, fixed_bytes, format_usage, percent, usage_total, TokenMeter, BYTES_PER_TOKEN,
+};
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
 pub use resume::{interrupted_results, repair_unfinished};
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};

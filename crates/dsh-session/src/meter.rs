@@ -62,11 +62,12 @@ fn blocks_bytes(blocks: &[ContentBlock]) -> u64 {
     blocks.iter().map(block_bytes).sum()
 }
 
-/// Tokens a usage report says the request and its reply took; `None` for
-/// a report of nothing (a model that does not count).
-fn usage_tokens(u: &TokenUsage) -> Option<u64> {
-    // Counts come from the provider and the log: sum without overflow.
-    let total = [
+/// Tokens a usage report counts for the request and its reply: uncached
+/// input, cached input (read and written) and output. Counts come from
+/// the provider and the log, so negative ones count as 0 and the sum
+/// saturates.
+pub fn usage_total(u: &TokenUsage) -> u64 {
+    [
         u.input_tokens,
         u.output_tokens,
         u.cache_read_tokens.unwrap_or(0),
@@ -74,8 +75,13 @@ fn usage_tokens(u: &TokenUsage) -> Option<u64> {
     ]
     .into_iter()
     .map(|n| u64::try_from(n).unwrap_or(0))
-    .fold(0u64, u64::saturating_add);
-    (total > 0).then_some(total)
+    .fold(0u64, u64::saturating_add)
+}
+
+/// [`usage_total`], `None` for a report of nothing (a model that does not
+/// count).
+fn usage_tokens(u: &TokenUsage) -> Option<u64> {
+    Some(usage_total(u)).filter(|t| *t > 0)
 }
 
 impl TokenMeter {
