@@ -490,17 +490,13 @@ async fn dispatch_tools(
     Ok(!calls.is_empty())
 }
 
-fn hash_of(value: &impl std::hash::Hash) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-    BuildHasherDefault::<DefaultHasher>::default().hash_one(value)
-}
-
 /// Logs what the model is about to be sent that the log does not hold
 /// yet: the system prompt, the tool schemas and the options when they
-/// changed, then the `request/sent` marker (see [`crate::REQUEST_SENT_KIND`]).
+/// differ from the ones logged last (compared in place, so an unchanged
+/// part costs no serialization), then the `request/sent` marker (see
+/// [`crate::REQUEST_SENT_KIND`]).
 fn record_request(agent: &LoopAgent, at: StepEvent, request: &ModelRequest) {
-    let tools = serde_json::to_value(request.tools.as_deref().unwrap_or_default())
-        .unwrap_or(serde_json::Value::Null);
+    let tools = request.tools.as_deref().unwrap_or_default();
     let mut options = serde_json::json!({ "model": request.model });
     if let Some(m) = request.max_tokens {
         options["maxTokens"] = m.into();
@@ -511,43 +507,33 @@ fn record_request(agent: &LoopAgent, at: StepEvent, request: &ModelRequest) {
     if let Some(s) = &request.stop {
         options["stop"] = serde_json::json!(s);
     }
-    let parts = [
-        (
-            crate::REQUEST_SYSTEM_KIND,
-            hash_of(&request.system),
-            serde_json::json!({ "text": request.system }),
-        ),
-        (
-            crate::REQUEST_TOOLS_KIND,
-            hash_of(&tools.to_string()),
-            serde_json::json!({ "tools": tools }),
-        ),
-        (
-            crate::REQUEST_OPTIONS_KIND,
-            hash_of(&options.to_string()),
-            options,
-        ),
-    ];
-    // Before anything is logged, no system prompt and no tools are
-    // implied (a reader starts from those): only options are always new.
-    let implied = [
-        Some(hash_of(&None::<String>)),
-        Some(hash_of(&"[]".to_string())),
-        None,
-    ];
-    for (i, (kind, hash, data)) in parts.into_iter().enumerate() {
-        let changed = {
-            let mut logged = lock(&agent.logged);
-            let last = logged[i].or(implied[i]);
-            logged[i] = Some(hash);
-            last != Some(hash)
-        };
-        if changed {
-            agent.record(EventPayload::Other {
-                kind: kind.to_string(),
-                data,
-            });
+    let mut changed = Vec::new();
+    {
+        let mut logged = lock(&agent.logged);
+        if logged.system != request.system {
+            logged.system.clone_from(&request.system);
+            changed.push((
+                crate::REQUEST_SYSTEM_KIND,
+                serde_json::json!({ "text": request.system }),
+            ));
         }
+        if logged.tools != tools {
+            logged.tools = tools.to_vec();
+            changed.push((
+                crate::REQUEST_TOOLS_KIND,
+                serde_json::json!({ "tools": tools }),
+            ));
+        }
+        if logged.options.as_ref() != Some(&options) {
+            logged.options = Some(options.clone());
+            changed.push((crate::REQUEST_OPTIONS_KIND, options));
+        }
+    }
+    for (kind, data) in changed {
+        agent.record(EventPayload::Other {
+            kind: kind.to_string(),
+            data,
+        });
     }
     let mut sent = serde_json::json!({ "turn": at.turn, "step": at.step });
     if !request

@@ -171,7 +171,7 @@ impl AgentLoop {
                 prompt,
             },
             meter: Mutex::new((dsh_session::TokenMeter::new(), 0)),
-            logged: Mutex::new([None; 3]),
+            logged: Mutex::new(LoggedRequest::default()),
         });
         let dyn_agent: Arc<dyn Agent> = agent.clone();
         let agent_reg = match registry.register(dyn_agent) {
@@ -310,9 +310,19 @@ struct LoopAgent {
     /// The context meter of this agent's session, and the size of the
     /// last request's system prompt and tool schemas.
     meter: Mutex<(dsh_session::TokenMeter, u64)>,
-    /// Hashes of the request parts last logged (system, tools, options),
-    /// so each is written only when it changes.
-    logged: Mutex<[Option<u64>; 3]>,
+    /// The request parts last logged, so each is written only when it
+    /// changes.
+    logged: Mutex<LoggedRequest>,
+}
+
+/// What the log holds of the requests so far. The default is what a
+/// reader assumes before any `request/*` event: no system prompt, no
+/// tools, no options yet.
+#[derive(Default)]
+struct LoggedRequest {
+    system: Option<String>,
+    tools: Vec<dsh_protocol::ToolSchema>,
+    options: Option<serde_json::Value>,
 }
 
 impl LoopAgent {

@@ -140,11 +140,8 @@ impl Printer {
         if std::mem::take(&mut st.skip_prompt) {
             return;
         }
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(PROMPT.as_bytes());
-        let _ = out.flush();
         // The next turn's first output erases this line before writing.
-        st.at_line_start = true;
+        write_prompt(&mut st);
     }
 
     /// The line editor has just drawn its prompt (a line was typed while
@@ -193,12 +190,8 @@ impl Printer {
         self.prompt_shown();
         self.line(&self.style.cyan(text));
         if self.interactive {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(PROMPT.as_bytes());
-            let _ = out.flush();
-            drop(out);
             // The line editor ends the answer's line itself.
-            lock(&self.state).at_line_start = true;
+            write_prompt(&mut lock(&self.state));
         }
     }
 
@@ -299,6 +292,15 @@ impl Printer {
             _ => {}
         }
     }
+}
+
+/// Draws [`PROMPT`] where the line editor's own prompt would be; the
+/// cursor then stands at a line start as far as the printer is concerned.
+fn write_prompt(st: &mut PrinterState) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(PROMPT.as_bytes());
+    let _ = out.flush();
+    st.at_line_start = true;
 }
 
 fn truncate_chars(s: &str, max: usize) -> String {

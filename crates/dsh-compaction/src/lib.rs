@@ -17,7 +17,7 @@ use dsh_kernel::{DshError, ErrorCode, Registration};
 use dsh_llm::{ContentBlock, LlmService, Message, ModelRequest, Role};
 use dsh_protocol::ToolSchema;
 use dsh_session::{
-    block_bytes, pruned_len, summary_message, CompactionEvent, EventPayload, PruneEvent,
+    blocks_bytes, pruned_len, summary_message, CompactionEvent, EventPayload, PruneEvent,
     TokenMeter, BYTES_PER_TOKEN,
 };
 use serde_json::json;
@@ -115,7 +115,7 @@ fn tokens(bytes: u64) -> u64 {
 }
 
 fn message_bytes(m: &Message) -> u64 {
-    m.content.iter().map(block_bytes).sum()
+    blocks_bytes(&m.content)
 }
 
 /// Whether `m` is a tool result with a text longer than `limit`
@@ -271,11 +271,7 @@ impl Compactor {
             .prepend(move |mut ctx: RequestContext, next| {
                 let me = me.clone();
                 async move {
-                    let fixed = system_and_tools_bytes(
-                        ctx.request.system.as_deref(),
-                        ctx.request.tools.as_deref(),
-                    );
-                    let estimate = me.estimate(&ctx.agent, fixed);
+                    let estimate = me.estimate(&ctx.agent, &ctx.request);
                     let reason = if ctx.overflowed {
                         Some(Reason::Overflow)
                     } else if estimate > me.config.limit() {
@@ -297,16 +293,22 @@ impl Compactor {
             })
     }
 
-    /// The meter's estimate of `agent`'s next request with `fixed_bytes`
-    /// of system prompt and tools.
-    pub fn estimate(&self, agent: &Arc<dyn Agent>, fixed_bytes: u64) -> u64 {
+    /// The meter's estimate of `agent`'s next request, shaped like
+    /// `request` (its system prompt and tools are measured only while no
+    /// usage report anchors the meter: the provider's count covers them).
+    pub fn estimate(&self, agent: &Arc<dyn Agent>, request: &ModelRequest) -> u64 {
         let session = agent.session();
         let mut meters = lock(&self.meters);
         let meter = meters.entry(session.id().to_string()).or_default();
         for e in session.events_since(meter.observed()) {
             meter.observe(&e.data);
         }
-        meter.estimate(fixed_bytes)
+        let fixed = if meter.is_anchored() {
+            0
+        } else {
+            system_and_tools_bytes(request.system.as_deref(), request.tools.as_deref())
+        };
+        meter.estimate(fixed)
     }
 
     /// Compacts `agent`'s history now for a request shaped like `request`
@@ -357,8 +359,13 @@ impl Compactor {
         let Some(cut) = plan.cut else {
             return Ok(outcome);
         };
-        // The history after the prune, as the summary request replays it.
-        let (history, seqs) = session.derive_messages_with_seqs();
+        // The history after the prune (if any), as the summary request
+        // replays it.
+        let (history, seqs) = if plan.prune.is_empty() {
+            (history, seqs)
+        } else {
+            session.derive_messages_with_seqs()
+        };
         let messages = history.to_vec();
         let cut = cut.min(messages.len()).min(seqs.len());
         if cut == 0 {
@@ -381,17 +388,6 @@ impl Compactor {
             instruction.push_str(&format!("\n\nFocus the summary on: {}", f.trim()));
         }
         let kept_bytes: u64 = messages[cut..].iter().map(message_bytes).sum();
-        let results: Vec<u64> = messages[..cut]
-            .iter()
-            .zip(&seqs)
-            .filter(|(m, _)| is_tool_result(m))
-            .map(|(_, s)| *s)
-            .collect();
-        let saved: u64 = messages[..cut]
-            .iter()
-            .filter(|m| is_tool_result(m))
-            .map(|m| pruned_savings(m, FALLBACK_HEAD, 0))
-            .sum();
         // The replayed prefix is the owned copy itself: one copy per
         // compaction.
         let mut replay = messages;
@@ -449,6 +445,21 @@ impl Compactor {
             budget = u32::try_from((replaced_tokens / 2).max(64)).unwrap_or(u32::MAX);
         }
         // Fallback: cut the replaced part's tool results to a stub.
+        let (results, saved) = replay.with(|replayed| {
+            let replaced = &replayed[..cut];
+            let results: Vec<u64> = replaced
+                .iter()
+                .zip(&seqs)
+                .filter(|(m, _)| is_tool_result(m))
+                .map(|(_, s)| *s)
+                .collect();
+            let saved: u64 = replaced
+                .iter()
+                .filter(|m| is_tool_result(m))
+                .map(|m| pruned_savings(m, FALLBACK_HEAD, 0))
+                .sum();
+            (results, saved)
+        });
         let tokens_after = before.saturating_sub(tokens(saved));
         if !results.is_empty() {
             session.append(EventPayload::Prune(PruneEvent {

@@ -119,6 +119,8 @@ codes! {
         "A tool's structured output did not match its declared output schema: a bug in the tool, logged with its violations; the model gets a neutral error.";
     ABORTED = "ABORTED", "agent", false, EndTurn,
         "The call, the model request or the step was cancelled (Ctrl-C, abort, dispose).";
+    PROMPT_BLOCKED = "PROMPT_BLOCKED", "hooks", false, Caller,
+        "A UserPromptSubmit hook blocked the user's prompt; it never reached the model (`dsh run` exits 1).";
     DUPLICATE_TOOL = "DUPLICATE_TOOL", "tools", false, Caller,
         "A tool of that name is already registered.";
     INVALID_SPEC = "INVALID_SPEC", "schema", false, Caller,

@@ -41,7 +41,7 @@ pub use jsonl::{
     JsonlPersistence, JsonlStore, OpenedLog, Repair,
 };
 pub use meter::{
-    block_bytes, fixed_bytes, format_usage, percent, usage_total, TokenMeter, BYTES_PER_TOKEN,
+    blocks_bytes, fixed_bytes, format_usage, percent, usage_total, TokenMeter, BYTES_PER_TOKEN,
 };
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
 pub use resume::{interrupted_results, repair_unfinished};

@@ -42,8 +42,8 @@ pub struct TokenMeter {
     seen: usize,
 }
 
-/// Bytes of text a block adds to a request (what the estimate counts).
-pub fn block_bytes(b: &ContentBlock) -> u64 {
+/// Bytes of text a block adds to a request.
+fn block_bytes(b: &ContentBlock) -> u64 {
     let n = match b {
         ContentBlock::Text(t) => t.text.len(),
         ContentBlock::Reasoning(r) => r.text.len(),
@@ -58,7 +58,8 @@ pub fn block_bytes(b: &ContentBlock) -> u64 {
     n as u64
 }
 
-fn blocks_bytes(blocks: &[ContentBlock]) -> u64 {
+/// Bytes of text blocks add to a request (what the estimate counts).
+pub fn blocks_bytes(blocks: &[ContentBlock]) -> u64 {
     blocks.iter().map(block_bytes).sum()
 }
 

@@ -213,6 +213,11 @@ fn or_default<'a>(text: &'a str, default: &'a str) -> &'a str {
     }
 }
 
+/// What the user is told about a prompt a hook blocked.
+pub fn blocked_prompt_message(reason: &str) -> String {
+    format!("prompt blocked by a UserPromptSubmit hook: {reason}")
+}
+
 /// A prompt after the `UserPromptSubmit` hooks.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PromptDecision {

@@ -191,6 +191,9 @@ impl Stack {
         let dyn_exec: Arc<dyn BashExecutor> = executor.clone();
         let fence = Fence::open();
         set_fence(&fence, resolved.permission, &resolved.cwd);
+        // For a write approved to escalate to `workspace-write`; the
+        // working directory never changes, so neither do these.
+        fence.set_workspace_roots(roots_of(SandboxMode::WorkspaceWrite, &resolved.cwd));
         let approver = Arc::new(SessionApprover::new(resolved.approval, None));
         scope.add(tools.set_approver(approver.clone()));
         scope.add(crate::escalation::install(&tools, executor.clone()));
@@ -595,20 +598,17 @@ pub fn feed_prompt(prompt: &Arc<PromptService>, tools: &Arc<ToolRegistry>) -> Re
 
 /// Points `fence` at the writable roots of `mode` for a session in `cwd`:
 /// the same roots the command sandbox uses; open under
-/// `danger-full-access`. The `workspace-write` roots are kept too, for a
-/// write approved to escalate to that mode.
+/// `danger-full-access`.
 fn set_fence(fence: &Fence, mode: SandboxMode, cwd: &std::path::Path) {
-    let roots = mode.confines().then(|| {
-        dsh_sandbox::SandboxPolicy::for_mode(mode, cwd, None)
-            .writable_roots()
-            .to_vec()
-    });
+    let roots = mode.confines().then(|| roots_of(mode, cwd));
     fence.set(mode.as_str(), roots);
-    fence.set_workspace_roots(
-        dsh_sandbox::SandboxPolicy::for_mode(SandboxMode::WorkspaceWrite, cwd, None)
-            .writable_roots()
-            .to_vec(),
-    );
+}
+
+/// The writable roots the command sandbox gives `mode` in `cwd`.
+fn roots_of(mode: SandboxMode, cwd: &std::path::Path) -> Vec<std::path::PathBuf> {
+    dsh_sandbox::SandboxPolicy::for_mode(mode, cwd, None)
+        .writable_roots()
+        .to_vec()
 }
 
 /// Why a compaction cannot run on the offline echo model.

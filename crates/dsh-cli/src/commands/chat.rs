@@ -215,7 +215,7 @@ async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> 
         let blocks = match app.submit_prompt(agent, &line).await {
             PromptDecision::Send(blocks) => blocks,
             PromptDecision::Blocked(reason) => {
-                eprintln!("dsh: prompt blocked by a UserPromptSubmit hook: {reason}");
+                eprintln!("dsh: {}", dsh::hooks::blocked_prompt_message(&reason));
                 continue;
             }
         };
@@ -394,9 +394,8 @@ async fn interactive_loop(
                 let blocks = match app.submit_prompt(agent, &line).await {
                     PromptDecision::Send(blocks) => blocks,
                     PromptDecision::Blocked(reason) => {
-                        printer.notice(&format!(
-                            "prompt blocked by a UserPromptSubmit hook: {}",
-                            crate::sanitize::visible(&reason)
+                        printer.notice(&crate::sanitize::visible(
+                            &dsh::hooks::blocked_prompt_message(&reason),
                         ));
                         continue;
                     }

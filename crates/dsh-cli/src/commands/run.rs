@@ -19,9 +19,6 @@ use crate::app::StackArgs;
 use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end};
 use crate::output::WriteFailure;
 
-/// The code of a run whose prompt a `UserPromptSubmit` hook blocked (exit 1).
-const PROMPT_BLOCKED: &str = "PROMPT_BLOCKED";
-
 /// Arguments of `dsh run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
@@ -95,8 +92,8 @@ async fn run_async(args: RunArgs) -> u8 {
     };
     let reason = match blocks.map(|b| agent.send(b, MessageSource::User)) {
         Err(blocked) => Some(TurnEndReason::Error {
-            message: format!("prompt blocked by a UserPromptSubmit hook: {blocked}"),
-            code: Some(PROMPT_BLOCKED.into()),
+            message: dsh::hooks::blocked_prompt_message(&blocked),
+            code: Some(dsh_protocol::codes::PROMPT_BLOCKED.into()),
         }),
         Ok(Ok(())) => {
             tokio::select! {
