@@ -340,6 +340,19 @@ fn a_tool_call_is_on_disk_before_its_body_runs() {
     );
 }
 
+/// The session log under `home`, once it holds a `tool/call`.
+fn log_with_a_call(home: &Home) -> Option<PathBuf> {
+    let log = std::fs::read_dir(home.sessions())
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))?;
+    std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"type\":\"tool/call\"")
+        .then_some(log)
+}
+
 #[test]
 fn kill_9_mid_turn_then_resume_continues_from_a_closed_valid_history() {
     let home = Home::new();
@@ -354,18 +367,8 @@ fn kill_9_mid_turn_then_resume_continues_from_a_closed_valid_history() {
     // Wait until the call is on disk (it is flushed before the body runs).
     let deadline = Instant::now() + Duration::from_secs(30);
     let log = loop {
-        let found = std::fs::read_dir(home.sessions()).ok().and_then(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        });
-        if let Some(p) = found {
-            if std::fs::read_to_string(&p)
-                .unwrap_or_default()
-                .contains("\"type\":\"tool/call\"")
-            {
-                break p;
-            }
+        if let Some(p) = log_with_a_call(&home) {
+            break p;
         }
         assert!(Instant::now() < deadline, "the call never reached the log");
         std::thread::sleep(Duration::from_millis(20));
@@ -445,18 +448,8 @@ async fn kill_9_then_resume_sends_a_request_the_wire_rules_accept() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let log = loop {
-        let found = std::fs::read_dir(home.sessions()).ok().and_then(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.path())
-                .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        });
-        if let Some(p) = found {
-            if std::fs::read_to_string(&p)
-                .unwrap_or_default()
-                .contains("\"type\":\"tool/call\"")
-            {
-                break p;
-            }
+        if let Some(p) = log_with_a_call(&home) {
+            break p;
         }
         assert!(Instant::now() < deadline, "the call never reached the log");
         tokio::time::sleep(Duration::from_millis(20)).await;
