@@ -366,14 +366,19 @@ impl Compactor {
         } else {
             session.derive_messages_with_seqs()
         };
-        let messages = history.to_vec();
-        let cut = cut.min(messages.len()).min(seqs.len());
+        let cut = cut.min(history.len()).min(seqs.len());
         if cut == 0 {
             return Ok(outcome);
         }
         let (from_seq, to_seq) = (seqs[0], seqs[cut - 1]);
-        let replaced_tokens = tokens(messages[..cut].iter().map(message_bytes).sum());
-        let before = tokens(fixed + messages.iter().map(message_bytes).sum::<u64>());
+        let (replaced_bytes, kept_bytes) = history.with(|m| {
+            (
+                m[..cut].iter().map(message_bytes).sum::<u64>(),
+                m[cut..].iter().map(message_bytes).sum::<u64>(),
+            )
+        });
+        let replaced_tokens = tokens(replaced_bytes);
+        let before = tokens(fixed + replaced_bytes + kept_bytes);
         session.append(EventPayload::Other {
             kind: START_KIND.to_string(),
             data: json!({
@@ -387,14 +392,14 @@ impl Compactor {
         if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
             instruction.push_str(&format!("\n\nFocus the summary on: {}", f.trim()));
         }
-        let kept_bytes: u64 = messages[cut..].iter().map(message_bytes).sum();
-        // The replayed prefix is the owned copy itself: one copy per
-        // compaction.
-        let mut replay = messages;
-        replay.truncate(cut);
-        replay.push(Message::user_text(instruction));
-        // Shared by both attempts (cloning a `History` is O(1)).
-        let replay = dsh_llm::History::from(replay);
+        // The one copy a compaction makes: the replaced prefix, shared by
+        // both attempts (cloning a `History` is O(1)).
+        let replay = dsh_llm::History::from(history.with(|m| {
+            let mut prefix = Vec::with_capacity(cut + 1);
+            prefix.extend_from_slice(&m[..cut]);
+            prefix.push(Message::user_text(instruction));
+            prefix
+        }));
         let mut budget = self.config.summary_max_tokens;
         for attempt in 0..2 {
             let summary_request = ModelRequest {
