@@ -33,10 +33,7 @@ const ORIGINAL: &str = "original\n";
 
 impl Outside {
     fn new() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("escape-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .expect("outside dir");
+        let dir = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "escape-");
         std::fs::write(dir.path().join("victim"), ORIGINAL).unwrap();
         Self { dir }
     }

@@ -234,10 +234,7 @@ fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
     let dir = tempfile::tempdir().unwrap();
     // Outside the workspace and the system temp dir: only an escalation
     // can write here.
-    let outside = tempfile::Builder::new()
-        .prefix("approve-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "approve-");
     let target = outside.path().join("out");
     let call = |line: &str| {
         format!(

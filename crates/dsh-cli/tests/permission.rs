@@ -108,7 +108,7 @@ async fn the_default_is_workspace_write_and_the_file_tools_are_fenced() {
         return;
     }
     let home = Home::new();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
     let call = format!(
         "call write {}",
@@ -316,7 +316,7 @@ async fn run_has_nobody_to_ask_so_an_escalation_is_denied_with_the_way_out() {
         return;
     }
     let home = Home::new();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
     let mut c = home.dsh();
     c.args([
@@ -350,7 +350,7 @@ async fn the_policy_never_denies_without_asking_and_says_why() {
         "[permission]\napproval = \"never\"\n",
     )
     .unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
     let mut c = home.dsh();
     c.args([
@@ -367,7 +367,7 @@ async fn the_policy_never_denies_without_asking_and_says_why() {
 #[tokio::test]
 async fn escalation_needs_both_fields_and_a_wider_mode() {
     let home = Home::new();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
     // Both or neither: validation names the missing one; nobody is asked.
     let mut c = home.dsh();

@@ -502,3 +502,37 @@ impl Drop for DropGuard {
         }
     }
 }
+
+/// A fresh private directory outside the system temp directory: a place
+/// the `workspace-write` sandbox must not write to, for tests that check
+/// it does not (their workspaces live in the temp directory). The first of
+/// `preferred` (a test's `CARGO_TARGET_TMPDIR`), `/var/tmp` and `$HOME`
+/// that is outside the temp directory and accepts a new directory; a
+/// checkout under `/tmp` puts `preferred` inside it.
+///
+/// # Panics
+/// When none of them is usable, naming them: the test cannot say
+/// anything about confinement then.
+pub fn outside_temp_dir(preferred: &str, prefix: &str) -> tempfile::TempDir {
+    let temp = std::env::temp_dir();
+    let temp = temp.canonicalize().unwrap_or(temp);
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let candidates = [
+        Some(std::path::PathBuf::from(preferred)),
+        Some("/var/tmp".into()),
+        home,
+    ];
+    for dir in candidates.into_iter().flatten() {
+        let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if real.starts_with(&temp) {
+            continue;
+        }
+        if let Ok(made) = tempfile::Builder::new().prefix(prefix).tempdir_in(&real) {
+            return made;
+        }
+    }
+    panic!(
+        "no directory outside the temp dir {} to test confinement with (tried {preferred}, /var/tmp, $HOME)",
+        temp.display()
+    )
+}

@@ -38,7 +38,7 @@ struct World {
 
 fn world(mode: SandboxMode, answers: Vec<Approval>) -> World {
     let ws = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let config = ws.path().join("empty.toml");
     std::fs::write(&config, "").unwrap();
     let resolved = dsh::resolve(&Settings {
