@@ -1,4 +1,5 @@
-//! BlockAssembler throughput: chunks per second.
+//! BlockAssembler throughput: chunks per second, on synthetic text deltas
+//! and on the recorded fixture's 2,004 chunks.
 //!
 //! `cargo bench -p dsh-benches --bench assembler`
 
@@ -6,14 +7,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use dsh_benches::{realistic_response, text_deltas};
+use dsh_benches::{fixture_chunks, text_deltas};
 use dsh_llm::BlockAssembler;
 
 fn assembler(c: &mut Criterion) {
     let mut g = c.benchmark_group("assembler");
     for (name, chunks) in [
         ("text_deltas_2000", text_deltas(2000)),
-        ("realistic_2004", realistic_response()),
+        ("fixture_2004", fixture_chunks()),
     ] {
         g.throughput(Throughput::Elements(chunks.len() as u64));
         g.bench_function(format!("push/{name}"), |b| {
@@ -34,6 +35,16 @@ fn assembler(c: &mut Criterion) {
                     a.push(c);
                 }
                 a.result()
+            })
+        });
+        // What `LlmService::generate` runs: the consuming result.
+        g.bench_function(format!("push+into_result/{name}"), |b| {
+            b.iter(|| {
+                let mut a = BlockAssembler::new();
+                for c in &chunks {
+                    a.push(c);
+                }
+                a.into_result()
             })
         });
     }

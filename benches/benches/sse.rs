@@ -1,5 +1,6 @@
 //! SSE parse + translate throughput on the 2,000-event DeepSeek fixture in
-//! `testdata/` (see `testdata/README.md`), fed in 1–4 KiB network pieces.
+//! `testdata/` (see `testdata/README.md`), fed in 1–4 KiB network pieces and
+//! in fixed 4 KiB reads.
 //!
 //! `cargo bench -p dsh-benches --bench sse`
 
@@ -30,33 +31,37 @@ fn bench(c: &mut Criterion) {
             dsh_benches::SSE_FIXTURE
         )
     });
-    let pieces = pieces(&fixture);
+    let varied = pieces(&fixture);
+    let reads: Vec<&[u8]> = fixture.chunks(4096).collect();
     let mut g = c.benchmark_group("sse");
     g.throughput(Throughput::Bytes(fixture.len() as u64));
-    g.bench_function("parse+translate/fixture_2000", |b| {
-        b.iter(|| {
-            let mut parser = SseParser::new();
-            let mut translator = Translator::new();
-            let mut chunks = Vec::with_capacity(64);
-            let mut count = 0usize;
-            for piece in &pieces {
-                parser.push(piece);
+    for (name, pieces) in [("fixture_2000", &varied), ("fixture_2000_4k_reads", &reads)] {
+        g.bench_function(format!("parse+translate/{name}"), |b| {
+            b.iter(|| {
+                let mut parser = SseParser::new();
+                let mut translator = Translator::new();
+                let mut chunks = Vec::with_capacity(64);
+                let mut count = 0usize;
+                for piece in pieces.iter() {
+                    parser.push(piece);
+                    while let Some(payload) = parser.next_payload() {
+                        translator.push(payload, &mut chunks).expect("valid stream");
+                        count += chunks.len();
+                        chunks.clear();
+                    }
+                }
+                parser.end();
                 while let Some(payload) = parser.next_payload() {
                     translator.push(payload, &mut chunks).expect("valid stream");
                     count += chunks.len();
                     chunks.clear();
                 }
-            }
-            parser.end();
-            while let Some(payload) = parser.next_payload() {
-                translator.push(payload, &mut chunks).expect("valid stream");
-                count += chunks.len();
-                chunks.clear();
-            }
-            assert_eq!(count, 2004);
-            count
-        })
-    });
+                assert_eq!(count, 2004);
+                count
+            })
+        });
+    }
+    let pieces = varied;
     g.bench_function("parse_only/fixture_2000", |b| {
         b.iter(|| {
             let mut parser = SseParser::new();

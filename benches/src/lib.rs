@@ -28,74 +28,24 @@ pub fn text_deltas(n: usize) -> Vec<StreamChunk> {
     out
 }
 
-/// A realistic 2,000-chunk response shaped like the SSE fixture: 1,290
-/// reasoning deltas, 500 text deltas, a tool call whose arguments arrive one
-/// character per delta, the block-ends, usage and finish.
-pub fn realistic_response() -> Vec<StreamChunk> {
-    use dsh_llm::{ContentBlock, FinishReason, TokenUsage};
-    let args = r#"{"command": "find . -name '*.rs' -newer Cargo.toml | xargs wc -l | sort -n | tail -20", "description": "Count lines of recently changed Rust files", "timeoutMs": 60000}"#;
-    let mut out = Vec::with_capacity(2004);
-    out.push(StreamChunk::BlockStart {
-        index: 0,
-        block_type: "reasoning".into(),
-    });
-    let mut reasoning = String::new();
-    for i in 0..1290 {
-        let t = if i % 3 == 0 { " the" } else { " user" };
-        reasoning.push_str(t);
-        out.push(StreamChunk::ReasoningDelta {
-            index: 0,
-            text: t.into(),
-        });
+/// The recorded fixture translated into stream chunks: its real 2,004
+/// chunks (1,290 reasoning deltas, 500 text deltas, a tool call whose
+/// arguments arrive in 205 deltas, the block-starts and -ends, usage and
+/// finish), exactly what the adapter hands the assembler.
+pub fn fixture_chunks() -> Vec<StreamChunk> {
+    use dsh_llm_deepseek::{SseParser, Translator};
+    let bytes = std::fs::read(SSE_FIXTURE)
+        .unwrap_or_else(|e| panic!("cannot read the SSE fixture {SSE_FIXTURE}: {e}"));
+    let mut parser = SseParser::new();
+    let mut translator = Translator::new();
+    let mut out = Vec::new();
+    parser.push(&bytes);
+    parser.end();
+    while let Some(payload) = parser.next_payload() {
+        translator
+            .push(payload, &mut out)
+            .expect("the fixture is a valid stream");
     }
-    out.push(StreamChunk::BlockStart {
-        index: 1,
-        block_type: "text".into(),
-    });
-    let mut text = String::new();
-    for i in 0..500 {
-        let t = if i % 2 == 0 { "文件" } else { " files" };
-        text.push_str(t);
-        out.push(StreamChunk::TextDelta {
-            index: 1,
-            text: t.into(),
-        });
-    }
-    out.push(StreamChunk::BlockStart {
-        index: 2,
-        block_type: "tool-call".into(),
-    });
-    for ch in args.chars() {
-        out.push(StreamChunk::ToolCallDelta {
-            index: 2,
-            id: "call_00_abc".into(),
-            name: Some("bash".into()),
-            arguments_delta: ch.to_string(),
-        });
-    }
-    out.push(StreamChunk::BlockEnd {
-        index: 0,
-        block: ContentBlock::reasoning(reasoning),
-    });
-    out.push(StreamChunk::BlockEnd {
-        index: 1,
-        block: ContentBlock::text(text),
-    });
-    out.push(StreamChunk::BlockEnd {
-        index: 2,
-        block: ContentBlock::tool_call("call_00_abc", "bash", args),
-    });
-    out.push(StreamChunk::Usage {
-        usage: TokenUsage {
-            input_tokens: 130,
-            output_tokens: 2011,
-            cache_read_tokens: Some(11904),
-            cache_write_tokens: None,
-            reasoning_tokens: Some(1200),
-        },
-    });
-    out.push(StreamChunk::Finish {
-        reason: FinishReason::ToolCalls,
-    });
+    assert!(translator.is_done(), "the fixture ends with [DONE]");
     out
 }

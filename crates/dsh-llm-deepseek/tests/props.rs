@@ -340,4 +340,88 @@ proptest! {
         let _ = t.push("[DONE]", &mut out);
         let _ = t.finish();
     }
+
+    /// The envelope and template shortcuts change nothing: a stream
+    /// translates to the same
+    /// chunks and the same errors as the same stream with a distinct
+    /// `created` member prepended to every payload (which no envelope can
+    /// match, so every payload is parsed whole), for honest and tricky
+    /// envelopes (nested `choices`, an escaped `usage` key, whitespace,
+    /// a `choices` before the envelope) and bodies (deltas, tool calls,
+    /// usage, duplicate `choices`, truncated) with fragments that fit a
+    /// template and ones that must not (escapes, a raw control character,
+    /// a quote, empty).
+    #[test]
+    fn envelope_shortcut_translates_like_whole_parsing(
+        runs in prop::collection::vec(
+            (
+                0usize..ENVELOPES.len(),
+                0usize..BODIES.len(),
+                prop::collection::vec(0usize..FRAGMENTS.len(), 1..6),
+            ),
+            1..10,
+        )
+    ) {
+        // Runs of one envelope and body with several fragments: what fills
+        // a template.
+        let plan: Vec<(usize, usize, usize)> = runs
+            .iter()
+            .flat_map(|(e, b, fs)| fs.iter().map(move |f| (*e, *b, *f)))
+            .collect();
+        let mut fast = Translator::new();
+        let mut whole = Translator::new();
+        let (mut fast_out, mut whole_out) = (Vec::new(), Vec::new());
+        for (i, (e, b, f)) in plan.iter().enumerate() {
+            let payload = format!("{}{}", ENVELOPES[*e], BODIES[*b].replace("{F}", FRAGMENTS[*f]));
+            let unique = format!("{{\"created\":{i},{}", &payload[1..]);
+            let f = fast.push(&payload, &mut fast_out).map_err(|e| e.code().to_string());
+            let w = whole.push(&unique, &mut whole_out).map_err(|e| e.code().to_string());
+            prop_assert_eq!(f, w, "payload {}", payload);
+        }
+        let f = fast.push("[DONE]", &mut fast_out).map_err(|e| e.code().to_string());
+        let w = whole.push("[DONE]", &mut whole_out).map_err(|e| e.code().to_string());
+        prop_assert_eq!(f, w);
+        prop_assert_eq!(to_json(&fast_out), to_json(&whole_out));
+    }
 }
+
+/// Envelopes up to and including the `choices` key (see
+/// `envelope_shortcut_translates_like_whole_parsing`).
+const ENVELOPES: [&str; 7] = [
+    r#"{"id":"a","object":"chat.completion.chunk","created":1,"model":"m","choices":"#,
+    r#"{"id":"b","object":"chat.completion.chunk","created":1,"model":"m","choices":"#,
+    r#"{"meta":{"choices":1},"choices":"#,
+    r#"{"us\u0061ge":{"prompt_tokens":99},"choices":"#,
+    r#"{ "id" : "a" , "choices":"#,
+    r#"{"choices":[{"delta":{"content":"early"}}],"id":"a","choices":"#,
+    r#"{"id":"q\"choices\":","choices":"#,
+];
+
+/// Bodies after the `choices` key; `{F}` is replaced by a fragment.
+const BODIES: [&str; 12] = [
+    r#"[{"index":0,"delta":{"reasoning_content":"{F}"}}]}"#,
+    r#"[{"index":0,"delta":{"content":"{F}","reasoning_content":null},"finish_reason":null}]}"#,
+    r#"[{"index":0,"delta":{"content":"{F}","reasoning_content":"x"}}]}"#,
+    r#"[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"bash","arguments":"{\"a"}}]}}]}"#,
+    r#"[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{F}"}}]}}]}"#,
+    r#"[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{F}"}}]}}]}"#,
+    r#"[{"index":0,"delta":{"content":"{F}"},"finish_reason":"length"}]}"#,
+    r#"[],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#,
+    r#"[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+    r#"[{"index":0,"delta":{"content":"x"}}],"choices":[]}"#,
+    r#"[{"index":0,"delta":{"content":"cut"#,
+    r#"[]} trailing"#,
+];
+
+/// Fragments for the `{F}` of [`BODIES`].
+const FRAGMENTS: [&str; 9] = [
+    "think ",
+    " more",
+    "文件",
+    r#"a\"b"#,
+    r#"\u0041"#,
+    r#"tab\there"#,
+    "raw\ttab",
+    "",
+    r#"q"uote"#,
+];

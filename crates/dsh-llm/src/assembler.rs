@@ -32,20 +32,25 @@ use crate::types::{
 struct Partial {
     index: u32,
     block_type: BlockType,
+    /// The kind of delta the partial still takes: its type while open,
+    /// `None` once `block-end` froze it (one compare on the delta path).
+    accepts: Option<BlockType>,
     /// Text of text/reasoning blocks, arguments of tool calls.
     buffer: String,
     tool_call_id: Option<String>,
     tool_call_name: Option<String>,
+    /// The tag of a block of a non-core type.
+    other_tag: Option<String>,
     /// Set by `block-end`; freezes the partial.
     block: Option<ContentBlock>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BlockType {
     Text,
     Reasoning,
     ToolCall,
-    Other(String),
+    Other,
 }
 
 impl BlockType {
@@ -54,20 +59,30 @@ impl BlockType {
             "text" => BlockType::Text,
             "reasoning" => BlockType::Reasoning,
             "tool-call" => BlockType::ToolCall,
-            other => BlockType::Other(other.to_string()),
+            _ => BlockType::Other,
         }
     }
 }
+
+/// The first capacity of a block's buffer.
+const INITIAL_BUFFER: usize = 4096;
+
+/// Below this many blocks an index is found by scanning (no hashing).
+const SCAN_LIMIT: usize = 16;
 
 /// Assembles stream chunks into content blocks, usage and a finish reason.
 ///
 /// Blocks are ordered by the first appearance of their index. `push` never
 /// fails; assembly fails only for an open block of a type it cannot build.
+/// A delta costs one index compare and one append: no allocation beyond the
+/// block's growing buffer, no hashing while the index repeats (deltas arrive
+/// in runs) or the response has at most 16 blocks.
 #[derive(Debug, Default, Clone)]
 pub struct BlockAssembler {
     partials: Vec<Partial>,
+    /// Index → position, consulted only past [`SCAN_LIMIT`] blocks.
     positions: HashMap<u32, usize>,
-    /// Cache of the last index looked up (deltas arrive in runs).
+    /// The last index looked up and its position.
     last: Option<(u32, usize)>,
     flushed: usize,
     usage: Option<TokenUsage>,
@@ -80,36 +95,46 @@ impl BlockAssembler {
         Self::default()
     }
 
-    /// Feeds one chunk. Returns the block carried by a `block-end`, `None`
-    /// for every other chunk.
-    pub fn push(&mut self, chunk: &StreamChunk) -> Option<ContentBlock> {
+    /// Feeds one chunk. Returns the block carried by a `block-end` (as
+    /// stored, the first `block-end` of an index freezes it), `None` for
+    /// every other chunk.
+    #[inline(always)]
+    pub fn push(&mut self, chunk: &StreamChunk) -> Option<&ContentBlock> {
         match chunk {
-            StreamChunk::BlockStart { index, block_type } => {
-                self.ensure(*index, || BlockType::from_tag(block_type));
-                None
-            }
             StreamChunk::TextDelta { index, text } => {
-                let p = self.ensure(*index, || BlockType::Text);
-                if p.block.is_none() && p.block_type == BlockType::Text {
-                    p.buffer.push_str(text);
-                }
+                self.append(*index, BlockType::Text, text);
                 None
             }
             StreamChunk::ReasoningDelta { index, text } => {
-                let p = self.ensure(*index, || BlockType::Reasoning);
-                if p.block.is_none() && p.block_type == BlockType::Reasoning {
-                    p.buffer.push_str(text);
-                }
+                self.append(*index, BlockType::Reasoning, text);
                 None
             }
+            _ => self.push_control(chunk),
+        }
+    }
+
+    /// Appends a text or reasoning delta to an open block of that kind.
+    #[inline(always)]
+    fn append(&mut self, index: u32, kind: BlockType, text: &str) {
+        let p = self.ensure(index, kind, None);
+        if p.accepts == Some(kind) {
+            p.buffer.push_str(text);
+        }
+    }
+
+    /// The chunks that are not text or reasoning deltas: tool-call deltas,
+    /// starts, ends, usage, finish.
+    #[inline(never)]
+    fn push_control(&mut self, chunk: &StreamChunk) -> Option<&ContentBlock> {
+        match chunk {
             StreamChunk::ToolCallDelta {
                 index,
                 id,
                 name,
                 arguments_delta,
             } => {
-                let p = self.ensure(*index, || BlockType::ToolCall);
-                if p.block.is_none() && p.block_type == BlockType::ToolCall {
+                let p = self.ensure(*index, BlockType::ToolCall, None);
+                if p.accepts == Some(BlockType::ToolCall) {
                     if p.tool_call_id.as_deref() != Some(id.as_str()) {
                         p.tool_call_id = Some(id.clone());
                     }
@@ -122,11 +147,16 @@ impl BlockAssembler {
                 }
                 None
             }
+            StreamChunk::BlockStart { index, block_type } => {
+                self.ensure(*index, BlockType::from_tag(block_type), Some(block_type));
+                None
+            }
             StreamChunk::BlockEnd { index, block } => {
-                let p = self.ensure(*index, || BlockType::from_tag(block.kind()));
-                p.block = Some(block.clone());
+                let tag = block.kind();
+                let p = self.ensure(*index, BlockType::from_tag(tag), Some(tag));
+                p.accepts = None;
                 p.buffer = String::new();
-                Some(block.clone())
+                Some(&*p.block.insert(block.clone()))
             }
             StreamChunk::Usage { usage } => {
                 self.usage = Some(*usage);
@@ -136,34 +166,64 @@ impl BlockAssembler {
                 self.finish = Some(reason.clone());
                 None
             }
+            // Text and reasoning deltas are handled by `push`.
+            StreamChunk::TextDelta { .. } | StreamChunk::ReasoningDelta { .. } => None,
         }
     }
 
-    fn ensure(&mut self, index: u32, block_type: impl FnOnce() -> BlockType) -> &mut Partial {
+    /// The partial of `index`, created with `block_type` (and the tag of a
+    /// non-core type) when the index is new.
+    #[inline(always)]
+    fn ensure(&mut self, index: u32, block_type: BlockType, tag: Option<&str>) -> &mut Partial {
         let pos = match self.last {
             Some((i, pos)) if i == index => pos,
-            _ => {
-                let pos = match self.positions.get(&index) {
-                    Some(&pos) => pos,
-                    None => {
-                        let pos = self.partials.len();
-                        self.partials.push(Partial {
-                            index,
-                            block_type: block_type(),
-                            buffer: String::new(),
-                            tool_call_id: None,
-                            tool_call_name: None,
-                            block: None,
-                        });
-                        self.positions.insert(index, pos);
-                        pos
-                    }
-                };
-                self.last = Some((index, pos));
+            _ => self.locate(index, block_type, tag),
+        };
+        &mut self.partials[pos]
+    }
+
+    /// [`BlockAssembler::ensure`] off the fast path: finds or creates the
+    /// partial and remembers it as the last one.
+    #[inline(never)]
+    fn locate(&mut self, index: u32, block_type: BlockType, tag: Option<&str>) -> usize {
+        let found = if self.partials.len() <= SCAN_LIMIT {
+            self.partials.iter().position(|p| p.index == index)
+        } else {
+            self.positions.get(&index).copied()
+        };
+        let pos = match found {
+            Some(pos) => pos,
+            None => {
+                let pos = self.partials.len();
+                self.partials.push(Partial {
+                    index,
+                    block_type,
+                    accepts: Some(block_type),
+                    // Streamed answers run to kilobytes: start there rather
+                    // than copying through a dozen doublings.
+                    buffer: String::with_capacity(INITIAL_BUFFER),
+                    tool_call_id: None,
+                    tool_call_name: None,
+                    other_tag: (block_type == BlockType::Other)
+                        .then(|| tag.unwrap_or_default().to_string()),
+                    block: None,
+                });
+                if pos == SCAN_LIMIT {
+                    // From now on the map is consulted: fill it once.
+                    self.positions = self
+                        .partials
+                        .iter()
+                        .enumerate()
+                        .map(|(pos, p)| (p.index, pos))
+                        .collect();
+                } else if pos > SCAN_LIMIT {
+                    self.positions.insert(index, pos);
+                }
                 pos
             }
         };
-        &mut self.partials[pos]
+        self.last = Some((index, pos));
+        pos
     }
 
     fn assemble(p: &Partial) -> Result<ContentBlock, LlmError> {
@@ -187,12 +247,37 @@ impl BlockAssembler {
                 name: p.tool_call_name.clone().unwrap_or_default(),
                 arguments: p.buffer.clone(),
             }),
-            BlockType::Other(tag) => {
+            BlockType::Other => {
+                let tag = p.other_tag.as_deref().unwrap_or_default();
                 return Err(LlmError::new(
                     LlmErrorKind::IncompleteBlock,
                     format!("cannot assemble incomplete block of type \"{tag}\""),
-                ))
+                ));
             }
+        })
+    }
+
+    /// [`BlockAssembler::assemble`] taking the partial's buffers instead of
+    /// copying them.
+    fn assemble_owned(p: Partial) -> Result<ContentBlock, LlmError> {
+        if let Some(block) = p.block {
+            return Ok(block);
+        }
+        Ok(match p.block_type {
+            BlockType::Text => ContentBlock::Text(TextBlock {
+                text: p.buffer,
+                cache: None,
+            }),
+            BlockType::Reasoning => ContentBlock::Reasoning(ReasoningBlock { text: p.buffer }),
+            BlockType::ToolCall => ContentBlock::ToolCall(ToolCall {
+                call_id: p
+                    .tool_call_id
+                    .unwrap_or_else(|| format!("call-{}", p.index))
+                    .into(),
+                name: p.tool_call_name.unwrap_or_default(),
+                arguments: p.buffer,
+            }),
+            BlockType::Other => return Self::assemble(&p),
         })
     }
 
@@ -259,6 +344,28 @@ impl BlockAssembler {
     /// As [`BlockAssembler::blocks`].
     pub fn message(&self) -> Result<Message, LlmError> {
         Ok(Message::assistant(self.blocks()?))
+    }
+
+    /// `{message, usage, finish}`, consuming the assembler: the blocks take
+    /// the assembled text without a copy (what [`LlmService::generate`]
+    /// uses).
+    ///
+    /// [`LlmService::generate`]: crate::LlmService::generate
+    ///
+    /// # Errors
+    /// As [`BlockAssembler::blocks`].
+    pub fn into_result(self) -> Result<ModelResponse, LlmError> {
+        let finish = self.finish.unwrap_or_default();
+        let blocks = self
+            .partials
+            .into_iter()
+            .map(Self::assemble_owned)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ModelResponse {
+            message: Message::assistant(blocks),
+            usage: self.usage,
+            finish,
+        })
     }
 
     /// `{message, usage, finish}`.

@@ -180,7 +180,7 @@ impl LlmService {
                     while let Some(chunk) = stream.next().await {
                         asm.push(&chunk?);
                     }
-                    asm.result()
+                    asm.into_result()
                 }
             })
             .await

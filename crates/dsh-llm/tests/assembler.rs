@@ -238,7 +238,7 @@ fn block_end_returns_its_block() {
     assert_eq!(a.push(&text(0, "x")), None);
     assert_eq!(
         a.push(&end(0, ContentBlock::text("x"))),
-        Some(ContentBlock::text("x"))
+        Some(&ContentBlock::text("x"))
     );
 }
 
@@ -344,7 +344,12 @@ fn valid_stream() -> impl Strategy<Value = Vec<StreamChunk>> {
 }
 
 fn arbitrary_chunk() -> impl Strategy<Value = StreamChunk> {
-    let idx = 0u32..6;
+    chunk_with_indices(6)
+}
+
+/// Arbitrary chunks on indices `0..max`.
+fn chunk_with_indices(max: u32) -> impl Strategy<Value = StreamChunk> {
+    let idx = 0u32..max;
     prop_oneof![
         (
             idx.clone(),
@@ -420,5 +425,45 @@ proptest! {
             prop_assert_eq!(flushed + rest.len(), distinct.len());
         }
         let _ = a.result();
+    }
+
+    /// Past 16 blocks the index map takes over from scanning; the consuming
+    /// `into_result` agrees with `result` on any sequence.
+    #[test]
+    fn many_blocks_and_consuming_result_agree(chunks in prop::collection::vec(chunk_with_indices(40), 0..200)) {
+        let a = assemble(&chunks);
+        let distinct: std::collections::HashSet<u32> = chunks.iter().filter_map(|c| match c {
+            StreamChunk::BlockStart { index, .. }
+            | StreamChunk::TextDelta { index, .. }
+            | StreamChunk::ReasoningDelta { index, .. }
+            | StreamChunk::ToolCallDelta { index, .. }
+            | StreamChunk::BlockEnd { index, .. } => Some(*index),
+            _ => None,
+        }).collect();
+        prop_assert_eq!(a.block_count(), distinct.len());
+        let borrowed = a.result().map_err(|e| e.to_string());
+        let owned = a.into_result().map_err(|e| e.to_string());
+        prop_assert_eq!(borrowed, owned);
+    }
+}
+
+#[test]
+fn forty_interleaved_blocks_keep_their_own_text() {
+    let mut chunks = Vec::new();
+    for round in 0..3 {
+        for i in 0..40u32 {
+            // Sparse indices, visited in a shuffled order each round.
+            let index = (i * 7) % 40 * 5;
+            chunks.push(text(index, &format!("{index}.{round} ")));
+        }
+    }
+    let blocks = assemble(&chunks).into_result().unwrap().message.content;
+    assert_eq!(blocks.len(), 40);
+    for (i, block) in blocks.iter().enumerate() {
+        let index = (i as u32 * 7) % 40 * 5;
+        assert_eq!(
+            block,
+            &ContentBlock::text(format!("{index}.0 {index}.1 {index}.2 "))
+        );
     }
 }
