@@ -8,7 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use dsh_benches::{fixture_chunks, text_deltas};
-use dsh_llm::BlockAssembler;
+use dsh_llm::{BlockAssembler, StreamChunk};
 
 fn assembler(c: &mut Criterion) {
     let mut g = c.benchmark_group("assembler");
@@ -45,6 +45,24 @@ fn assembler(c: &mut Criterion) {
                     a.push(c);
                 }
                 a.into_result()
+            })
+        });
+        // The floor: appending every delta's text to one string, as the
+        // assembler must (no matching, no blocks).
+        g.bench_function(format!("floor_concat/{name}"), |b| {
+            b.iter(|| {
+                let mut s = String::with_capacity(4096);
+                for c in &chunks {
+                    match c {
+                        StreamChunk::TextDelta { text, .. }
+                        | StreamChunk::ReasoningDelta { text, .. } => s.push_str(text),
+                        StreamChunk::ToolCallDelta {
+                            arguments_delta, ..
+                        } => s.push_str(arguments_delta),
+                        _ => {}
+                    }
+                }
+                s
             })
         });
     }

@@ -109,6 +109,15 @@ impl BlockAssembler {
                 self.append(*index, BlockType::Reasoning, text);
                 None
             }
+            StreamChunk::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments_delta,
+            } => {
+                self.tool_delta(*index, id, name.as_deref(), arguments_delta);
+                None
+            }
             _ => self.push_control(chunk),
         }
     }
@@ -122,31 +131,28 @@ impl BlockAssembler {
         }
     }
 
-    /// The chunks that are not text or reasoning deltas: tool-call deltas,
-    /// starts, ends, usage, finish.
+    /// Records a tool-call delta on an open tool-call block: the id and name
+    /// (the last non-empty one wins), the argument text appended.
+    #[inline(always)]
+    fn tool_delta(&mut self, index: u32, id: &str, name: Option<&str>, arguments: &str) {
+        let p = self.ensure(index, BlockType::ToolCall, None);
+        if p.accepts == Some(BlockType::ToolCall) {
+            if p.tool_call_id.as_deref() != Some(id) {
+                p.tool_call_id = Some(id.to_string());
+            }
+            if let Some(name) = name.filter(|n| !n.is_empty()) {
+                if p.tool_call_name.as_deref() != Some(name) {
+                    p.tool_call_name = Some(name.to_string());
+                }
+            }
+            p.buffer.push_str(arguments);
+        }
+    }
+
+    /// The chunks that are not deltas: starts, ends, usage, finish.
     #[inline(never)]
     fn push_control(&mut self, chunk: &StreamChunk) -> Option<&ContentBlock> {
         match chunk {
-            StreamChunk::ToolCallDelta {
-                index,
-                id,
-                name,
-                arguments_delta,
-            } => {
-                let p = self.ensure(*index, BlockType::ToolCall, None);
-                if p.accepts == Some(BlockType::ToolCall) {
-                    if p.tool_call_id.as_deref() != Some(id.as_str()) {
-                        p.tool_call_id = Some(id.clone());
-                    }
-                    if let Some(name) = name.as_deref().filter(|n| !n.is_empty()) {
-                        if p.tool_call_name.as_deref() != Some(name) {
-                            p.tool_call_name = Some(name.to_string());
-                        }
-                    }
-                    p.buffer.push_str(arguments_delta);
-                }
-                None
-            }
             StreamChunk::BlockStart { index, block_type } => {
                 self.ensure(*index, BlockType::from_tag(block_type), Some(block_type));
                 None
@@ -166,8 +172,10 @@ impl BlockAssembler {
                 self.finish = Some(reason.clone());
                 None
             }
-            // Text and reasoning deltas are handled by `push`.
-            StreamChunk::TextDelta { .. } | StreamChunk::ReasoningDelta { .. } => None,
+            // Deltas are handled by `push`.
+            StreamChunk::TextDelta { .. }
+            | StreamChunk::ReasoningDelta { .. }
+            | StreamChunk::ToolCallDelta { .. } => None,
         }
     }
 
