@@ -496,7 +496,7 @@ async fn dispatch_tools(
 /// part costs no serialization), then the `request/sent` marker (see
 /// [`crate::REQUEST_SENT_KIND`]).
 fn record_request(agent: &LoopAgent, at: StepEvent, request: &ModelRequest) {
-    let tools = request.tools.as_deref().unwrap_or_default();
+    let tools = request.tools.clone().unwrap_or_default();
     let mut options = serde_json::json!({ "model": request.model });
     if let Some(m) = request.max_tokens {
         options["maxTokens"] = m.into();
@@ -517,8 +517,9 @@ fn record_request(agent: &LoopAgent, at: StepEvent, request: &ModelRequest) {
                 serde_json::json!({ "text": request.system }),
             ));
         }
+        // One tool set step after step is one shared set: equal by pointer.
         if logged.tools != tools {
-            logged.tools = tools.to_vec();
+            logged.tools = tools.clone();
             changed.push((
                 crate::REQUEST_TOOLS_KIND,
                 serde_json::json!({ "tools": tools }),
@@ -600,7 +601,7 @@ async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> ModelRe
                 .services
                 .tools
                 .as_ref()
-                .map(|t| t.schemas())
+                .map(|t| t.tool_set())
                 .unwrap_or_default(),
         ),
     };

@@ -321,7 +321,7 @@ struct LoopAgent {
 #[derive(Default)]
 struct LoggedRequest {
     system: Option<String>,
-    tools: Vec<dsh_protocol::ToolSchema>,
+    tools: dsh_protocol::ToolSet,
     options: Option<serde_json::Value>,
 }
 

@@ -15,7 +15,7 @@ use dsh_agent::{Agent, AgentRegistry, RequestContext};
 use dsh_kernel::sync::lock;
 use dsh_kernel::{DshError, ErrorCode, Registration};
 use dsh_llm::{ContentBlock, LlmService, Message, ModelRequest, Role};
-use dsh_protocol::ToolSchema;
+use dsh_protocol::ToolSet;
 use dsh_session::{
     blocks_bytes, pruned_len, summary_message, CompactionEvent, EventPayload, PruneEvent,
     TokenMeter, BYTES_PER_TOKEN,
@@ -239,8 +239,11 @@ pub struct Compactor {
     meters: Mutex<HashMap<String, TokenMeter>>,
 }
 
-fn system_and_tools_bytes(system: Option<&str>, tools: Option<&[ToolSchema]>) -> u64 {
-    dsh_session::fixed_bytes(system, tools.unwrap_or_default())
+fn system_and_tools_bytes(system: Option<&str>, tools: Option<&ToolSet>) -> u64 {
+    match tools {
+        Some(tools) => dsh_session::fixed_bytes(system, tools),
+        None => dsh_session::fixed_bytes(system, &ToolSet::default()),
+    }
 }
 
 impl Compactor {
@@ -306,7 +309,7 @@ impl Compactor {
         let fixed = if meter.is_anchored() {
             0
         } else {
-            system_and_tools_bytes(request.system.as_deref(), request.tools.as_deref())
+            system_and_tools_bytes(request.system.as_deref(), request.tools.as_ref())
         };
         meter.estimate(fixed)
     }
@@ -329,7 +332,7 @@ impl Compactor {
         focus: Option<&str>,
     ) -> Result<Outcome, DshError> {
         let session = agent.session();
-        let fixed = system_and_tools_bytes(request.system.as_deref(), request.tools.as_deref());
+        let fixed = system_and_tools_bytes(request.system.as_deref(), request.tools.as_ref());
         let (history, seqs) = session.derive_messages_with_seqs();
         let mut plan = history.with(|messages| plan(messages, &seqs, fixed, &self.config));
         if plan.cut.is_none() && reason != Reason::Threshold {

@@ -12,7 +12,7 @@ use dsh_llm::{
 use tokio_util::sync::CancellationToken;
 
 use crate::config::DeepSeekConfig;
-use crate::request::request_body;
+use crate::request::request_bytes;
 use crate::sse::SseParser;
 use crate::translate::Translator;
 
@@ -291,24 +291,18 @@ impl Run {
                 "llm-deepseek: stream polled after it ended",
             ));
         };
-        let body = request_body(&options, &self.shared.config)?;
+        let body = request_bytes(&options, &self.shared.config)?;
         // Strict function calling is served by the beta endpoint only.
         let strict = options
             .tools
             .iter()
-            .flatten()
+            .flat_map(|t| t.schemas())
             .any(|t| t.strict == Some(true));
         let endpoint = if strict {
             &self.shared.beta_endpoint
         } else {
             &self.shared.endpoint
         };
-        let body = serde_json::to_vec(&body).map_err(|e| {
-            LlmError::new(
-                LlmErrorKind::InvalidRequest,
-                format!("llm-deepseek: cannot serialize the request: {e}"),
-            )
-        })?;
         drop(options);
         let request = self
             .shared

@@ -2,7 +2,7 @@
 //!
 //! Start reading at [`DeepSeekAdapter`] (an [`dsh_llm::LlmAdapter`]) and
 //! [`register`], which serves every configured model name from one adapter.
-//! The pipeline of one call is: [`request_body`] (options → wire JSON) →
+//! The pipeline of one call is: [`request_bytes`] (options → wire JSON) →
 //! `POST <base_url>/chat/completions` → [`SseParser`] (bytes → data payloads)
 //! → [`Translator`] (payloads → [`dsh_llm::StreamChunk`]s). The
 //! provider-neutral retry plugin lives in `dsh-llm` (`install_retry`).
@@ -27,6 +27,6 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MODELS,
     DEFAULT_STREAM_IDLE_TIMEOUT_MS,
 };
-pub use request::{request_body, wire_messages, PREFILL_UNSUPPORTED};
+pub use request::{request_body, request_bytes, wire_messages, PREFILL_UNSUPPORTED};
 pub use sse::{SseParser, DONE};
 pub use translate::{map_finish, Translator};

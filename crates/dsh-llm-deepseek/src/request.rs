@@ -1,9 +1,9 @@
 //! Request serialization (fact sheet c.3–c.6): `ModelRequest` → the JSON
 //! body of `POST /chat/completions`, keys in the reference's order.
 
-use dsh_llm::{
-    CallId, ContentBlock, LlmError, LlmErrorKind, Message, ModelRequest, Role, ToolSchema,
-};
+use dsh_llm::{CallId, ContentBlock, LlmError, LlmErrorKind, Message, ModelRequest, Role};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::config::DeepSeekConfig;
@@ -12,55 +12,90 @@ use crate::config::DeepSeekConfig;
 pub const PREFILL_UNSUPPORTED: &str =
     "prefill is not supported by the DeepSeek adapter (Beta chat-prefix completion is future work)";
 
-/// Builds the request body as a JSON value (keys in emitted order).
+/// Builds the request body as a JSON value (keys in emitted order): the
+/// bytes of [`request_bytes`] read back, for inspection and tests.
+///
+/// # Errors
+/// As [`request_bytes`].
+pub fn request_body(options: &ModelRequest, config: &DeepSeekConfig) -> Result<Value, LlmError> {
+    let bytes = request_bytes(options, config)?;
+    serde_json::from_slice(&bytes).map_err(|e| serialize_error(&e))
+}
+
+/// The body of `POST /chat/completions` as sent: `model`, `messages`,
+/// `stream`, `stream_options`, then `thinking`, `reasoning_effort`, `tools`,
+/// `temperature`, `max_tokens`, `stop` when set. The tools are the set's
+/// pre-serialized wire form ([`ToolSet::wire_json`](dsh_llm::ToolSet::wire_json)),
+/// copied as bytes: no schema is cloned or re-serialized per request.
 ///
 /// # Errors
 /// `UNSUPPORTED` when `options.prefill` is present (even empty).
-pub fn request_body(options: &ModelRequest, config: &DeepSeekConfig) -> Result<Value, LlmError> {
+pub fn request_bytes(options: &ModelRequest, config: &DeepSeekConfig) -> Result<Vec<u8>, LlmError> {
     if options.prefill.is_some() {
         return Err(LlmError::new(
             LlmErrorKind::Unsupported,
             PREFILL_UNSUPPORTED,
         ));
     }
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(options.model.clone()));
-    body.insert("messages".into(), Value::Array(wire_messages(options)));
-    body.insert("stream".into(), Value::Bool(true));
-    body.insert(
-        "stream_options".into(),
-        obj([("include_usage", Value::Bool(true))]),
-    );
-    if let Some(t) = config.thinking {
-        body.insert("thinking".into(), obj([("type", Value::from(t.as_str()))]));
+    #[derive(Serialize)]
+    struct StreamOptions {
+        include_usage: bool,
     }
-    if let Some(e) = config.reasoning_effort {
-        body.insert("reasoning_effort".into(), Value::from(e.as_str()));
+    #[derive(Serialize)]
+    struct ThinkingWire {
+        #[serde(rename = "type")]
+        kind: &'static str,
     }
-    if let Some(tools) = options.tools.as_ref().filter(|t| !t.is_empty()) {
-        body.insert(
-            "tools".into(),
-            Value::Array(tools.iter().map(wire_tool).collect()),
-        );
+    #[derive(Serialize)]
+    struct Body<'a> {
+        model: &'a str,
+        messages: Vec<Value>,
+        stream: bool,
+        stream_options: StreamOptions,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thinking: Option<ThinkingWire>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_effort: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tools: Option<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        temperature: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_tokens: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stop: Option<&'a [String]>,
     }
-    if let Some(t) = options.temperature {
+    let body = Body {
+        model: &options.model,
+        messages: wire_messages(options),
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        thinking: config.thinking.map(|t| ThinkingWire { kind: t.as_str() }),
+        reasoning_effort: config.reasoning_effort.map(|e| e.as_str()),
+        tools: options
+            .tools
+            .as_ref()
+            .filter(|t| !t.is_empty())
+            .map(|t| t.wire_json()),
         // A non-finite temperature has no JSON form; `null` is what the
         // reference's JSON.stringify sends.
-        body.insert(
-            "temperature".into(),
-            serde_json::Number::from_f64(t).map_or(Value::Null, Value::Number),
-        );
-    }
-    if let Some(m) = options.max_tokens {
-        body.insert("max_tokens".into(), Value::from(m));
-    }
-    if let Some(stop) = &options.stop {
-        body.insert(
-            "stop".into(),
-            Value::Array(stop.iter().map(|s| Value::from(s.as_str())).collect()),
-        );
-    }
-    Ok(Value::Object(body))
+        temperature: options
+            .temperature
+            .map(|t| serde_json::Number::from_f64(t).map_or(Value::Null, Value::Number)),
+        max_tokens: options.max_tokens,
+        stop: options.stop.as_deref(),
+    };
+    serde_json::to_vec(&body).map_err(|e| serialize_error(&e))
+}
+
+/// `INVALID_REQUEST` for a body that does not serialize.
+fn serialize_error(e: &serde_json::Error) -> LlmError {
+    LlmError::new(
+        LlmErrorKind::InvalidRequest,
+        format!("llm-deepseek: cannot serialize the request: {e}"),
+    )
 }
 
 /// The `messages` array (fact sheet c.4/c.5).
@@ -233,20 +268,6 @@ fn assistant_message(content: &[ContentBlock]) -> Value {
         m.insert("tool_calls".into(), Value::Array(calls));
     }
     Value::Object(m)
-}
-
-fn wire_tool(t: &ToolSchema) -> Value {
-    let mut f = Map::new();
-    f.insert("name".into(), Value::from(t.name.as_str()));
-    f.insert("description".into(), Value::from(t.description.as_str()));
-    f.insert("parameters".into(), t.parameters.clone());
-    if let Some(strict) = t.strict {
-        f.insert("strict".into(), Value::Bool(strict));
-    }
-    obj([
-        ("type", Value::from("function")),
-        ("function", Value::Object(f)),
-    ])
 }
 
 /// Concatenation of the text of every `text` block; other kinds are ignored.

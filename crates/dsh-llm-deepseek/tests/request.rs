@@ -88,7 +88,7 @@ fn c8_options() -> ModelRequest {
             ]),
         ]
         .into(),
-        tools: Some(vec![tool_schema(None)]),
+        tools: Some(vec![tool_schema(None)].into()),
         ..Default::default()
     }
 }
@@ -145,7 +145,7 @@ async fn optional_fields_in_order_and_omissions() {
 
     // Everything: config fields, tools with strict, sampling options.
     let mut opts = options();
-    opts.tools = Some(vec![tool_schema(Some(true)), tool_schema(Some(false))]);
+    opts.tools = Some(vec![tool_schema(Some(true)), tool_schema(Some(false))].into());
     opts.temperature = Some(0.5);
     opts.max_tokens = Some(1024);
     opts.stop = Some(vec!["END".into()]);
@@ -190,7 +190,7 @@ async fn optional_fields_in_order_and_omissions() {
 
     // Empty tools omitted, empty stop sent, thinking without effort.
     let mut opts = options();
-    opts.tools = Some(vec![]);
+    opts.tools = Some(Vec::new().into());
     opts.stop = Some(vec![]);
     let body = sent(|c| c.thinking = Some(Thinking::Enabled), opts).await;
     assert!(body.get("tools").is_none());

@@ -40,5 +40,5 @@ pub use service::{blocks_of, error_stream, BlockStream, ChunkStream, LlmAdapter,
 pub use types::{
     CallId, ContentBlock, FinishReason, ImageBlock, Message, MessageSource, ModelRequest,
     ModelResponse, ReasoningBlock, Role, StreamChunk, TextBlock, TokenUsage, ToolCall,
-    ToolResultBlock, ToolSchema,
+    ToolResultBlock, ToolSchema, ToolSet,
 };

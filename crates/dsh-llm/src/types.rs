@@ -22,9 +22,9 @@ pub struct ModelRequest {
     /// System prompt text for the provider's system slot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// Tool schemas.
+    /// The tools, shared and serialized once per tool set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<ToolSchema>>,
+    pub tools: Option<ToolSet>,
     /// Assistant prefix continuation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill: Option<Vec<ContentBlock>>,

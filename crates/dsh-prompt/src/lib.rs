@@ -14,7 +14,7 @@ use dsh_kernel::sync::lock;
 use std::sync::{Arc, Mutex};
 
 use dsh_kernel::{EmitHook, Registration, WaterfallHook};
-use dsh_llm::ToolSchema;
+use dsh_llm::ToolSet;
 
 /// The text of a section: fixed, or computed at every render.
 #[derive(Clone)]
@@ -85,8 +85,10 @@ impl Section {
 pub struct PromptAssembly {
     /// Sections sorted by `order` (stable).
     pub sections: Vec<Section>,
-    /// Tool schemas, provider by provider in registration order.
-    pub tools: Vec<ToolSchema>,
+    /// Tool schemas, provider by provider in registration order (the one
+    /// provider's own set when there is one, so an unchanged tool set is
+    /// the same shared, already serialized [`ToolSet`] step after step).
+    pub tools: ToolSet,
 }
 
 /// Renders the sections: evaluates every text, drops empty strings (a
@@ -101,7 +103,7 @@ pub fn render(assembly: &PromptAssembly) -> String {
     texts.join("\n\n")
 }
 
-type ToolProvider = Arc<dyn Fn() -> Vec<ToolSchema> + Send + Sync>;
+type ToolProvider = Arc<dyn Fn() -> ToolSet + Send + Sync>;
 
 struct Entry<T> {
     id: u64,
@@ -117,6 +119,9 @@ struct State {
 
 struct Inner {
     state: Mutex<State>,
+    /// The last concatenation of several providers' sets, with its parts:
+    /// reused while every part is the same set.
+    merged: Mutex<Option<(Vec<ToolSet>, ToolSet)>>,
     on_assemble: WaterfallHook<PromptAssembly, PromptAssembly>,
     on_change: EmitHook<()>,
 }
@@ -141,6 +146,7 @@ impl PromptService {
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
+                merged: Mutex::new(None),
                 on_assemble: WaterfallHook::new("system-prompt/assemble"),
                 on_change: EmitHook::new("system-prompt/change"),
             }),
@@ -172,12 +178,17 @@ impl PromptService {
     }
 
     /// Adds a tool-schema provider, asked at every assembly; undoing the
-    /// registration removes it.
-    pub fn add_tool_provider(
+    /// registration removes it. A provider that returns the same
+    /// [`ToolSet`] while its tools are unchanged (as
+    /// `ToolRegistry::tool_set` does) costs a step no copy.
+    pub fn add_tool_provider<T: Into<ToolSet>>(
         &self,
-        provider: impl Fn() -> Vec<ToolSchema> + Send + Sync + 'static,
+        provider: impl Fn() -> T + Send + Sync + 'static,
     ) -> Registration {
-        self.add_entry(|st| &mut st.providers, Arc::new(provider) as ToolProvider)
+        self.add_entry(
+            |st| &mut st.providers,
+            Arc::new(move || provider().into()) as ToolProvider,
+        )
     }
 
     /// Appends `value` to the list `list` selects, emits
@@ -206,6 +217,28 @@ impl PromptService {
         })
     }
 
+    /// The providers' sets in order as one set: the set itself for one
+    /// provider, the cached concatenation while the parts are unchanged.
+    fn merge(&self, mut parts: Vec<ToolSet>) -> ToolSet {
+        if parts.len() <= 1 {
+            return parts.pop().unwrap_or_default();
+        }
+        let mut cache = lock(&self.inner.merged);
+        if let Some((last, set)) = cache.as_ref() {
+            if last.len() == parts.len() && last.iter().zip(&parts).all(|(a, b)| a.same(b)) {
+                return set.clone();
+            }
+        }
+        let set = ToolSet::new(
+            parts
+                .iter()
+                .flat_map(|p| p.schemas().iter().cloned())
+                .collect(),
+        );
+        *cache = Some((parts, set.clone()));
+        set
+    }
+
     /// Builds the assembly (sections sorted stably by `order`, then every
     /// provider's tools) and runs it through `system-prompt/assemble`.
     pub async fn assemble(&self) -> PromptAssembly {
@@ -217,7 +250,7 @@ impl PromptService {
             (sections, providers)
         };
         sections.sort_by_key(|s| s.order);
-        let tools = providers.iter().flat_map(|p| p()).collect();
+        let tools = self.merge(providers.iter().map(|p| p()).collect());
         let assembly = PromptAssembly { sections, tools };
         self.inner
             .on_assemble
@@ -229,6 +262,7 @@ impl PromptService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh_llm::ToolSchema;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn schema(name: &str) -> ToolSchema {
@@ -277,7 +311,13 @@ mod tests {
         });
         let r1 = p.add_tool_provider(|| vec![schema("bash")]);
         let _r2 = p.add_tool_provider(|| vec![schema("echo"), schema("read")]);
-        let names = |a: &PromptAssembly| a.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let names = |a: &PromptAssembly| {
+            a.tools
+                .schemas()
+                .iter()
+                .map(|t| t.name.clone())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(names(&p.assemble().await), ["bash", "echo", "read"]);
         r1.undo();
         assert_eq!(names(&p.assemble().await), ["echo", "read"]);
@@ -295,5 +335,21 @@ mod tests {
                 next.run(a).await
             });
         assert_eq!(render(&p.assemble().await), "base\n\nextra");
+    }
+
+    #[tokio::test]
+    async fn unchanged_provider_sets_are_handed_out_as_the_same_set() {
+        let p = PromptService::new();
+        let one = ToolSet::new(vec![schema("bash")]);
+        let two = ToolSet::new(vec![schema("read")]);
+        let first = one.clone();
+        let _r1 = p.add_tool_provider(move || first.clone());
+        let a = p.assemble().await.tools;
+        assert!(a.same(&one), "one provider: its own set");
+        let second = two.clone();
+        let _r2 = p.add_tool_provider(move || second.clone());
+        let (b, c) = (p.assemble().await.tools, p.assemble().await.tools);
+        assert!(b.same(&c), "the concatenation is cached");
+        assert_eq!(b.schemas(), [schema("bash"), schema("read")]);
     }
 }

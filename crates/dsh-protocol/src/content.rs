@@ -473,6 +473,137 @@ pub struct ToolSchema {
     pub strict: Option<bool>,
 }
 
+/// The tools of a request: the schemas in the order the model is shown
+/// them, shared (an O(1) clone), with their chat-completions wire form (the
+/// `tools` array `[{"type":"function","function":{name, description,
+/// parameters, strict?}}, …]` that DeepSeek and other OpenAI-compatible
+/// providers take) serialized once, on first use.
+///
+/// Build one when the tool set changes and hand out clones: a step then
+/// costs no schema copy and no serialization. Equality is by content (two
+/// clones compare by pointer first). Serializes as the array of schemas.
+#[derive(Clone, Default)]
+pub struct ToolSet {
+    inner: std::sync::Arc<ToolSetInner>,
+}
+
+#[derive(Default)]
+struct ToolSetInner {
+    schemas: Vec<ToolSchema>,
+    wire: std::sync::OnceLock<Box<serde_json::value::RawValue>>,
+}
+
+impl ToolSet {
+    /// A set of `schemas`, in this order.
+    pub fn new(schemas: Vec<ToolSchema>) -> Self {
+        ToolSet {
+            inner: std::sync::Arc::new(ToolSetInner {
+                schemas,
+                wire: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The schemas, in the order the model is shown them.
+    pub fn schemas(&self) -> &[ToolSchema] {
+        &self.inner.schemas
+    }
+
+    /// Number of tools.
+    pub fn len(&self) -> usize {
+        self.inner.schemas.len()
+    }
+
+    /// Whether the set has no tool.
+    pub fn is_empty(&self) -> bool {
+        self.inner.schemas.is_empty()
+    }
+
+    /// Whether `other` is this very set (a clone of it): no comparison of
+    /// content.
+    pub fn same(&self, other: &ToolSet) -> bool {
+        std::sync::Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The chat-completions `tools` array as compact JSON, serialized on
+    /// the first call and then returned as is.
+    pub fn wire_json(&self) -> &serde_json::value::RawValue {
+        self.inner.wire.get_or_init(|| {
+            #[derive(Serialize)]
+            struct Function<'a> {
+                name: &'a str,
+                description: &'a str,
+                parameters: &'a Value,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                strict: Option<bool>,
+            }
+            #[derive(Serialize)]
+            struct WireTool<'a> {
+                #[serde(rename = "type")]
+                kind: &'static str,
+                function: Function<'a>,
+            }
+            let tools: Vec<WireTool<'_>> = self
+                .inner
+                .schemas
+                .iter()
+                .map(|t| WireTool {
+                    kind: "function",
+                    function: Function {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.parameters,
+                        strict: t.strict,
+                    },
+                })
+                .collect();
+            // Strings and JSON values always serialize; the fallback is
+            // unreachable but keeps this total.
+            serde_json::value::to_raw_value(&tools).unwrap_or_else(|_| {
+                serde_json::value::RawValue::from_string("[]".to_string()).unwrap_or_default()
+            })
+        })
+    }
+}
+
+impl From<Vec<ToolSchema>> for ToolSet {
+    fn from(schemas: Vec<ToolSchema>) -> Self {
+        ToolSet::new(schemas)
+    }
+}
+
+impl std::ops::Deref for ToolSet {
+    type Target = [ToolSchema];
+
+    fn deref(&self) -> &[ToolSchema] {
+        &self.inner.schemas
+    }
+}
+
+impl PartialEq for ToolSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.same(other) || self.inner.schemas == other.inner.schemas
+    }
+}
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.inner.schemas).finish()
+    }
+}
+
+impl Serialize for ToolSet {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.inner.schemas.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolSet {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<ToolSchema>::deserialize(deserializer).map(ToolSet::new)
+    }
+}
+
 /// One element of an adapter's output stream.
 ///
 /// Contract every adapter keeps: `usage` (at most once) before `finish`;

@@ -27,7 +27,7 @@ pub mod tool;
 pub use codes::{Code, Disposition, ErrorCode};
 pub use content::{
     ContentBlock, FinishReason, ImageBlock, Message, MessageSource, ReasoningBlock, Role,
-    StreamChunk, TextBlock, TokenUsage, ToolResultBlock, ToolSchema,
+    StreamChunk, TextBlock, TokenUsage, ToolResultBlock, ToolSchema, ToolSet,
 };
 pub use event::{
     AssistantMessageEvent, ChunkEvent, CompactionEvent, ErrorEvent, EventPayload, MessageEvent,

@@ -15,16 +15,17 @@
 //! code, which is what fills a coding agent's context.
 
 use dsh_llm::ContentBlock;
-use dsh_protocol::{EventPayload, SessionEvent, TokenUsage, ToolSchema};
+use dsh_protocol::{EventPayload, SessionEvent, TokenUsage, ToolSet};
 
-/// Bytes of a request's fixed part, its system prompt and tool schemas,
+/// Bytes of a request's fixed part, its system prompt and its tools' wire form,
 /// as [`TokenMeter::estimate`] counts them.
-pub fn fixed_bytes(system: Option<&str>, tools: &[ToolSchema]) -> u64 {
-    system.map_or(0, str::len) as u64
-        + tools
-            .iter()
-            .map(|t| (t.name.len() + t.description.len() + t.parameters.to_string().len()) as u64)
-            .sum::<u64>()
+pub fn fixed_bytes(system: Option<&str>, tools: &ToolSet) -> u64 {
+    let tools = if tools.is_empty() {
+        0
+    } else {
+        tools.wire_json().get().len()
+    };
+    (system.map_or(0, str::len) + tools) as u64
 }
 
 /// Bytes of text counted as one token by the estimate.

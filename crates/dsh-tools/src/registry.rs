@@ -1,7 +1,7 @@
 //! [`ToolRegistry`]: registered tools, what the model is shown, and the
 //! `tools/execute` pipeline that turns every call into a result.
 
-use dsh_kernel::sync::{read, write};
+use dsh_kernel::sync::{lock, read, write};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -10,7 +10,7 @@ use dsh_kernel::{
     BoxFuture, EmitHook, ErrorCode, Extensions, Kernel, KernelError, Registration, Scope,
     WaterfallHook,
 };
-use dsh_llm::{ContentBlock, FinishReason, ToolSchema};
+use dsh_llm::{ContentBlock, FinishReason, ToolSchema, ToolSet};
 use dsh_protocol::{CallId, ToolCall, ToolFailure, ToolResult};
 use futures_util::future::{select, Either};
 use futures_util::FutureExt;
@@ -97,6 +97,10 @@ struct Entry {
 
 struct Inner {
     tools: RwLock<Vec<Entry>>,
+    /// The shown schemas as a [`ToolSet`], built on first use after a
+    /// change (cleared under the `tools` write lock; lock order: `tools`,
+    /// then `set`).
+    set: std::sync::Mutex<Option<ToolSet>>,
     next_id: AtomicU64,
     /// Compile tools registered from now on to the strict dialect.
     strict: std::sync::atomic::AtomicBool,
@@ -126,6 +130,19 @@ impl Inner {
 
     fn schemas(&self) -> Vec<ToolSchema> {
         read(&self.tools).iter().map(|e| e.shown.clone()).collect()
+    }
+
+    fn tool_set(&self) -> ToolSet {
+        let tools = read(&self.tools);
+        let mut cache = lock(&self.set);
+        cache
+            .get_or_insert_with(|| ToolSet::new(tools.iter().map(|e| e.shown.clone()).collect()))
+            .clone()
+    }
+
+    /// Forgets the cached set; call with the `tools` write lock held.
+    fn changed(&self) {
+        *lock(&self.set) = None;
     }
 
     fn checks(&self) -> Vec<(ToolSchema, ArgsCheck)> {
@@ -174,6 +191,7 @@ impl ToolRegistry {
         ToolRegistry {
             inner: Arc::new(Inner {
                 tools: RwLock::new(Vec::new()),
+                set: std::sync::Mutex::new(None),
                 next_id: AtomicU64::new(1),
                 strict: std::sync::atomic::AtomicBool::new(false),
                 strict_warnings: std::sync::Mutex::new(Vec::new()),
@@ -285,6 +303,7 @@ impl ToolRegistry {
                 shown,
                 runner,
             });
+            self.inner.changed();
             gated
         };
         self.inner.notify();
@@ -295,6 +314,7 @@ impl ToolRegistry {
                     let mut tools = write(&inner.tools);
                     let before = tools.len();
                     tools.retain(|e| e.id != id);
+                    inner.changed();
                     tools.len() != before
                 };
                 if removed {
@@ -352,6 +372,12 @@ impl ToolRegistry {
     /// The schemas in registration order: what the model is shown.
     pub fn schemas(&self) -> Vec<ToolSchema> {
         self.inner.schemas()
+    }
+
+    /// The schemas as a shared [`ToolSet`]: the same set (an O(1) clone,
+    /// serialized at most once) until a tool is registered or removed.
+    pub fn tool_set(&self) -> ToolSet {
+        self.inner.tool_set()
     }
 
     /// The schemas in registration order, each with who checks its

@@ -661,3 +661,47 @@ async fn closing_a_scope_waits_for_running_calls() {
     assert_eq!(call.await.unwrap().text(), "done");
     closing.await;
 }
+
+#[test]
+fn the_tool_set_is_one_shared_set_until_the_tools_change() {
+    let registry = ToolRegistry::new();
+    let tool = |name: &str| {
+        define_tool(
+            name.to_string(),
+            "d",
+            |_: dsh_tools::NoArgs, _ctx| async move { Ok(vec![]) },
+        )
+        .into_arc()
+    };
+    let a = registry.register(tool("a")).unwrap();
+    let first = registry.tool_set();
+    assert!(first.same(&registry.tool_set()), "unchanged: the same set");
+    let wire = first.wire_json().get().to_string();
+    assert!(
+        std::ptr::eq(first.wire_json(), registry.tool_set().wire_json()),
+        "serialized once"
+    );
+    let wire_value: Value = serde_json::from_str(&wire).unwrap();
+    assert_eq!(
+        wire_value,
+        json!([{"type": "function", "function": {
+            "name": "a", "description": "d",
+            "parameters": {"type": "object", "properties": {}}}}])
+    );
+    let b = registry.register(tool("b")).unwrap();
+    let second = registry.tool_set();
+    assert!(!second.same(&first));
+    assert_eq!(
+        second.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    a.undo();
+    let third = registry.tool_set();
+    assert!(!third.same(&second));
+    assert_eq!(
+        third.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["b"]
+    );
+    b.undo();
+    assert!(registry.tool_set().is_empty());
+}

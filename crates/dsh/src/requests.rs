@@ -16,7 +16,7 @@ use dsh_agent_loop::{
 };
 use dsh_llm::{History, ModelRequest};
 use dsh_llm_deepseek::{DeepSeekConfig, ReasoningEffort, Thinking};
-use dsh_protocol::ToolSchema;
+use dsh_protocol::{ToolSchema, ToolSet};
 use dsh_session::{Deriver, EventPayload, SessionEvent};
 use serde_json::{json, Value};
 
@@ -67,7 +67,7 @@ pub fn log_adapter(agent: &dyn Agent, config: Option<&DeepSeekConfig>) {
 pub fn step_requests(events: &[SessionEvent]) -> Vec<StepRequest> {
     let mut deriver = Deriver::new();
     let mut system: Option<String> = None;
-    let mut tools: Option<Vec<ToolSchema>> = None;
+    let mut tools: Option<ToolSet> = None;
     let mut options = Value::Null;
     let mut adapter = Value::Null;
     let mut out = Vec::new();
@@ -80,7 +80,8 @@ pub fn step_requests(events: &[SessionEvent]) -> Vec<StepRequest> {
                 k if k == REQUEST_TOOLS_KIND => {
                     tools = serde_json::from_value::<Vec<ToolSchema>>(data["tools"].clone())
                         .ok()
-                        .filter(|t| !t.is_empty());
+                        .filter(|t| !t.is_empty())
+                        .map(ToolSet::new);
                 }
                 k if k == REQUEST_OPTIONS_KIND => options = data.clone(),
                 k if k == REQUEST_ADAPTER_KIND => adapter = data.clone(),
@@ -142,6 +143,5 @@ pub fn deepseek_body(
         },
         ..Default::default()
     };
-    let body = dsh_llm_deepseek::request_body(request, &config)?;
-    Ok(serde_json::to_vec(&body).unwrap_or_default())
+    dsh_llm_deepseek::request_bytes(request, &config)
 }

@@ -588,7 +588,7 @@ pub fn feed_prompt(prompt: &Arc<PromptService>, tools: &Arc<ToolRegistry>) -> Re
     let weak = Arc::downgrade(tools);
     let provider = prompt.add_tool_provider(move || {
         weak.upgrade()
-            .map(|tools| tools.schemas())
+            .map(|tools| tools.tool_set())
             .unwrap_or_default()
     });
     let prompt = prompt.clone();
