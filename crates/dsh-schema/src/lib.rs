@@ -39,6 +39,7 @@ extern crate self as dsh_schema;
 mod args;
 mod convert;
 mod error;
+mod json;
 mod load;
 mod number;
 mod raw;
@@ -55,11 +56,12 @@ mod validate;
 pub use args::{NoArgs, ToolArgs, ToolArgsField};
 pub use convert::to_json_schema;
 pub use error::{SpecError, ToolArgsError};
+pub use json::{ArgMap, ArgValue, JsonKind, JsonMap, JsonRead};
 pub use load::json_kind;
 pub use raw::{classify_json_schema, RawSchema, Unsupported};
 pub use spec::{SchemaProp, SchemaSpec, SchemaType};
 pub use strict::{strip_introduced_nulls, to_strict_schema, Inexpressible};
 pub use validate::{
     drop_undeclared_keys, is_valid, is_valid_prop, near_miss_notes, normalize_integers,
-    validate_args,
+    reads_as_is, validate_args,
 };

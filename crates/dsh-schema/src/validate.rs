@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
 
+use crate::json::{json_eq, JsonKind, JsonMap, JsonRead};
 use crate::number::cmp_numbers;
 use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
 
@@ -43,10 +44,14 @@ use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
 /// non-empty prefix (`a[2].c`; the child `a` of a key named `""` is `a`).
 /// At most one violation is reported per value. Allocates nothing when the
 /// value is valid (paths are rendered only for a violation).
-pub fn validate_args(spec: &SchemaSpec, value: &Value) -> Vec<String> {
+///
+/// Generic over the value's representation ([`JsonRead`]): a
+/// `serde_json::Value` and an [`ArgValue`](crate::ArgValue) parsed from the
+/// same text get the same violations.
+pub fn validate_args<V: JsonRead>(spec: &SchemaSpec, value: &V) -> Vec<String> {
     let mut out = Vec::new();
-    match value {
-        Value::Object(map) => {
+    match value.kind() {
+        JsonKind::Object(map) => {
             check_object(spec, map, None, &mut out);
             check_together(spec, map, &mut out);
         }
@@ -58,15 +63,15 @@ pub fn validate_args(spec: &SchemaSpec, value: &Value) -> Vec<String> {
 /// The groups of [`SchemaSpec::require_together`]: some members present
 /// and others absent is `"a" and "b" must be given together; "b" is
 /// missing` (one violation per group, after the properties' own).
-fn check_together<S: Sink>(spec: &SchemaSpec, map: &Map<String, Value>, out: &mut S) {
+fn check_together<S: Sink, M: JsonMap>(spec: &SchemaSpec, map: &M, out: &mut S) {
     for group in spec.together() {
-        let present = group.iter().filter(|n| lookup(map, n).is_some()).count();
+        let present = group.iter().filter(|n| map.contains_key(n)).count();
         if present != 0 && present != group.len() {
             out.report(|| {
                 let names: Vec<String> = group.iter().map(|n| format!("\"{n}\"")).collect();
                 let missing: Vec<String> = group
                     .iter()
-                    .filter(|n| lookup(map, n).is_none())
+                    .filter(|n| !map.contains_key(n))
                     .map(|n| format!("\"{n}\""))
                     .collect();
                 format!(
@@ -82,9 +87,9 @@ fn check_together<S: Sink>(spec: &SchemaSpec, map: &Map<String, Value>, out: &mu
 
 /// Whether `value` passes [`validate_args`]. Allocates nothing (also when it
 /// does not pass).
-pub fn is_valid(spec: &SchemaSpec, value: &Value) -> bool {
-    match value {
-        Value::Object(map) => {
+pub fn is_valid<V: JsonRead>(spec: &SchemaSpec, value: &V) -> bool {
+    match value.kind() {
+        JsonKind::Object(map) => {
             let mut count = Count(0);
             check_object(spec, map, None, &mut count);
             check_together(spec, map, &mut count);
@@ -181,28 +186,24 @@ impl PathNode<'_> {
     }
 }
 
-/// The value of `name` in `map`. Tool arguments are small objects, where
-/// comparing keys beats hashing the name.
-fn lookup<'v>(map: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
-    if map.len() <= 8 {
-        map.iter().find(|(k, _)| k.as_str() == name).map(|(_, v)| v)
-    } else {
-        map.get(name)
-    }
-}
-
-fn check_object<S: Sink>(
+fn check_object<S: Sink, M: JsonMap>(
     spec: &SchemaSpec,
-    map: &Map<String, Value>,
+    map: &M,
     parent: Option<&PathNode<'_>>,
     out: &mut S,
 ) {
+    // Where the next property is looked for first: after the last found.
+    let mut near = 0;
     for (name, prop) in spec {
         let node = PathNode {
             seg: Seg::Key(name),
             parent,
         };
-        match lookup(map, name) {
+        let found = map.get_near(near, name);
+        if found.is_some() {
+            near += 1;
+        }
+        match found {
             None => {
                 if prop.required {
                     out.report(|| {
@@ -234,7 +235,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     }
 }
 
-fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: &mut S) {
+fn check_value<S: Sink, V: JsonRead>(prop: &SchemaProp, v: &V, node: &PathNode<'_>, out: &mut S) {
     if !type_matches(prop.ty, v) {
         out.report(|| {
             let mut msg = node.quoted_then(" must be ");
@@ -266,8 +267,8 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
             return;
         }
     }
-    match v {
-        Value::Number(n) => {
+    match v.kind() {
+        JsonKind::Number(n) => {
             if let Some(min) = &prop.minimum {
                 if cmp_numbers(n, min) == Ordering::Less {
                     out.report(|| with_value(node, " must be at least ", min));
@@ -293,7 +294,7 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
                 }
             }
         }
-        Value::String(s) if prop.min_length.is_some() || prop.max_length.is_some() => {
+        JsonKind::String(s) if prop.min_length.is_some() || prop.max_length.is_some() => {
             let len = s.chars().count() as u64;
             if let Some(min) = prop.min_length.filter(|m| len < *m) {
                 out.report(|| {
@@ -310,7 +311,7 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
                 return;
             }
         }
-        Value::Array(items) => {
+        JsonKind::Array(items) => {
             let len = items.len() as u64;
             if let Some(min) = prop.min_items.filter(|m| len < *m) {
                 out.report(|| {
@@ -329,13 +330,13 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
         }
         _ => {}
     }
-    match v {
-        Value::Object(map) => {
+    match v.kind() {
+        JsonKind::Object(map) => {
             if let Some(props) = &prop.properties {
                 check_object(props, map, Some(node), out);
             }
             if prop.additional_properties == Some(false) {
-                for key in map.keys() {
+                for (key, _) in map.entries() {
                     if !prop.properties.as_ref().is_some_and(|p| p.contains(key)) {
                         out.report(|| {
                             let child = PathNode {
@@ -348,7 +349,7 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
                 }
             }
         }
-        Value::Array(items) => {
+        JsonKind::Array(items) => {
             if let Some(item) = &prop.items {
                 for (i, x) in items.iter().enumerate() {
                     let child = PathNode {
@@ -368,18 +369,23 @@ fn check_value<S: Sink>(prop: &SchemaProp, v: &Value, node: &PathNode<'_>, out: 
 
 /// Whether `v` satisfies `prop` on its own, as a property value or a
 /// `one_of` branch is judged (`required` plays no part). Allocates nothing.
-pub fn is_valid_prop(prop: &SchemaProp, v: &Value) -> bool {
+pub fn is_valid_prop<V: JsonRead>(prop: &SchemaProp, v: &V) -> bool {
     matches_branch(prop, v)
 }
 
 /// Whether `v` matches `branch` (quietly: nothing is allocated).
-fn matches_branch(branch: &SchemaProp, v: &Value) -> bool {
+fn matches_branch<V: JsonRead>(branch: &SchemaProp, v: &V) -> bool {
     let mut count = Count(0);
     check_value(branch, v, &BRANCH_ROOT, &mut count);
     count.0 == 0
 }
 
-fn check_one_of<S: Sink>(branches: &[SchemaProp], v: &Value, node: &PathNode<'_>, out: &mut S) {
+fn check_one_of<S: Sink, V: JsonRead>(
+    branches: &[SchemaProp],
+    v: &V,
+    node: &PathNode<'_>,
+    out: &mut S,
+) {
     let mut first = None;
     let mut several = false;
     for (i, b) in branches.iter().enumerate() {
@@ -451,7 +457,7 @@ fn branch_brief(b: &SchemaProp) -> String {
 
 /// Why `v` failed branch `b`, relative to the value, when that is not
 /// already plain from [`branch_brief`] (a wrong type or a wrong constant).
-fn branch_reason(b: &SchemaProp, v: &Value) -> Option<String> {
+fn branch_reason<V: JsonRead>(b: &SchemaProp, v: &V) -> Option<String> {
     if !type_matches(b.ty, v) {
         return None;
     }
@@ -477,16 +483,17 @@ fn branch_reason(b: &SchemaProp, v: &Value) -> Option<String> {
 }
 
 /// Whether `v` has type `ty` (`integer`: a number with no fractional part).
-pub(crate) fn type_matches(ty: SchemaType, v: &Value) -> bool {
-    match ty {
-        SchemaType::String => v.is_string(),
-        SchemaType::Number => v.is_number(),
-        SchemaType::Integer => matches!(v, Value::Number(n) if is_integral(n)),
-        SchemaType::Boolean => v.is_boolean(),
-        SchemaType::Object => v.is_object(),
-        SchemaType::Array => v.is_array(),
-        SchemaType::Null => v.is_null(),
-        SchemaType::Json => true,
+pub(crate) fn type_matches<V: JsonRead>(ty: SchemaType, v: &V) -> bool {
+    match (ty, v.kind()) {
+        (SchemaType::String, JsonKind::String(_))
+        | (SchemaType::Number, JsonKind::Number(_))
+        | (SchemaType::Boolean, JsonKind::Bool(_))
+        | (SchemaType::Object, JsonKind::Object(_))
+        | (SchemaType::Array, JsonKind::Array(_))
+        | (SchemaType::Null, JsonKind::Null)
+        | (SchemaType::Json, _) => true,
+        (SchemaType::Integer, JsonKind::Number(n)) => is_integral(n),
+        _ => false,
     }
 }
 
@@ -499,10 +506,10 @@ pub(crate) fn is_integral(n: &Number) -> bool {
 }
 
 /// Enum membership: numbers by value as f64, everything else structurally.
-fn enum_eq(member: &Value, v: &Value) -> bool {
-    match (member, v) {
-        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        _ => member == v,
+fn enum_eq<V: JsonRead>(member: &Value, v: &V) -> bool {
+    match (member, v.kind()) {
+        (Value::Number(a), JsonKind::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => json_eq(member, v),
     }
 }
 
@@ -516,6 +523,32 @@ pub fn drop_undeclared_keys(spec: &SchemaSpec, value: &mut Value) {
         if map.keys().any(|k| !spec.contains(k)) {
             map.retain(|k, _| spec.contains(k));
         }
+    }
+}
+
+/// Whether a value that passed [`validate_args`] reads into a typed tool's
+/// type as it stands: [`drop_undeclared_keys`] and [`normalize_integers`]
+/// would change nothing. Conservative: any integral float anywhere (`3.0`,
+/// `1e3`, wherever it sits) or any top-level key the spec does not declare
+/// answers `false`, and the caller takes the rewriting path. Allocates
+/// nothing.
+pub fn reads_as_is<V: JsonRead>(spec: &SchemaSpec, value: &V) -> bool {
+    match value.kind() {
+        JsonKind::Object(map) => {
+            map.entries().all(|(k, _)| spec.contains(k)) && !has_integral_float(value)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `v` holds a float with no fractional part (what
+/// [`normalize_integers`] may rewrite).
+fn has_integral_float<V: JsonRead>(v: &V) -> bool {
+    match v.kind() {
+        JsonKind::Number(n) => !n.is_i64() && !n.is_u64() && is_integral(n),
+        JsonKind::Array(items) => items.iter().any(has_integral_float),
+        JsonKind::Object(map) => map.entries().any(|(_, x)| has_integral_float(x)),
+        _ => false,
     }
 }
 
@@ -591,26 +624,26 @@ fn integral_to_number(f: f64) -> Option<Number> {
 /// `note: argument "timeout_ms" is not a parameter of bash and was ignored;
 /// did you mean "timeoutMs"?`. Nested objects and array elements are
 /// walked too (paths as in violations). Empty for a non-object value.
-pub fn near_miss_notes(spec: &SchemaSpec, value: &Value, tool: &str) -> Vec<String> {
+pub fn near_miss_notes<V: JsonRead>(spec: &SchemaSpec, value: &V, tool: &str) -> Vec<String> {
     let mut out = Vec::new();
-    if let Value::Object(map) = value {
+    if let JsonKind::Object(map) = value.kind() {
         notes_object(spec, map, None, tool, &mut out);
     }
     out
 }
 
-fn notes_object(
+fn notes_object<M: JsonMap>(
     spec: &SchemaSpec,
-    map: &Map<String, Value>,
+    map: &M,
     parent: Option<&PathNode<'_>>,
     tool: &str,
     out: &mut Vec<String>,
 ) {
-    for key in map.keys() {
+    for (key, _) in map.entries() {
         if spec.contains(key) {
             continue;
         }
-        let candidates = spec.names().filter(|n| !map.contains_key(*n));
+        let candidates = spec.names().filter(|n| !map.contains_key(n));
         if let Some(best) = crate::suggest::closest(key, candidates) {
             let given = PathNode {
                 seg: Seg::Key(key),
@@ -638,20 +671,20 @@ fn notes_object(
     }
 }
 
-fn notes_value(
+fn notes_value<V: JsonRead>(
     prop: &SchemaProp,
-    v: &Value,
+    v: &V,
     node: &PathNode<'_>,
     tool: &str,
     out: &mut Vec<String>,
 ) {
-    match v {
-        Value::Object(map) => {
+    match v.kind() {
+        JsonKind::Object(map) => {
             if let Some(props) = &prop.properties {
                 notes_object(props, map, Some(node), tool, out);
             }
         }
-        Value::Array(items) => {
+        JsonKind::Array(items) => {
             if let Some(item) = &prop.items {
                 for (i, x) in items.iter().enumerate() {
                     let child = PathNode {

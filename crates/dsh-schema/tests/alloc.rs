@@ -106,3 +106,32 @@ fn the_valid_path_with_the_new_keywords_does_not_allocate() {
     assert!(allocations_during(|| result = validate_args(&spec, &invalid)) > 0);
     assert_eq!(result.len(), 1, "{result:?}");
 }
+
+#[test]
+fn parsing_tool_arguments_into_an_arg_value_allocates_once_and_validating_it_never() {
+    use dsh_schema::ArgValue;
+    let spec = SchemaSpec::new()
+        .with("command", SchemaProp::string().required(true))
+        .with("description", SchemaProp::string())
+        .with("timeoutMs", SchemaProp::integer());
+    let text = r#"{"command":"ls -la src","description":"List source files","timeoutMs":60000}"#;
+    let mut parsed = None;
+    // One allocation: the object's entry vector; every string is borrowed.
+    assert_eq!(
+        allocations_during(|| parsed = Some(ArgValue::parse(text).unwrap())),
+        1
+    );
+    let tree = parsed.unwrap();
+    let mut result = vec![String::new()];
+    assert_eq!(
+        allocations_during(|| result = validate_args(&spec, &tree)),
+        0
+    );
+    assert!(result.is_empty());
+    // An escape makes that one string owned (plus the parser's scratch
+    // buffer it is unescaped in).
+    assert_eq!(
+        allocations_during(|| drop(ArgValue::parse(r#"{"command":"say \"hi\""}"#).unwrap())),
+        3
+    );
+}

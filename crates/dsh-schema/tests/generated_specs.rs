@@ -673,3 +673,72 @@ proptest! {
         }
     }
 }
+
+/// Argument text with what an ordered `Value` map treats specially:
+/// repeated keys, escaped keys and strings, nesting.
+fn argument_text() -> impl Strategy<Value = String> {
+    let key = prop_oneof![
+        Just("a".to_string()),
+        Just("b".to_string()),
+        Just("\\u0061".to_string()),
+        "[a-z]{1,3}",
+    ];
+    let leaf = prop_oneof![
+        Just("null".to_string()),
+        Just("true".to_string()),
+        Just("3.0".to_string()),
+        Just("-0".to_string()),
+        Just("1e3".to_string()),
+        Just("18446744073709551615".to_string()),
+        Just("\"x\\ny\"".to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        "\\PC{0,4}".prop_map(|s| Value::String(s).to_string()),
+    ];
+    leaf.prop_recursive(4, 40, 5, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4)
+                .prop_map(|xs| format!("[{}]", xs.join(","))),
+            proptest::collection::vec((key.clone(), inner), 0..5).prop_map(|kv| {
+                let members: Vec<String> = kv
+                    .into_iter()
+                    .map(|(k, v)| format!("\"{k}\":{v}"))
+                    .collect();
+                format!("{{{}}}", members.join(","))
+            }),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    /// The borrowed argument tree reads as the `Value` of the same text:
+    /// same parse errors, same value (order included), same violations and
+    /// notes against any spec, and `reads_as_is` only when rewriting would
+    /// change nothing.
+    #[test]
+    fn arg_value_reads_like_value(
+        spec in spec(),
+        text in prop_oneof![argument_text(), arbitrary_json().prop_map(|v| v.to_string()), "\\PC{0,12}"],
+    ) {
+        use dsh_schema::{near_miss_notes, normalize_integers, drop_undeclared_keys, reads_as_is, ArgValue};
+        let value = serde_json::from_str::<Value>(&text).map_err(|e| e.to_string());
+        let tree = ArgValue::parse(&text).map_err(|e| e.to_string());
+        match (&value, &tree) {
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (Ok(value), Ok(tree)) => {
+                prop_assert_eq!(tree.to_value().to_string(), value.to_string());
+                prop_assert_eq!(validate_args(&spec, tree), validate_args(&spec, value));
+                prop_assert_eq!(near_miss_notes(&spec, tree, "t"), near_miss_notes(&spec, value, "t"));
+                prop_assert_eq!(dsh_schema::is_valid(&spec, tree), dsh_schema::is_valid(&spec, value));
+                if reads_as_is(&spec, tree) {
+                    let mut rewritten = value.clone();
+                    normalize_integers(&spec, &mut rewritten);
+                    drop_undeclared_keys(&spec, &mut rewritten);
+                    prop_assert_eq!(rewritten.to_string(), value.to_string());
+                }
+            }
+            _ => prop_assert!(false, "one parsed, the other did not: {:?} / {:?}", value, tree),
+        }
+    }
+}

@@ -58,8 +58,9 @@ mod tool;
 pub use dsh_kernel::ErrorCode;
 pub use dsh_protocol::{ToolCall, ToolFailure, ToolResult};
 pub use dsh_schema::{
-    drop_undeclared_keys, is_valid, json_kind, near_miss_notes, normalize_integers, to_json_schema,
-    validate_args, NoArgs, SchemaProp, SchemaSpec, SchemaType, ToolArgs, ToolArgsField,
+    drop_undeclared_keys, is_valid, json_kind, near_miss_notes, normalize_integers, reads_as_is,
+    to_json_schema, validate_args, ArgMap, ArgValue, JsonKind, JsonMap, JsonRead, NoArgs,
+    SchemaProp, SchemaSpec, SchemaType, ToolArgs, ToolArgsField,
 };
 pub use dsh_tools_derive::ToolArgs;
 pub use error::{codes, SpecError, ToolArgsError, ToolError};
@@ -71,5 +72,5 @@ pub use registry::{error_result, success_result, unknown_tool, CallEnv, Executio
 pub use tool::{
     define_tool, define_tool_from_spec, define_tool_with_output, deserialize_validated,
     parse_arguments, prepare_args, raw_tool, read_args, ArgsCheck, ArgsTool, ContextSink, RawTool,
-    Tool, ToolContext, ToolOutput, TypedTool,
+    Tool, ToolContext, ToolOutput, TypedTool, ValidArgs,
 };

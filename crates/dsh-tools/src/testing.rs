@@ -63,6 +63,24 @@ pub fn check_serialized<A: ToolArgs + Serialize>(args: &A) -> Result<(), String>
     }
 }
 
+/// `v` with every array sorted (by its compact JSON): hash sets serialize in
+/// an order of their own, so two equal sets compare equal only so.
+fn canonical_order(v: Value) -> Value {
+    match v {
+        Value::Array(items) => {
+            let mut items: Vec<Value> = items.into_iter().map(canonical_order).collect();
+            items.sort_by_cached_key(Value::to_string);
+            Value::Array(items)
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, canonical_order(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Removes `null` values at keys the spec declares optional, recursively
 /// (the same rule as [`dsh_schema::strip_introduced_nulls`], which it is).
 pub fn strip_optional_nulls(spec: &SchemaSpec, value: &mut Value) {
@@ -97,6 +115,21 @@ where
         let args: A = deserialize_validated(normalized)
             .map_err(|e| TestCaseError::fail(format!("ARGS_DRIFT for {value}: {}", e.message())))?;
         check_serialized(&args).map_err(|e| TestCaseError::fail(format!("{args:?}: {e}")))?;
+        // The typed call path on the text (read in place when it can be)
+        // reads the same arguments as the value path.
+        let text = value.to_string();
+        let (from_text, _) = dsh_tools::read_args::<A>("drift", &text, None).map_err(|e| {
+            TestCaseError::fail(format!("{} for {text}: {}", e.code(), e.message()))
+        })?;
+        let canonical = |v: Result<Value, serde_json::Error>| v.ok().map(canonical_order);
+        let (a, b) = (
+            canonical(serde_json::to_value(&args)),
+            canonical(serde_json::to_value(&from_text)),
+        );
+        prop_assert!(
+            a.is_some() && a == b,
+            "the text path read {b:?}, the value path {a:?}, for {text}"
+        );
         Ok(())
     });
     if let Err(e) = result {

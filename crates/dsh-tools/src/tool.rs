@@ -15,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{codes, ToolArgsError, ToolError};
 use dsh_schema::{
-    near_miss_notes, normalize_integers, to_json_schema, validate_args, SchemaSpec, ToolArgs,
+    near_miss_notes, normalize_integers, reads_as_is, to_json_schema, validate_args, ArgValue,
+    SchemaSpec, ToolArgs,
 };
 
 /// A tool the model can call. Object safe: the registry holds `Arc<dyn Tool>`.
@@ -256,7 +257,7 @@ where
         description.into(),
         A::schema_spec(),
         Keys::DropUndeclared,
-        move |value, ctx, notes| match deserialize_validated::<A>(value) {
+        move |args: ValidArgs<'_>, ctx, notes| match args.read::<A>() {
             Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
             Ok(args) => finish_body(body(args, ctx), notes),
         },
@@ -381,7 +382,7 @@ pub trait ArgsTool: Send + Sync + Sized + 'static {
             description,
             Self::Args::schema_spec(),
             Keys::DropUndeclared,
-            move |value, ctx, notes| match deserialize_validated::<Self::Args>(value) {
+            move |args: ValidArgs<'_>, ctx, notes| match args.read::<Self::Args>() {
                 Err(e) => Box::pin(std::future::ready(Err(e.with_notes(notes)))),
                 Ok(args) => finish_body(me.clone().run(args, ctx), notes),
             },
@@ -410,7 +411,7 @@ where
         description.into(),
         spec,
         Keys::Keep,
-        move |value, ctx, notes| finish_body(body(value, ctx), notes),
+        move |args: ValidArgs<'_>, ctx, notes| finish_body(body(args.into_value(), ctx), notes),
     )
 }
 
@@ -435,7 +436,11 @@ fn typed_tool<R>(
     run: R,
 ) -> TypedTool
 where
-    R: Fn(Value, ToolContext, Vec<String>) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+    R: Fn(
+            ValidArgs<'_>,
+            ToolContext,
+            Vec<String>,
+        ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
         + Send
         + Sync
         + 'static,
@@ -451,14 +456,9 @@ where
     let call = move |arguments: &str,
                      ctx: ToolContext|
           -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        match prepare_args(&call_spec, &name, arguments, ctx.finish.as_ref()) {
+        match check_args(&call_spec, &name, arguments, ctx.finish.as_ref(), keys) {
             Err(e) => Box::pin(std::future::ready(Err(e))),
-            Ok((mut value, notes)) => {
-                if keys == Keys::DropUndeclared {
-                    dsh_schema::drop_undeclared_keys(&call_spec, &mut value);
-                }
-                run(value, ctx, notes)
-            }
+            Ok((args, notes)) => run(args, ctx, notes),
         }
     };
     TypedTool {
@@ -613,14 +613,75 @@ pub fn prepare_args(
     raw: &str,
     finish: Option<&FinishReason>,
 ) -> Result<(Value, Vec<String>), ToolError> {
-    let mut value = parse_arguments(raw, finish)?;
-    let notes = near_miss_notes(spec, &value, tool);
-    let violations = validate_args(spec, &value);
+    let (args, notes) = check_args(spec, tool, raw, finish, Keys::Keep)?;
+    Ok((args.into_value(), notes))
+}
+
+/// Arguments that passed validation, as a typed body reads them.
+#[derive(Debug)]
+pub enum ValidArgs<'r> {
+    /// The argument text, which reads into the type as it stands (no key
+    /// to drop, no integer to normalise, no repeated key).
+    Text(&'r str),
+    /// The value after the rewrites (integers normalised; for a typed body
+    /// undeclared top-level keys dropped).
+    Value(Value),
+}
+
+impl ValidArgs<'_> {
+    /// Reads the arguments into `A`.
+    ///
+    /// # Errors
+    /// `ARGS_DRIFT` (see [`deserialize_validated`]).
+    pub fn read<A: DeserializeOwned>(self) -> Result<A, ToolError> {
+        match self {
+            ValidArgs::Text(text) => serde_json::from_str(text).map_err(|e| drift(&e)),
+            ValidArgs::Value(value) => deserialize_validated(value),
+        }
+    }
+
+    /// The arguments as a JSON value.
+    pub fn into_value(self) -> Value {
+        match self {
+            // The text was parsed once already: it parses again.
+            ValidArgs::Text(text) => serde_json::from_str(text).unwrap_or_default(),
+            ValidArgs::Value(value) => value,
+        }
+    }
+}
+
+/// The typed call path's checks on raw text: parsed into a borrowed
+/// [`ArgValue`] (`""` means `{}`), notes and violations from it, then
+/// either the text itself ([`ValidArgs::Text`], when the body is typed and
+/// [`dsh_schema::reads_as_is`] holds and no key repeats) or the value with
+/// the rewrites applied: exactly what parsing into a `Value` and rewriting
+/// it gives.
+///
+/// # Errors
+/// As [`prepare_args`].
+fn check_args<'r>(
+    spec: &SchemaSpec,
+    tool: &str,
+    raw: &'r str,
+    finish: Option<&FinishReason>,
+    keys: Keys,
+) -> Result<(ValidArgs<'r>, Vec<String>), ToolError> {
+    let text = if raw.trim().is_empty() { "{}" } else { raw };
+    let tree = ArgValue::parse(text).map_err(|e| invalid_json(raw, &e, finish))?;
+    let notes = near_miss_notes(spec, &tree, tool);
+    let violations = validate_args(spec, &tree);
     if !violations.is_empty() {
         return Err(ToolError::from(ToolArgsError::new(violations)).with_notes(notes));
     }
+    if keys == Keys::DropUndeclared && !tree.had_duplicate_keys() && reads_as_is(spec, &tree) {
+        return Ok((ValidArgs::Text(text), notes));
+    }
+    let mut value = tree.to_value();
     normalize_integers(spec, &mut value);
-    Ok((value, notes))
+    if keys == Keys::DropUndeclared {
+        dsh_schema::drop_undeclared_keys(spec, &mut value);
+    }
+    Ok((ValidArgs::Value(value), notes))
 }
 
 /// Deserializes a value that passed validation (call
@@ -631,19 +692,22 @@ pub fn prepare_args(
 /// `ARGS_DRIFT`: validation and the type disagree — a bug in the type's
 /// `ToolArgs` implementation or in dsh, never the model's fault.
 pub fn deserialize_validated<A: DeserializeOwned>(value: Value) -> Result<A, ToolError> {
-    serde_json::from_value(value).map_err(|e| {
-        tracing::error!(
-            target: "dsh_tools",
-            error = %e,
-            "arguments passed validation but did not deserialize (ARGS_DRIFT)"
-        );
-        ToolError::new(
-            codes::ARGS_DRIFT,
-            format!(
-                "internal error: the arguments passed validation but could not be read ({e}); this is a bug in the tool's argument type, not in your call"
-            ),
-        )
-    })
+    serde_json::from_value(value).map_err(|e| drift(&e))
+}
+
+/// `ARGS_DRIFT` for a validated value that did not deserialize (logged).
+fn drift(e: &serde_json::Error) -> ToolError {
+    tracing::error!(
+        target: "dsh_tools",
+        error = %e,
+        "arguments passed validation but did not deserialize (ARGS_DRIFT)"
+    );
+    ToolError::new(
+        codes::ARGS_DRIFT,
+        format!(
+            "internal error: the arguments passed validation but could not be read ({e}); this is a bug in the tool's argument type, not in your call"
+        ),
+    )
 }
 
 /// The whole typed-argument pipeline on raw text, as [`define_tool`] runs it:
@@ -658,9 +722,8 @@ pub fn read_args<A: ToolArgs + DeserializeOwned>(
     finish: Option<&FinishReason>,
 ) -> Result<(A, Vec<String>), ToolError> {
     let spec = A::schema_spec();
-    let (mut value, notes) = prepare_args(&spec, tool, raw, finish)?;
-    dsh_schema::drop_undeclared_keys(&spec, &mut value);
-    let args = deserialize_validated(value).map_err(|e| e.with_notes(notes.clone()))?;
+    let (args, notes) = check_args(&spec, tool, raw, finish, Keys::DropUndeclared)?;
+    let args = args.read().map_err(|e| e.with_notes(notes.clone()))?;
     Ok((args, notes))
 }
 

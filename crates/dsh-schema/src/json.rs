@@ -1,0 +1,378 @@
+//! What the validator reads: any JSON value behind [`JsonRead`], and
+//! [`ArgValue`], the borrowed argument tree the typed call path parses a
+//! model's argument text into.
+//!
+//! `serde_json::Value` (built with ordered maps) costs an index map, a hash
+//! of every key and an owned string per key and string on every parse.
+//! Tool arguments are small objects read once: [`ArgValue`] keeps strings
+//! borrowed from the text where they have no escapes and objects as a
+//! vector of entries in text order, so parsing the bash tool's arguments
+//! allocates once. Both implement [`JsonRead`], and validation, near-miss
+//! notes and membership checks are written once, against the trait: the
+//! same rules and the same wording for both.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+/// A JSON value the validator can read.
+pub trait JsonRead: Sized {
+    /// Its objects.
+    type Map: JsonMap<Value = Self>;
+
+    /// The value's kind, borrowing its parts.
+    fn kind(&self) -> JsonKind<'_, Self>;
+}
+
+/// One JSON value, seen through [`JsonRead`].
+pub enum JsonKind<'v, V: JsonRead> {
+    /// `null`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A number.
+    Number(&'v Number),
+    /// A string (unescaped).
+    String(&'v str),
+    /// An array.
+    Array(&'v [V]),
+    /// An object.
+    Object(&'v V::Map),
+}
+
+/// A JSON object the validator can read. Keys are unique.
+pub trait JsonMap {
+    /// Its values.
+    type Value: JsonRead;
+
+    /// Number of entries.
+    fn len(&self) -> usize;
+
+    /// Whether the object has no entry.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value at `key`.
+    fn get(&self, key: &str) -> Option<&Self::Value>;
+
+    /// The value at `key`, tried first at entry `index` (arguments mostly
+    /// come in the order of the spec, so a walk in spec order finds each
+    /// key where it looks first).
+    fn get_near(&self, index: usize, key: &str) -> Option<&Self::Value> {
+        let _ = index;
+        self.get(key)
+    }
+
+    /// Whether `key` is present.
+    fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The entries in the object's order.
+    fn entries(&self) -> impl Iterator<Item = (&str, &Self::Value)>;
+}
+
+impl JsonRead for Value {
+    type Map = Map<String, Value>;
+
+    fn kind(&self) -> JsonKind<'_, Self> {
+        match self {
+            Value::Null => JsonKind::Null,
+            Value::Bool(b) => JsonKind::Bool(*b),
+            Value::Number(n) => JsonKind::Number(n),
+            Value::String(s) => JsonKind::String(s),
+            Value::Array(a) => JsonKind::Array(a),
+            Value::Object(m) => JsonKind::Object(m),
+        }
+    }
+}
+
+impl JsonMap for Map<String, Value> {
+    type Value = Value;
+
+    fn len(&self) -> usize {
+        Map::len(self)
+    }
+
+    /// Tool arguments are small objects, where comparing keys beats hashing
+    /// the name.
+    fn get(&self, key: &str) -> Option<&Value> {
+        if Map::len(self) <= 8 {
+            self.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        } else {
+            Map::get(self, key)
+        }
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+/// A JSON value parsed from argument text, borrowing what it can.
+///
+/// Parsed by [`ArgValue::parse`] with serde_json's parser, so it accepts
+/// exactly the texts `serde_json::from_str::<Value>` accepts, with the same
+/// error messages, and reads as the same value: numbers the same
+/// [`Number`]s, a duplicate key keeps its first position and its last
+/// value (as an ordered `Value` map does; [`ArgValue::had_duplicate_keys`]
+/// says whether that happened anywhere).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue<'a> {
+    /// `null`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A number.
+    Number(Number),
+    /// A string: borrowed from the text unless it had escapes.
+    String(Cow<'a, str>),
+    /// An array.
+    Array(Vec<ArgValue<'a>>),
+    /// An object.
+    Object(ArgMap<'a>),
+}
+
+/// The object of an [`ArgValue`]: entries in text order, keys unique.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ArgMap<'a> {
+    entries: Vec<(Cow<'a, str>, ArgValue<'a>)>,
+    /// Whether the text repeated a key of this object or of one inside it.
+    duplicates: bool,
+}
+
+/// Up to this many entries a repeated key is found by scanning.
+const SCAN_KEYS: usize = 16;
+
+impl<'a> ArgValue<'a> {
+    /// Parses argument text (strict JSON, one value, whitespace around it
+    /// allowed).
+    ///
+    /// # Errors
+    /// serde_json's syntax error, worded and positioned as for
+    /// `serde_json::from_str::<Value>`.
+    pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Whether some object in the value repeated a key (the last value won).
+    pub fn had_duplicate_keys(&self) -> bool {
+        match self {
+            ArgValue::Object(m) => m.duplicates,
+            ArgValue::Array(items) => items.iter().any(ArgValue::had_duplicate_keys),
+            _ => false,
+        }
+    }
+
+    /// The same value as a `serde_json::Value`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            ArgValue::Null => Value::Null,
+            ArgValue::Bool(b) => Value::Bool(*b),
+            ArgValue::Number(n) => Value::Number(n.clone()),
+            ArgValue::String(s) => Value::String(s.to_string()),
+            ArgValue::Array(items) => Value::Array(items.iter().map(ArgValue::to_value).collect()),
+            ArgValue::Object(m) => Value::Object(
+                m.entries
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl<'a> JsonRead for ArgValue<'a> {
+    type Map = ArgMap<'a>;
+
+    fn kind(&self) -> JsonKind<'_, Self> {
+        match self {
+            ArgValue::Null => JsonKind::Null,
+            ArgValue::Bool(b) => JsonKind::Bool(*b),
+            ArgValue::Number(n) => JsonKind::Number(n),
+            ArgValue::String(s) => JsonKind::String(s),
+            ArgValue::Array(a) => JsonKind::Array(a),
+            ArgValue::Object(m) => JsonKind::Object(m),
+        }
+    }
+}
+
+impl<'a> JsonMap for ArgMap<'a> {
+    type Value = ArgValue<'a>;
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn get(&self, key: &str) -> Option<&ArgValue<'a>> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.as_ref() == key)
+            .map(|(_, v)| v)
+    }
+
+    fn get_near(&self, index: usize, key: &str) -> Option<&ArgValue<'a>> {
+        match self.entries.get(index) {
+            Some((k, v)) if k.as_ref() == key => Some(v),
+            _ => self.get(key),
+        }
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&str, &ArgValue<'a>)> {
+        self.entries.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ArgValue<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ArgVisitor(std::marker::PhantomData))
+    }
+}
+
+struct ArgVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for ArgVisitor<'a> {
+    type Value = ArgValue<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(ArgValue::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(ArgValue::Number(v.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(ArgValue::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        // As `Value`: the parser yields finite floats only.
+        Ok(Number::from_f64(v).map_or(ArgValue::Null, ArgValue::Number))
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(ArgValue::String(Cow::Borrowed(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(ArgValue::String(Cow::Owned(v.to_string())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(ArgValue::String(Cow::Owned(v)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(ArgValue::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(ArgValue::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        ArgValue::deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element::<ArgValue<'a>>()? {
+            items.push(item);
+        }
+        Ok(ArgValue::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = ArgMap {
+            entries: Vec::with_capacity(4),
+            duplicates: false,
+        };
+        // Past `SCAN_KEYS` entries, key → position.
+        let mut index: Option<HashMap<String, usize>> = None;
+        while let Some(Key(key)) = map.next_key::<Key<'a>>()? {
+            let value: ArgValue<'a> = map.next_value()?;
+            out.duplicates |= value.had_duplicate_keys();
+            let at = match &index {
+                Some(index) => index.get(key.as_ref()).copied(),
+                None => out.entries.iter().position(|(k, _)| *k == key),
+            };
+            match at {
+                Some(at) => {
+                    out.duplicates = true;
+                    out.entries[at].1 = value;
+                }
+                None => {
+                    if let Some(index) = &mut index {
+                        index.insert(key.to_string(), out.entries.len());
+                    }
+                    out.entries.push((key, value));
+                    if index.is_none() && out.entries.len() > SCAN_KEYS {
+                        index = Some(
+                            out.entries
+                                .iter()
+                                .enumerate()
+                                .map(|(i, (k, _))| (k.to_string(), i))
+                                .collect(),
+                        );
+                    }
+                }
+            }
+        }
+        Ok(ArgValue::Object(out))
+    }
+}
+
+/// An object key, borrowed from the text unless it had escapes (serde's
+/// own `Cow` always copies).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Key<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+/// Whether `a` and `b` are the same JSON value (numbers as serde_json
+/// compares them, objects regardless of order), as `Value`'s `==` is.
+pub(crate) fn json_eq<V: JsonRead>(a: &Value, b: &V) -> bool {
+    match (a, b.kind()) {
+        (Value::Null, JsonKind::Null) => true,
+        (Value::Bool(x), JsonKind::Bool(y)) => *x == y,
+        (Value::Number(x), JsonKind::Number(y)) => x == y,
+        (Value::String(x), JsonKind::String(y)) => x == y,
+        (Value::Array(x), JsonKind::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), JsonKind::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, a)| y.get(k).is_some_and(|b| json_eq(a, b)))
+        }
+        _ => false,
+    }
+}
