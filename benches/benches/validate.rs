@@ -1,4 +1,7 @@
-//! `validate_args` versus parsing the same argument text, side by side.
+//! The boundary's cost per call: parsing the argument text (into the
+//! borrowed `ArgValue` the typed call path uses, and into a
+//! `serde_json::Value` for comparison), validating it, both together, and
+//! the spec → JSON Schema conversion done once per tool.
 //!
 //! `cargo bench -p dsh-benches --bench validate`
 
@@ -8,7 +11,10 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use dsh_schema::{to_strict_schema, validate_args, SchemaProp, SchemaSpec, SchemaType, ToolArgs};
+use dsh_schema::{
+    to_json_schema, to_strict_schema, validate_args, ArgValue, SchemaProp, SchemaSpec, SchemaType,
+    ToolArgs,
+};
 use serde_json::{json, Value};
 
 /// A spec with 50 leaves: five objects of ten properties each.
@@ -94,19 +100,58 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("boundary");
     for (name, spec, text) in &cases {
         let value: Value = serde_json::from_str(text).expect("valid JSON");
-        let n = validate_args(spec, &value).len();
+        let tree = ArgValue::parse(text).expect("valid JSON");
+        let n = validate_args(spec, &tree).len();
         assert_eq!(
             n,
             if *name == "bash_3_violations" { 3 } else { 0 },
             "{name}"
         );
-        g.bench_function(format!("validate/{name}"), |b| {
-            b.iter(|| validate_args(black_box(spec), black_box(&value)))
-        });
+        assert_eq!(validate_args(spec, &value), validate_args(spec, &tree));
+        // What the typed call path runs.
         g.bench_function(format!("parse/{name}"), |b| {
+            b.iter(|| ArgValue::parse(black_box(text)).expect("valid JSON"))
+        });
+        g.bench_function(format!("validate/{name}"), |b| {
+            b.iter(|| validate_args(black_box(*spec), black_box(&tree)))
+        });
+        g.bench_function(format!("parse+validate/{name}"), |b| {
+            b.iter(|| {
+                let tree = ArgValue::parse(black_box(text)).expect("valid JSON");
+                validate_args(black_box(*spec), &tree)
+            })
+        });
+        // The same on a `serde_json::Value` (ordered maps), for comparison.
+        g.bench_function(format!("parse_value/{name}"), |b| {
             b.iter(|| serde_json::from_str::<Value>(black_box(text)).expect("valid JSON"))
         });
+        g.bench_function(format!("validate_value/{name}"), |b| {
+            b.iter(|| validate_args(black_box(*spec), black_box(&value)))
+        });
     }
+    // The floor of reporting three violations: three messages of the same
+    // lengths built and collected, nothing checked.
+    let messages = validate_args(&bash, &ArgValue::parse(&cases[1].2).expect("valid JSON"));
+    g.bench_function("floor/3_messages", |b| {
+        b.iter(|| {
+            let mut out = Vec::new();
+            for m in black_box(&messages) {
+                let mut s = String::with_capacity(48 + m.len());
+                s.push_str(m);
+                out.push(s);
+            }
+            out
+        })
+    });
+    g.finish();
+    // Once per tool (and per tool-set change): the spec the model is shown.
+    let mut g = c.benchmark_group("schema");
+    g.bench_function("to_json_schema/bash", |b| {
+        b.iter(|| to_json_schema(black_box(&bash)))
+    });
+    g.bench_function("to_json_schema/nested_50_leaves", |b| {
+        b.iter(|| to_json_schema(black_box(&nested)))
+    });
     g.finish();
     // Once per start-up: the bash tool's spec in DeepSeek's strict dialect.
     let mut g = c.benchmark_group("strict");

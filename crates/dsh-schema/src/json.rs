@@ -156,7 +156,10 @@ impl<'a> ArgValue<'a> {
     /// serde_json's syntax error, worded and positioned as for
     /// `serde_json::from_str::<Value>`.
     pub fn parse(text: &'a str) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(text)
+        match Fast::parse(text) {
+            Some(value) => Ok(value),
+            None => serde_json::from_str(text),
+        }
     }
 
     /// Whether some object in the value repeated a key (the last value won).
@@ -211,19 +214,273 @@ impl<'a> JsonMap for ArgMap<'a> {
     fn get(&self, key: &str) -> Option<&ArgValue<'a>> {
         self.entries
             .iter()
-            .find(|(k, _)| k.as_ref() == key)
+            .find(|(k, _)| same_key(k, key))
             .map(|(_, v)| v)
     }
 
     fn get_near(&self, index: usize, key: &str) -> Option<&ArgValue<'a>> {
         match self.entries.get(index) {
-            Some((k, v)) if k.as_ref() == key => Some(v),
+            Some((k, v)) if same_key(k, key) => Some(v),
             _ => self.get(key),
         }
     }
 
     fn entries(&self) -> impl Iterator<Item = (&str, &ArgValue<'a>)> {
         self.entries.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+}
+
+/// `a == b`, with the length and the last byte compared before the bytes
+/// (argument names of one length mostly differ at the end: `command` /
+/// `workdir`), so a miss rarely reaches `memcmp`.
+/// Short names are compared in a loop rather than by a call to `memcmp`.
+#[inline]
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() || a.last() != b.last() {
+        return false;
+    }
+    if a.len() <= 24 {
+        a.iter().zip(b).all(|(x, y)| x == y)
+    } else {
+        a == b
+    }
+}
+
+impl<'a> ArgMap<'a> {
+    /// Adds an entry as an ordered `Value` map does: a repeated key keeps
+    /// its first position and takes the new value. `index` (key →
+    /// position) is built once the object outgrows scanning.
+    fn insert(
+        &mut self,
+        key: Cow<'a, str>,
+        value: ArgValue<'a>,
+        index: &mut Option<HashMap<String, usize>>,
+    ) {
+        self.duplicates |= value.had_duplicate_keys();
+        let at = match index {
+            Some(index) => index.get(key.as_ref()).copied(),
+            None => self.entries.iter().position(|(k, _)| same_key(k, &key)),
+        };
+        match at {
+            Some(at) => {
+                self.duplicates = true;
+                self.entries[at].1 = value;
+            }
+            None => {
+                if let Some(index) = index {
+                    index.insert(key.to_string(), self.entries.len());
+                }
+                self.entries.push((key, value));
+                if index.is_none() && self.entries.len() > SCAN_KEYS {
+                    *index = Some(
+                        self.entries
+                            .iter()
+                            .enumerate()
+                            .map(|(i, (k, _))| (k.to_string(), i))
+                            .collect(),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The fast path of [`ArgValue::parse`]: a plain recursive descent over
+/// the bytes for well-formed text. It gives up (`None`) on anything it is
+/// not sure of (a syntax error, deep nesting, a number other than a short
+/// integer is handed to serde_json's own number parser, a string with
+/// escapes to serde_json's string parser), and the caller then parses the
+/// whole text with serde_json, so accepted texts, values and error
+/// messages stay serde_json's.
+struct Fast<'a> {
+    text: &'a str,
+    at: usize,
+    depth: u32,
+}
+
+/// Nesting the fast path takes on (serde_json's own limit is 128).
+const FAST_DEPTH: u32 = 64;
+
+impl<'a> Fast<'a> {
+    fn parse(text: &'a str) -> Option<ArgValue<'a>> {
+        let mut p = Fast {
+            text,
+            at: 0,
+            depth: 0,
+        };
+        p.skip_ws();
+        let value = p.value()?;
+        p.skip_ws();
+        (p.at == text.len()).then_some(value)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    fn value(&mut self) -> Option<ArgValue<'a>> {
+        match self.peek()? {
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b'"' => self.string().map(ArgValue::String),
+            b't' => self.literal("true", ArgValue::Bool(true)),
+            b'f' => self.literal("false", ArgValue::Bool(false)),
+            b'n' => self.literal("null", ArgValue::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &str, value: ArgValue<'a>) -> Option<ArgValue<'a>> {
+        self.text[self.at..].starts_with(word).then(|| {
+            self.at += word.len();
+            value
+        })
+    }
+
+    fn object(&mut self) -> Option<ArgValue<'a>> {
+        self.depth += 1;
+        if self.depth > FAST_DEPTH {
+            return None;
+        }
+        self.at += 1;
+        let mut map = ArgMap {
+            entries: Vec::with_capacity(4),
+            duplicates: false,
+        };
+        let mut index = None;
+        self.skip_ws();
+        if self.eat(b'}').is_none() {
+            loop {
+                self.skip_ws();
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let key = self.string()?;
+                self.skip_ws();
+                self.eat(b':')?;
+                self.skip_ws();
+                let value = self.value()?;
+                map.insert(key, value, &mut index);
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => self.at += 1,
+                    b'}' => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(ArgValue::Object(map))
+    }
+
+    fn array(&mut self) -> Option<ArgValue<'a>> {
+        self.depth += 1;
+        if self.depth > FAST_DEPTH {
+            return None;
+        }
+        self.at += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.eat(b']').is_none() {
+            loop {
+                self.skip_ws();
+                items.push(self.value()?);
+                self.skip_ws();
+                match self.peek()? {
+                    b',' => self.at += 1,
+                    b']' => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(ArgValue::Array(items))
+    }
+
+    /// A string literal at `"`: borrowed when it has no escape, otherwise
+    /// unescaped by serde_json.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        let bytes = self.text.as_bytes();
+        let start = self.at + 1;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            let stop = bytes
+                .get(i..)?
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            i += stop;
+            match bytes[i] {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    i += 2;
+                }
+                _ => return None,
+            }
+        }
+        self.at = i + 1;
+        if escaped {
+            // The literal, quotes included (`"` and `\` are ASCII: the
+            // slice ends on character boundaries).
+            serde_json::from_str::<String>(self.text.get(start - 1..=i)?)
+                .ok()
+                .map(Cow::Owned)
+        } else {
+            self.text.get(start..i).map(Cow::Borrowed)
+        }
+    }
+
+    /// A number: a short integer read here (as serde_json reads it: a
+    /// non-negative one as `u64`, a negative one as `i64`), anything else
+    /// by serde_json's number parser.
+    fn number(&mut self) -> Option<ArgValue<'a>> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        let mut end = start;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = bytes.get(end) {
+            end += 1;
+        }
+        let token = self.text.get(start..end)?;
+        self.at = end;
+        let (negative, digits) = match token.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, token),
+        };
+        let short_integer = !digits.is_empty()
+            && digits.len() <= 18
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (digits == "0" || !digits.starts_with('0'));
+        if short_integer && !(negative && digits == "0") {
+            let n: u64 = digits.parse().ok()?;
+            return Some(ArgValue::Number(if negative {
+                // At most 18 digits: fits an i64.
+                Number::from(-(i64::try_from(n).ok()?))
+            } else {
+                Number::from(n)
+            }));
+        }
+        serde_json::from_str::<Number>(token)
+            .ok()
+            .map(ArgValue::Number)
     }
 }
 
@@ -300,32 +557,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgVisitor<'a> {
         let mut index: Option<HashMap<String, usize>> = None;
         while let Some(Key(key)) = map.next_key::<Key<'a>>()? {
             let value: ArgValue<'a> = map.next_value()?;
-            out.duplicates |= value.had_duplicate_keys();
-            let at = match &index {
-                Some(index) => index.get(key.as_ref()).copied(),
-                None => out.entries.iter().position(|(k, _)| *k == key),
-            };
-            match at {
-                Some(at) => {
-                    out.duplicates = true;
-                    out.entries[at].1 = value;
-                }
-                None => {
-                    if let Some(index) = &mut index {
-                        index.insert(key.to_string(), out.entries.len());
-                    }
-                    out.entries.push((key, value));
-                    if index.is_none() && out.entries.len() > SCAN_KEYS {
-                        index = Some(
-                            out.entries
-                                .iter()
-                                .enumerate()
-                                .map(|(i, (k, _))| (k.to_string(), i))
-                                .collect(),
-                        );
-                    }
-                }
-            }
+            out.insert(key, value, &mut index);
         }
         Ok(ArgValue::Object(out))
     }

@@ -177,7 +177,8 @@ impl PathNode<'_> {
 
     /// `"<path>"<rest>` in one allocation.
     fn quoted_then(&self, rest: &str) -> String {
-        let mut out = String::with_capacity(24 + rest.len());
+        // Room for a path and what usually follows (` must be a boolean`).
+        let mut out = String::with_capacity(48 + rest.len());
         out.push('"');
         self.render_into(&mut out);
         out.push('"');
@@ -192,16 +193,22 @@ fn check_object<S: Sink, M: JsonMap>(
     parent: Option<&PathNode<'_>>,
     out: &mut S,
 ) {
-    // Where the next property is looked for first: after the last found.
-    let mut near = 0;
+    // Properties found so far; the next one is looked for first at that
+    // entry. Keys and property names are unique, so once every entry is
+    // found the rest of the properties are absent without a look.
+    let mut found_count = 0;
     for (name, prop) in spec {
         let node = PathNode {
             seg: Seg::Key(name),
             parent,
         };
-        let found = map.get_near(near, name);
+        let found = if found_count == map.len() {
+            None
+        } else {
+            map.get_near(found_count, name)
+        };
         if found.is_some() {
-            near += 1;
+            found_count += 1;
         }
         match found {
             None => {
@@ -295,15 +302,14 @@ fn check_value<S: Sink, V: JsonRead>(prop: &SchemaProp, v: &V, node: &PathNode<'
             }
         }
         JsonKind::String(s) if prop.min_length.is_some() || prop.max_length.is_some() => {
-            let len = s.chars().count() as u64;
-            if let Some(min) = prop.min_length.filter(|m| len < *m) {
+            if let Some(min) = prop.min_length.filter(|m| chars_below(s, *m)) {
                 out.report(|| {
                     let n = plural(min, "character", "characters");
                     node.quoted_then(&format!(" must be at least {n} long"))
                 });
                 return;
             }
-            if let Some(max) = prop.max_length.filter(|m| len > *m) {
+            if let Some(max) = prop.max_length.filter(|m| chars_above(s, *m)) {
                 out.report(|| {
                     let n = plural(max, "character", "characters");
                     node.quoted_then(&format!(" must be at most {n} long"))
@@ -365,6 +371,32 @@ fn check_value<S: Sink, V: JsonRead>(prop: &SchemaProp, v: &V, node: &PathNode<'
     if let Some(branches) = &prop.one_of {
         check_one_of(branches, v, node, out);
     }
+}
+
+/// Whether `s` has fewer than `min` characters, counting no further than
+/// needed (a character is 1 to 4 bytes).
+fn chars_below(s: &str, min: u64) -> bool {
+    let bytes = s.len() as u64;
+    if bytes < min {
+        return true;
+    }
+    if bytes >= min.saturating_mul(4) {
+        return false;
+    }
+    (s.chars().take(min as usize).count() as u64) < min
+}
+
+/// Whether `s` has more than `max` characters, counting no further than
+/// needed.
+fn chars_above(s: &str, max: u64) -> bool {
+    let bytes = s.len() as u64;
+    if bytes <= max {
+        return false;
+    }
+    if bytes > max.saturating_mul(4) {
+        return true;
+    }
+    (s.chars().take((max as usize).saturating_add(1)).count() as u64) > max
 }
 
 /// Whether `v` satisfies `prop` on its own, as a property value or a
@@ -719,6 +751,30 @@ mod tests {
         let mut huge = json!({"n": 1e300});
         normalize_integers(&spec, &mut huge);
         assert!(huge["n"].is_f64());
+    }
+
+    #[test]
+    fn character_bounds_count_characters_not_bytes() {
+        for s in [
+            "",
+            "a",
+            "ab",
+            "é",
+            "éé",
+            "文件",
+            "a文",
+            "🦀🦀🦀",
+            "abcd",
+            "文件文件文件x",
+        ] {
+            let n = s.chars().count() as u64;
+            for bound in 0..16u64 {
+                assert_eq!(chars_below(s, bound), n < bound, "{s:?} below {bound}");
+                assert_eq!(chars_above(s, bound), n > bound, "{s:?} above {bound}");
+            }
+        }
+        assert!(!chars_above("x", u64::MAX));
+        assert!(chars_below("x", u64::MAX));
     }
 
     #[test]

@@ -691,6 +691,55 @@ fn argument_text() -> impl Strategy<Value = String> {
         Just("1e3".to_string()),
         Just("18446744073709551615".to_string()),
         Just("\"x\\ny\"".to_string()),
+        // Numbers at the edges of the integer fast path and beyond.
+        prop::sample::select(vec![
+            "0",
+            "-0",
+            "01",
+            "-01",
+            "-",
+            "1.",
+            ".5",
+            "1e",
+            "-0.0",
+            "1E+2",
+            "2e-3",
+            "999999999999999999",
+            "-999999999999999999",
+            "9999999999999999999",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551616",
+            "123456789012345678901234",
+            "1e400",
+            "1-2",
+            "+1",
+        ])
+        .prop_map(str::to_string),
+        // Strings the fast path hands on or must refuse.
+        prop::sample::select(vec![
+            r#""\u00e9""#,
+            r#""\ud83e\udd80""#,
+            r#""\ud800""#,
+            r#""\x""#,
+            "\"raw\ttab\"",
+            r#""a\\""#,
+            r#""unterminated"#,
+            r#""q\"uote""#,
+        ])
+        .prop_map(str::to_string),
+        // Junk around and between values.
+        prop::sample::select(vec![
+            " 1 ",
+            "\t[]\n",
+            "[1,]",
+            "{,}",
+            "tru",
+            "nul",
+            "[1 2]",
+            "{\"a\" 1}"
+        ])
+        .prop_map(str::to_string),
         any::<i64>().prop_map(|n| n.to_string()),
         "\\PC{0,4}".prop_map(|s| Value::String(s).to_string()),
     ];
