@@ -1,9 +1,10 @@
 //! Compaction planning on a 10,000-step session (20,001 messages, 6.4 MB of
 //! text): choose what to prune and where to cut (`plan_only`), then build
-//! the summary request's messages, a copy of the replaced prefix plus the
-//! instruction (`plan+summary_request`), and the same with the prune
-//! applied first, as when old results are cut (`plan+prune+summary_request`:
-//! one more copy of the history); the model call is excluded.
+//! the summary request's history, the replaced prefix plus the instruction
+//! (`plan+summary_request`), and the same with the prune applied first, as
+//! the session's derivation applies it when old results are cut
+//! (`plan+prune+summary_request`); the model call is excluded. Histories
+//! share their messages, so both copy pointers, not text.
 //! Target: under 5 ms.
 //!
 //! `cargo bench -p dsh-benches --bench compaction`
@@ -15,7 +16,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use dsh_compaction::{plan, CompactionConfig, INSTRUCTION};
-use dsh_llm::{ContentBlock, Message, Role, ToolCall};
+use dsh_llm::{ContentBlock, History, Message, Role, ToolCall};
 use dsh_tools::ToolResult;
 
 fn session(steps: usize) -> (Vec<Message>, Vec<u64>) {
@@ -60,36 +61,41 @@ fn prune_message(m: &Message, head: usize, tail: usize) -> Message {
 
 fn planning(c: &mut Criterion) {
     let (messages, seqs) = session(10_000);
+    let history = History::from(messages);
     let config = CompactionConfig::for_window(1_048_576);
     let mut g = c.benchmark_group("compaction");
+    // The summary request as `Compactor::compact` builds it: the replaced
+    // prefix of the derived history (shared messages) plus the instruction.
     g.bench_function("plan+summary_request/10000_steps", |b| {
         b.iter(|| {
-            let p = plan(black_box(&messages), &seqs, 40_000, &config);
-            let cut = p.cut.unwrap();
-            let mut replay = messages[..cut].to_vec();
+            let p = history.with(|m| plan(black_box(m), &seqs, 40_000, &config));
+            let mut replay = history.prefix(p.cut.unwrap());
             replay.push(Message::user_text(INSTRUCTION));
             black_box((p.prune.len(), replay.len()))
         })
     });
-    // As the real path runs when there are results to prune: the
-    // derivation applies the prune (a copy of the history with the cut
-    // texts), then the summary request copies the replaced prefix.
+    // With the prune applied first, as the session's derivation does when
+    // old results are cut: the history with those messages replaced.
     g.bench_function("plan+prune+summary_request/10000_steps", |b| {
         b.iter(|| {
-            let p = plan(black_box(&messages), &seqs, 40_000, &config);
-            let mut pruned = messages.clone();
-            for seq in &p.prune {
-                let i = seqs.binary_search(seq).unwrap();
-                pruned[i] = prune_message(&pruned[i], config.prune_head, config.prune_tail);
-            }
-            let cut = p.cut.unwrap();
-            pruned.truncate(cut);
-            pruned.push(Message::user_text(INSTRUCTION));
-            black_box(pruned.len())
+            let p = history.with(|m| plan(black_box(m), &seqs, 40_000, &config));
+            let positions = p.prune.iter().map(|s| seqs.binary_search(s).unwrap());
+            let pruned = history.with_replaced(positions, |m| {
+                prune_message(m, config.prune_head, config.prune_tail)
+            });
+            let mut replay = pruned.prefix(p.cut.unwrap());
+            replay.push(Message::user_text(INSTRUCTION));
+            black_box(replay.len())
         })
     });
     g.bench_function("plan_only/10000_steps", |b| {
-        b.iter(|| black_box(plan(black_box(&messages), &seqs, 40_000, &config).cut))
+        b.iter(|| {
+            black_box(
+                history
+                    .with(|m| plan(black_box(m), &seqs, 40_000, &config))
+                    .cut,
+            )
+        })
     });
     g.finish();
 }

@@ -21,6 +21,7 @@ use dsh_session::{
     TokenMeter, BYTES_PER_TOKEN,
 };
 use serde_json::json;
+use std::borrow::Borrow;
 
 /// Event kind opening a compaction: `{reason, fromSeq, toSeq, tokensBefore}`.
 pub const START_KIND: &str = "compaction/start";
@@ -157,13 +158,13 @@ fn pruned_savings(m: &Message, head: usize, tail: usize) -> u64 {
 /// results to prune (outside the retained tail, longer than
 /// `prune_above`) and the cut (the latest step boundary before the
 /// retained tail: never between a tool call and its result). O(history).
-pub fn plan(
-    messages: &[Message],
+pub fn plan<M: Borrow<Message>>(
+    messages: &[M],
     seqs: &[u64],
     fixed_bytes: u64,
     config: &CompactionConfig,
 ) -> Plan {
-    let sizes: Vec<u64> = messages.iter().map(message_bytes).collect();
+    let sizes: Vec<u64> = messages.iter().map(|m| message_bytes(m.borrow())).collect();
     let total: u64 = sizes.iter().sum::<u64>() + fixed_bytes;
     let tokens_before = tokens(total);
     // The retained tail: the most recent messages within `retain` of the window.
@@ -181,17 +182,17 @@ pub fn plan(
     let mut prune = Vec::new();
     let mut saved = 0u64;
     for (i, m) in messages[..retain_start].iter().enumerate() {
-        if has_text_longer_than(m, config.prune_above) {
+        if has_text_longer_than(m.borrow(), config.prune_above) {
             prune.push(seqs[i]);
-            saved += pruned_savings(m, config.prune_head, config.prune_tail);
+            saved += pruned_savings(m.borrow(), config.prune_head, config.prune_tail);
         }
     }
     // A step boundary: the message opens a step (an assistant reply) or is
     // a user message that is not a tool result.
     let cut = (1..=retain_start.min(messages.len().saturating_sub(1)))
         .rev()
-        .find(|&i| !is_tool_result(&messages[i]))
-        .filter(|&i| !(i == 1 && is_summary(&messages[0])));
+        .find(|&i| !is_tool_result(messages[i].borrow()))
+        .filter(|&i| !(i == 1 && is_summary(messages[0].borrow())));
     Plan {
         tokens_before,
         prune,
@@ -376,8 +377,8 @@ impl Compactor {
         let (from_seq, to_seq) = (seqs[0], seqs[cut - 1]);
         let (replaced_bytes, kept_bytes) = history.with(|m| {
             (
-                m[..cut].iter().map(message_bytes).sum::<u64>(),
-                m[cut..].iter().map(message_bytes).sum::<u64>(),
+                m[..cut].iter().map(|m| message_bytes(m)).sum::<u64>(),
+                m[cut..].iter().map(|m| message_bytes(m)).sum::<u64>(),
             )
         });
         let replaced_tokens = tokens(replaced_bytes);
@@ -395,14 +396,10 @@ impl Compactor {
         if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
             instruction.push_str(&format!("\n\nFocus the summary on: {}", f.trim()));
         }
-        // The one copy a compaction makes: the replaced prefix, shared by
-        // both attempts (cloning a `History` is O(1)).
-        let replay = dsh_llm::History::from(history.with(|m| {
-            let mut prefix = Vec::with_capacity(cut + 1);
-            prefix.extend_from_slice(&m[..cut]);
-            prefix.push(Message::user_text(instruction));
-            prefix
-        }));
+        // The replaced prefix and the instruction, shared by both attempts:
+        // the prefix's messages are the history's own (pointers copied).
+        let mut replay = history.prefix(cut);
+        replay.push(Message::user_text(instruction));
         let mut budget = self.config.summary_max_tokens;
         for attempt in 0..2 {
             let summary_request = ModelRequest {

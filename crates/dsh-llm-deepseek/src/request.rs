@@ -124,7 +124,7 @@ pub fn wire_messages(options: &ModelRequest) -> Vec<Value> {
 /// relative order and follow the answers. Histories without such an
 /// interleaving keep their order exactly, and a single message mixing text
 /// and tool results keeps the reference mapping (text first).
-fn answers_first_order(messages: &[Message]) -> Vec<usize> {
+fn answers_first_order(messages: &[std::sync::Arc<Message>]) -> Vec<usize> {
     let results_only = |m: &Message| {
         m.role == Role::User
             && !m.content.is_empty()
@@ -340,7 +340,8 @@ mod order_tests {
         fn the_order_is_a_permutation_and_answers_follow_their_calls(
             spec in prop::collection::vec((0u8..3, 0u8..8), 0..24)
         ) {
-            let messages: Vec<Message> = spec.iter().map(|(k, n)| message(*k, *n)).collect();
+            let messages: Vec<std::sync::Arc<Message>> =
+                spec.iter().map(|(k, n)| std::sync::Arc::new(message(*k, *n))).collect();
             let order = answers_first_order(&messages);
             let mut sorted = order.clone();
             sorted.sort_unstable();

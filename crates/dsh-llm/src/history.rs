@@ -5,7 +5,9 @@
 //! per-step cost grow with the session, so snapshots share one buffer and
 //! remember their length instead. Appending to a snapshot that is no longer
 //! the newest copies its prefix first (copy on divergence), so a snapshot
-//! never changes once taken.
+//! never changes once taken. Messages are held as `Arc<Message>`: that copy,
+//! a [`History::prefix`] plus a message, or a history with some messages
+//! replaced ([`History::with_replaced`]) copy pointers, never message text.
 
 use dsh_kernel::sync::{read, write};
 use std::sync::{Arc, RwLock};
@@ -18,7 +20,7 @@ use crate::types::Message;
 /// pushes made through another handle.
 #[derive(Clone, Default)]
 pub struct History {
-    shared: Arc<RwLock<Vec<Message>>>,
+    shared: Arc<RwLock<Vec<Arc<Message>>>>,
     len: usize,
 }
 
@@ -36,6 +38,15 @@ impl History {
         }
     }
 
+    /// A history of these shared messages.
+    pub fn from_shared(messages: Vec<Arc<Message>>) -> Self {
+        let len = messages.len();
+        Self {
+            shared: Arc::new(RwLock::new(messages)),
+            len,
+        }
+    }
+
     /// Number of messages in this snapshot.
     pub fn len(&self) -> usize {
         self.len
@@ -47,8 +58,13 @@ impl History {
     }
 
     /// Appends a message. Amortised O(1) when this handle is the newest
-    /// snapshot; otherwise the prefix is copied first.
+    /// snapshot; otherwise the prefix is copied first (its pointers).
     pub fn push(&mut self, message: Message) {
+        self.push_shared(Arc::new(message));
+    }
+
+    /// [`History::push`] of a shared message.
+    pub fn push_shared(&mut self, message: Arc<Message>) {
         {
             let mut buf = write(&self.shared);
             if buf.len() == self.len {
@@ -57,26 +73,57 @@ impl History {
                 return;
             }
         }
-        let mut copy = self.with(|s| s.to_vec());
+        let mut copy = self.shared_messages();
         copy.push(message);
         self.len = copy.len();
         self.shared = Arc::new(RwLock::new(copy));
     }
 
+    /// The first `n` messages (all of them when `n` is larger): O(1), the
+    /// same buffer.
+    pub fn prefix(&self, n: usize) -> History {
+        History {
+            shared: self.shared.clone(),
+            len: n.min(self.len),
+        }
+    }
+
+    /// This history with the messages at the given positions replaced by
+    /// what `f` makes of them (positions out of range are ignored): a new
+    /// buffer of pointers, only the replaced messages are new.
+    pub fn with_replaced(
+        &self,
+        positions: impl IntoIterator<Item = usize>,
+        mut f: impl FnMut(&Message) -> Message,
+    ) -> History {
+        let mut messages = self.shared_messages();
+        for i in positions {
+            if let Some(m) = messages.get_mut(i) {
+                *m = Arc::new(f(m));
+            }
+        }
+        History::from_shared(messages)
+    }
+
     /// Runs `f` over the messages of this snapshot.
-    pub fn with<R>(&self, f: impl FnOnce(&[Message]) -> R) -> R {
+    pub fn with<R>(&self, f: impl FnOnce(&[Arc<Message>]) -> R) -> R {
         let buf = read(&self.shared);
         f(&buf[..self.len])
     }
 
-    /// The messages as an owned vector (O(n)).
+    /// The messages, shared (O(n) pointer copies).
+    pub fn shared_messages(&self) -> Vec<Arc<Message>> {
+        self.with(<[Arc<Message>]>::to_vec)
+    }
+
+    /// The messages as an owned vector (O(n), copies every message).
     pub fn to_vec(&self) -> Vec<Message> {
-        self.with(|s| s.to_vec())
+        self.with(|s| s.iter().map(|m| Message::clone(m)).collect())
     }
 
     /// A clone of the message at `i`.
     pub fn get(&self, i: usize) -> Option<Message> {
-        self.with(|s| s.get(i).cloned())
+        self.with(|s| s.get(i).map(|m| Message::clone(m)))
     }
 
     /// Whether both handles are the same snapshot (one buffer, one
@@ -87,23 +134,19 @@ impl History {
 
     /// A clone of the last message.
     pub fn last(&self) -> Option<Message> {
-        self.with(|s| s.last().cloned())
+        self.with(|s| s.last().map(|m| Message::clone(m)))
     }
 }
 
 impl From<Vec<Message>> for History {
     fn from(v: Vec<Message>) -> Self {
-        let len = v.len();
-        Self {
-            shared: Arc::new(RwLock::new(v)),
-            len,
-        }
+        History::from_shared(v.into_iter().map(Arc::new).collect())
     }
 }
 
 impl FromIterator<Message> for History {
     fn from_iter<I: IntoIterator<Item = Message>>(iter: I) -> Self {
-        iter.into_iter().collect::<Vec<_>>().into()
+        History::from_shared(iter.into_iter().map(Arc::new).collect())
     }
 }
 
@@ -112,19 +155,23 @@ impl PartialEq for History {
         if Arc::ptr_eq(&self.shared, &other.shared) && self.len == other.len {
             return true;
         }
-        self.with(|a| other.with(|b| a == b))
+        self.with(|a| {
+            other.with(|b| {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y) || x == y)
+            })
+        })
     }
 }
 
 impl std::fmt::Debug for History {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.with(|s| f.debug_list().entries(s).finish())
+        self.with(|s| f.debug_list().entries(s.iter().map(|m| &**m)).finish())
     }
 }
 
 impl Serialize for History {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.with(|msgs| msgs.serialize(s))
+        self.with(|msgs| s.collect_seq(msgs.iter().map(|m| &**m)))
     }
 }
 
@@ -164,5 +211,35 @@ mod tests {
         );
         let back: History = serde_json::from_str(&json).unwrap();
         assert_eq!(back, h);
+    }
+
+    #[test]
+    fn prefixes_and_replacements_share_the_untouched_messages() {
+        let h: History = vec![
+            Message::user_text("a"),
+            Message::user_text("b"),
+            Message::user_text("c"),
+        ]
+        .into();
+        let mut p = h.prefix(2);
+        assert_eq!(p.len(), 2);
+        p.push(Message::user_text("x"));
+        assert_eq!(
+            p.to_vec(),
+            [
+                Message::user_text("a"),
+                Message::user_text("b"),
+                Message::user_text("x")
+            ]
+        );
+        assert_eq!(h.len(), 3, "the source is untouched");
+        assert_eq!(h.get(2), Some(Message::user_text("c")));
+        let shared =
+            |a: &History, b: &History, i: usize| a.with(|x| b.with(|y| Arc::ptr_eq(&x[i], &y[i])));
+        assert!(shared(&h, &p, 0) && shared(&h, &p, 1));
+        let r = h.with_replaced([1, 9], |m| Message::user_text(format!("{m:?}!")));
+        assert!(shared(&h, &r, 0) && shared(&h, &r, 2) && !shared(&h, &r, 1));
+        assert_eq!(h.get(1), Some(Message::user_text("b")));
+        assert_eq!(h.prefix(10).len(), 3);
     }
 }

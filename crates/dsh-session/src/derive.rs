@@ -3,6 +3,8 @@
 //! event range by one summary message, a `compaction/prune` cuts old tool
 //! results (the [`Deriver`] applies both).
 
+use std::sync::Arc;
+
 use dsh_llm::{ContentBlock, History, Message, MessageSource, Role};
 use dsh_protocol::{
     CompactionEvent, EventPayload, MessageEvent, PruneEvent, SessionEvent, SteeringEvent,
@@ -186,32 +188,34 @@ impl Deriver {
     fn compact(&mut self, seq: u64, c: &CompactionEvent) {
         let from = self.seqs.partition_point(|s| *s < c.from_seq);
         let to = self.seqs.partition_point(|s| *s <= c.to_seq);
-        let mut messages = self.history.to_vec();
+        // Pointers copied, messages shared with earlier snapshots.
+        let mut messages = self.history.shared_messages();
         if from > to || to > messages.len() {
             return;
         }
-        messages.splice(from..to, [summary_message(&c.summary)]);
+        messages.splice(from..to, [Arc::new(summary_message(&c.summary))]);
         self.seqs.splice(from..to, [seq]);
-        self.history = History::from(messages);
+        self.history = History::from_shared(messages);
     }
 
     fn prune(&mut self, p: &PruneEvent) {
-        let mut messages = self.history.to_vec();
-        let mut changed = false;
-        for seq in &p.seqs {
-            if let Ok(i) = self.seqs.binary_search(seq) {
-                let m = &mut messages[i];
-                m.content = m
-                    .content
-                    .iter()
-                    .map(|b| prune_block(b, p.head_chars, p.tail_chars))
-                    .collect();
-                changed = true;
-            }
+        let positions: Vec<usize> = p
+            .seqs
+            .iter()
+            .filter_map(|seq| self.seqs.binary_search(seq).ok())
+            .collect();
+        if positions.is_empty() {
+            return;
         }
-        if changed {
-            self.history = History::from(messages);
-        }
+        // Only the pruned messages are new; the rest are shared.
+        self.history = self.history.with_replaced(positions, |m| Message {
+            content: m
+                .content
+                .iter()
+                .map(|b| prune_block(b, p.head_chars, p.tail_chars))
+                .collect(),
+            role: m.role.clone(),
+        });
     }
 }
 
