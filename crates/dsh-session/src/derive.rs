@@ -214,7 +214,7 @@ impl Deriver {
                 .iter()
                 .map(|b| prune_block(b, p.head_chars, p.tail_chars))
                 .collect(),
-            role: m.role.clone(),
+            role: m.role,
         });
     }
 }
