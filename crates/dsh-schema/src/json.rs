@@ -251,7 +251,27 @@ impl<'a> ArgMap<'a> {
     /// Adds an entry as an ordered `Value` map does: a repeated key keeps
     /// its first position and takes the new value. `index` (key →
     /// position) is built once the object outgrows scanning.
+    #[inline(always)]
     fn insert(
+        &mut self,
+        key: Cow<'a, str>,
+        value: ArgValue<'a>,
+        index: &mut Option<HashMap<String, usize>>,
+    ) {
+        if index.is_none()
+            && self.entries.len() < SCAN_KEYS
+            && !self.entries.iter().any(|(k, _)| same_key(k, &key))
+        {
+            // The common case: a new key in a small object.
+            self.duplicates |= value.had_duplicate_keys();
+            self.entries.push((key, value));
+            return;
+        }
+        self.insert_slow(key, value, index);
+    }
+
+    /// [`ArgMap::insert`] for a repeated key or a large object.
+    fn insert_slow(
         &mut self,
         key: Cow<'a, str>,
         value: ArgValue<'a>,
@@ -310,38 +330,46 @@ impl<'a> Fast<'a> {
             depth: 0,
         };
         p.skip_ws();
-        let value = p.value()?;
+        let mut value = ArgValue::Null;
+        p.value_into(&mut value)?;
         p.skip_ws();
         (p.at == text.len()).then_some(value)
     }
 
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
     }
 
+    #[inline(always)]
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.at += 1;
         }
     }
 
+    #[inline(always)]
     fn eat(&mut self, byte: u8) -> Option<()> {
         (self.peek()? == byte).then(|| self.at += 1)
     }
 
-    fn value(&mut self) -> Option<ArgValue<'a>> {
-        match self.peek()? {
-            b'{' => self.object(),
-            b'[' => self.array(),
-            b'"' => self.string().map(ArgValue::String),
-            b't' => self.literal("true", ArgValue::Bool(true)),
-            b'f' => self.literal("false", ArgValue::Bool(false)),
-            b'n' => self.literal("null", ArgValue::Null),
-            b'-' | b'0'..=b'9' => self.number(),
-            _ => None,
-        }
+    /// Parses one value into `out` (written in place: values are not
+    /// moved through return slots on the way up).
+    fn value_into(&mut self, out: &mut ArgValue<'a>) -> Option<()> {
+        *out = match self.peek()? {
+            b'{' => return self.object_into(out),
+            b'[' => return self.array_into(out),
+            b'"' => ArgValue::String(self.string()?),
+            b't' => self.literal("true", ArgValue::Bool(true))?,
+            b'f' => self.literal("false", ArgValue::Bool(false))?,
+            b'n' => self.literal("null", ArgValue::Null)?,
+            b'-' | b'0'..=b'9' => self.number()?,
+            _ => return None,
+        };
+        Some(())
     }
 
+    #[inline(always)]
     fn literal(&mut self, word: &str, value: ArgValue<'a>) -> Option<ArgValue<'a>> {
         self.text[self.at..].starts_with(word).then(|| {
             self.at += word.len();
@@ -349,15 +377,15 @@ impl<'a> Fast<'a> {
         })
     }
 
-    fn object(&mut self) -> Option<ArgValue<'a>> {
+    fn object_into(&mut self, out: &mut ArgValue<'a>) -> Option<()> {
         self.depth += 1;
         if self.depth > FAST_DEPTH {
             return None;
         }
         self.at += 1;
-        let mut map = ArgMap {
-            entries: Vec::with_capacity(4),
-            duplicates: false,
+        *out = ArgValue::Object(ArgMap::default());
+        let ArgValue::Object(map) = out else {
+            return None;
         };
         let mut index = None;
         self.skip_ws();
@@ -371,8 +399,20 @@ impl<'a> Fast<'a> {
                 self.skip_ws();
                 self.eat(b':')?;
                 self.skip_ws();
-                let value = self.value()?;
-                map.insert(key, value, &mut index);
+                if index.is_none()
+                    && map.entries.len() < SCAN_KEYS
+                    && !map.entries.iter().any(|(k, _)| same_key(k, &key))
+                {
+                    // A new key in a small object: parsed in its slot.
+                    map.entries.push((key, ArgValue::Null));
+                    let (_, slot) = map.entries.last_mut()?;
+                    self.value_into(slot)?;
+                    map.duplicates |= slot.had_duplicate_keys();
+                } else {
+                    let mut value = ArgValue::Null;
+                    self.value_into(&mut value)?;
+                    map.insert_slow(key, value, &mut index);
+                }
                 self.skip_ws();
                 match self.peek()? {
                     b',' => self.at += 1,
@@ -385,21 +425,26 @@ impl<'a> Fast<'a> {
             }
         }
         self.depth -= 1;
-        Some(ArgValue::Object(map))
+        Some(())
     }
 
-    fn array(&mut self) -> Option<ArgValue<'a>> {
+    fn array_into(&mut self, out: &mut ArgValue<'a>) -> Option<()> {
         self.depth += 1;
         if self.depth > FAST_DEPTH {
             return None;
         }
         self.at += 1;
-        let mut items = Vec::new();
+        *out = ArgValue::Array(Vec::new());
+        let ArgValue::Array(items) = out else {
+            return None;
+        };
         self.skip_ws();
         if self.eat(b']').is_none() {
             loop {
                 self.skip_ws();
-                items.push(self.value()?);
+                items.push(ArgValue::Null);
+                let slot = items.last_mut()?;
+                self.value_into(slot)?;
                 self.skip_ws();
                 match self.peek()? {
                     b',' => self.at += 1,
@@ -412,11 +457,12 @@ impl<'a> Fast<'a> {
             }
         }
         self.depth -= 1;
-        Some(ArgValue::Array(items))
+        Some(())
     }
 
     /// A string literal at `"`: borrowed when it has no escape, otherwise
     /// unescaped by serde_json.
+    #[inline(always)]
     fn string(&mut self) -> Option<Cow<'a, str>> {
         let bytes = self.text.as_bytes();
         let start = self.at + 1;
@@ -452,6 +498,7 @@ impl<'a> Fast<'a> {
     /// A number: a short integer read here (as serde_json reads it: a
     /// non-negative one as `u64`, a negative one as `i64`), anything else
     /// by serde_json's number parser.
+    #[inline(always)]
     fn number(&mut self) -> Option<ArgValue<'a>> {
         let bytes = self.text.as_bytes();
         let start = self.at;
@@ -550,7 +597,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgVisitor<'a> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = ArgMap {
-            entries: Vec::with_capacity(4),
+            entries: Vec::new(),
             duplicates: false,
         };
         // Past `SCAN_KEYS` entries, key → position.
