@@ -14,12 +14,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use dsh_bash::{BashExecutor, BashRequest};
-use dsh_bash_local::{LocalBashConfig, LocalBashExecutor};
 use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
 
 /// Total measured time and iterations per benchmark, for the final ratio.
@@ -49,11 +48,7 @@ fn bash_true(c: &mut Criterion) {
         .build()
         .expect("tokio runtime");
     let tmp = tempfile::tempdir().expect("tempdir");
-    let exec = Arc::new(LocalBashExecutor::new(LocalBashConfig {
-        cwd: Some(tmp.path().to_path_buf()),
-        spill_dir: Some(tmp.path().to_path_buf()),
-        ..LocalBashConfig::default()
-    }));
+    let exec = dsh_benches::bash_executor(tmp.path());
     let registry = ToolRegistry::new();
     let installed = dsh_tool_bash::install(&registry, exec.clone()).expect("install bash tools");
     let args = r#"{"command":"true","description":"Do nothing"}"#;

@@ -7,26 +7,23 @@
 // A benchmark panics on a broken set-up; that is its failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::hint::black_box;
-use std::sync::Arc;
-
 use criterion::{criterion_group, criterion_main, Criterion};
-use dsh_bash_local::{LocalBashConfig, LocalBashExecutor};
 use dsh_llm::{History, Message, ModelRequest};
 use dsh_llm_deepseek::{request_bytes, DeepSeekConfig};
 use dsh_tools::ToolRegistry;
+use std::hint::black_box;
 
 fn bench(c: &mut Criterion) {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let exec = Arc::new(LocalBashExecutor::new(LocalBashConfig {
-        cwd: Some(tmp.path().to_path_buf()),
-        spill_dir: Some(tmp.path().to_path_buf()),
-        ..LocalBashConfig::default()
-    }));
+    let exec = dsh_benches::bash_executor(tmp.path());
     let registry = ToolRegistry::new();
     let _bash = dsh_tool_bash::install(&registry, exec).expect("bash tools");
     let _fs = dsh_tool_fs::install(&registry, tmp.path().to_path_buf()).expect("file tools");
-    assert!(registry.len() >= 5, "the built-in tools are registered: {:?}", registry.names());
+    assert!(
+        registry.len() >= 5,
+        "the built-in tools are registered: {:?}",
+        registry.names()
+    );
     let history: History = vec![Message::user_text("list the files")].into();
     let config = DeepSeekConfig::default();
     let mut g = c.benchmark_group("request");

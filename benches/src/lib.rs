@@ -49,3 +49,14 @@ pub fn fixture_chunks() -> Vec<StreamChunk> {
     assert!(translator.is_done(), "the fixture ends with [DONE]");
     out
 }
+
+/// A local bash executor working in and spilling to `dir`.
+pub fn bash_executor(dir: &std::path::Path) -> std::sync::Arc<dsh_bash_local::LocalBashExecutor> {
+    std::sync::Arc::new(dsh_bash_local::LocalBashExecutor::new(
+        dsh_bash_local::LocalBashConfig {
+            cwd: Some(dir.to_path_buf()),
+            spill_dir: Some(dir.to_path_buf()),
+            ..dsh_bash_local::LocalBashConfig::default()
+        },
+    ))
+}

@@ -34,6 +34,21 @@ fn call(index: u32, id: &str, name: Option<&str>, args: &str) -> StreamChunk {
 fn end(index: u32, block: ContentBlock) -> StreamChunk {
     StreamChunk::BlockEnd { index, block }
 }
+/// The block indices the chunks name.
+fn distinct_indices(chunks: &[StreamChunk]) -> std::collections::HashSet<u32> {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            StreamChunk::BlockStart { index, .. }
+            | StreamChunk::TextDelta { index, .. }
+            | StreamChunk::ReasoningDelta { index, .. }
+            | StreamChunk::ToolCallDelta { index, .. }
+            | StreamChunk::BlockEnd { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect()
+}
+
 fn assemble(chunks: &[StreamChunk]) -> BlockAssembler {
     let mut a = BlockAssembler::new();
     for c in chunks {
@@ -411,14 +426,7 @@ proptest! {
             a.push(c);
             flushed += a.flush_ready().len();
         }
-        let distinct: std::collections::HashSet<u32> = chunks.iter().filter_map(|c| match c {
-            StreamChunk::BlockStart { index, .. }
-            | StreamChunk::TextDelta { index, .. }
-            | StreamChunk::ReasoningDelta { index, .. }
-            | StreamChunk::ToolCallDelta { index, .. }
-            | StreamChunk::BlockEnd { index, .. } => Some(*index),
-            _ => None,
-        }).collect();
+        let distinct = distinct_indices(&chunks);
         prop_assert_eq!(a.block_count(), distinct.len());
         prop_assert!(flushed <= distinct.len());
         if let Ok(rest) = a.flush_remaining() {
@@ -432,14 +440,7 @@ proptest! {
     #[test]
     fn many_blocks_and_consuming_result_agree(chunks in prop::collection::vec(chunk_with_indices(40), 0..200)) {
         let a = assemble(&chunks);
-        let distinct: std::collections::HashSet<u32> = chunks.iter().filter_map(|c| match c {
-            StreamChunk::BlockStart { index, .. }
-            | StreamChunk::TextDelta { index, .. }
-            | StreamChunk::ReasoningDelta { index, .. }
-            | StreamChunk::ToolCallDelta { index, .. }
-            | StreamChunk::BlockEnd { index, .. } => Some(*index),
-            _ => None,
-        }).collect();
+        let distinct = distinct_indices(&chunks);
         prop_assert_eq!(a.block_count(), distinct.len());
         let borrowed = a.result().map_err(|e| e.to_string());
         let owned = a.into_result().map_err(|e| e.to_string());
