@@ -1,12 +1,11 @@
 //! The SSE parser and the translator without the network: the worked example
-//! fed byte by byte, edge cases of d.1–d.7, the fixture, property tests and an
-//! (ignored) throughput measurement.
+//! fed byte by byte, edge cases of d.1–d.7, the fixture and property tests
+//! (throughput is the `sse` bench's).
 #![allow(unreachable_pub, clippy::unwrap_used, clippy::expect_used)] // the shared `common` helpers
 
 mod common;
 
 use dsh_kernel::ErrorCode;
-use std::time::Instant;
 
 use common::*;
 use dsh_llm::StreamChunk;
@@ -195,41 +194,6 @@ fn fixture_parses_in_network_pieces_with_bounded_memory() {
         // The parser holds at most one partial event plus one piece.
         assert!(max_buffered < piece + 4096, "buffered {max_buffered}");
     }
-}
-
-/// Parse + translate throughput on the fixture in 1–4 KiB pieces. Run with
-/// `cargo test --release -p dsh-llm-deepseek --test props -- --ignored --nocapture`.
-#[test]
-#[ignore = "measurement; run in release"]
-fn throughput() {
-    let fixture = fixture();
-    let sizes = [1024usize, 2048, 3072, 4096];
-    let rounds = 200;
-    let start = Instant::now();
-    let mut out = Vec::with_capacity(4096);
-    for r in 0..rounds {
-        let mut parser = SseParser::new();
-        let mut tr = Translator::new();
-        let mut pos = 0;
-        let mut k = r;
-        while pos < fixture.len() {
-            let n = sizes[k % 4].min(fixture.len() - pos);
-            k += 1;
-            parser.push(&fixture[pos..pos + n]);
-            pos += n;
-            while let Some(payload) = parser.next_payload() {
-                tr.push(payload, &mut out).unwrap();
-            }
-            out.clear();
-        }
-        assert!(tr.is_done());
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let mbps = (fixture.len() * rounds) as f64 / secs / 1e6;
-    println!(
-        "SSE parse + translate: {mbps:.0} MB/s ({rounds} × {} bytes in {secs:.2} s)",
-        fixture.len()
-    );
 }
 
 fn arb_json() -> impl Strategy<Value = Value> {
