@@ -319,6 +319,11 @@ struct Fast<'a> {
     depth: u32,
 }
 
+/// The longest string with escapes the fast path unescapes itself (through
+/// serde_json's string parser); a longer one sends the whole text to
+/// serde_json.
+const ESCAPED_INLINE: usize = 1024;
+
 /// Nesting the fast path takes on (serde_json's own limit is 128).
 const FAST_DEPTH: u32 = 64;
 
@@ -460,8 +465,9 @@ impl<'a> Fast<'a> {
         Some(())
     }
 
-    /// A string literal at `"`: borrowed when it has no escape, otherwise
-    /// unescaped by serde_json.
+    /// A string literal at `"`: borrowed when it has no escape; a short one
+    /// with escapes is unescaped by serde_json's string parser, a long one
+    /// gives the text to serde_json whole (one scan of it beats two).
     #[inline(always)]
     fn string(&mut self) -> Option<Cow<'a, str>> {
         let bytes = self.text.as_bytes();
@@ -469,30 +475,31 @@ impl<'a> Fast<'a> {
         let mut i = start;
         let mut escaped = false;
         loop {
-            let stop = bytes
-                .get(i..)?
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            let rest = bytes.get(i..)?;
+            let stop = memchr::memchr2(b'"', b'\\', rest)?;
+            // Control characters must be escaped: serde_json reports them.
+            if rest[..stop].iter().fold(false, |any, &b| any | (b < 0x20)) {
+                return None;
+            }
             i += stop;
-            match bytes[i] {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    i += 2;
-                }
-                _ => return None,
+            if bytes[i] == b'"' {
+                break;
+            }
+            escaped = true;
+            i += 2;
+            if i - start > ESCAPED_INLINE {
+                return None;
             }
         }
         self.at = i + 1;
-        if escaped {
-            // The literal, quotes included (`"` and `\` are ASCII: the
-            // slice ends on character boundaries).
-            serde_json::from_str::<String>(self.text.get(start - 1..=i)?)
-                .ok()
-                .map(Cow::Owned)
-        } else {
-            self.text.get(start..i).map(Cow::Borrowed)
+        if !escaped {
+            return self.text.get(start..i).map(Cow::Borrowed);
         }
+        // The literal, quotes included (`"` and `\` are ASCII: the slice
+        // ends on character boundaries).
+        serde_json::from_str::<String>(self.text.get(start - 1..=i)?)
+            .ok()
+            .map(Cow::Owned)
     }
 
     /// A number: a short integer read here (as serde_json reads it: a

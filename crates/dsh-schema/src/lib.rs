@@ -9,7 +9,7 @@
 //! [`ToolArgs`] and [`ToolArgsField`] tie Rust types to specs; the derive
 //! for them lives in `dsh-tools` (`#[derive(dsh_tools::ToolArgs)]`).
 //!
-//! This crate depends on serde and serde_json only: no async runtime, no
+//! This crate depends on serde, serde_json and memchr only: no async runtime, no
 //! kernel, no LLM types. Running tools (parsing raw model text, the typed
 //! call path, the registry) is `dsh-tools`, which re-exports everything here.
 //!

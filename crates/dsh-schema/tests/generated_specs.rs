@@ -791,3 +791,29 @@ proptest! {
         }
     }
 }
+
+/// Long strings take the fast path's other branches: plain ones are
+/// borrowed, escaped ones past the inline limit go to serde_json whole, a
+/// raw control character deep inside is serde_json's error.
+#[test]
+fn long_strings_read_like_value() {
+    use dsh_schema::ArgValue;
+    let line = "fn f() { let x = \\\"y\\\"; }";
+    let texts = [
+        format!(r#"{{"content":"{}"}}"#, "a".repeat(5000)),
+        format!(r#"{{"content":"{}","n":1}}"#, vec![line; 200].join("\\n")),
+        format!(r#"{{"a":"{}\\n","b":"x"}}"#, "é".repeat(600)),
+        format!("{{\"content\":\"{}\u{1}\"}}", "a".repeat(3000)),
+        format!(r#"{{"content":"{}\q"}}"#, "\\n".repeat(700)),
+    ];
+    for text in &texts {
+        let value = serde_json::from_str::<Value>(text).map(|v| v.to_string());
+        let tree = ArgValue::parse(text).map(|t| t.to_value().to_string());
+        assert_eq!(
+            tree.map_err(|e| e.to_string()),
+            value.map_err(|e| e.to_string()),
+            "{}",
+            &text[..60]
+        );
+    }
+}
