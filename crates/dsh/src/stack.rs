@@ -171,7 +171,8 @@ impl Stack {
         let prompt = Arc::new(PromptService::new());
         scope.add(kernel.provide(prompt.clone()).map_err(DshError::from)?);
         if options.coding_prompt {
-            for section in coding_sections(&resolved.cwd) {
+            let user_dir = crate::config::user_config_dir();
+            for section in coding_sections(&resolved.cwd, user_dir.as_deref()) {
                 scope.add(prompt.add_section(section));
             }
         }

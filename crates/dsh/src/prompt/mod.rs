@@ -1,10 +1,12 @@
 //! The coding agent's system prompt: built-in sections whose model-facing
 //! text lives in the `.md` files beside this module, the environment, and
-//! the project's `AGENTS.md`.
+//! the project instructions (`AGENTS.md` files, see [`instructions`]).
 
 use std::path::Path;
 
 use dsh_prompt::Section;
+
+pub mod instructions;
 
 /// Who the agent is and how it works.
 pub const IDENTITY: &str = include_str!("identity.md");
@@ -13,8 +15,10 @@ pub const BASH_RULES: &str = include_str!("bash-rules.md");
 
 /// The coding-agent system-prompt sections, in order: identity and working
 /// rules, bash rules, the environment (working directory, OS, date), and
-/// `AGENTS.md` from `cwd` when present and non-empty.
-pub fn coding_sections(cwd: &Path) -> Vec<Section> {
+/// the project instructions for `cwd` (the user's `AGENTS.md` in
+/// `user_dir`, then the repository's from its root down to `cwd`) when
+/// there are any.
+pub fn coding_sections(cwd: &Path, user_dir: Option<&Path>) -> Vec<Section> {
     let mut sections = vec![
         Section::fixed("identity", 0, IDENTITY.trim_end()),
         Section::fixed("bash-rules", 10, BASH_RULES.trim_end()),
@@ -28,18 +32,9 @@ pub fn coding_sections(cwd: &Path) -> Vec<Section> {
             today()
         )
     }));
-    let agents_md = cwd.join("AGENTS.md");
-    if let Ok(text) = std::fs::read_to_string(&agents_md) {
-        if !text.trim().is_empty() {
-            sections.push(Section::fixed(
-                "agents-md",
-                30,
-                format!(
-                    "Project instructions from AGENTS.md:\n\n{}",
-                    text.trim_end()
-                ),
-            ));
-        }
+    let files = instructions::instruction_files(cwd, user_dir);
+    if let Some(text) = instructions::render_instructions(&files) {
+        sections.push(Section::fixed("agents-md", 30, text));
     }
     sections
 }
@@ -80,16 +75,16 @@ mod tests {
     #[test]
     fn agents_md_is_included_when_present() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(coding_sections(dir.path()).len(), 3);
+        assert_eq!(coding_sections(dir.path(), None).len(), 3);
         std::fs::write(dir.path().join("AGENTS.md"), "Use tabs.\n").unwrap();
-        let s = coding_sections(dir.path());
+        let s = coding_sections(dir.path(), None);
         assert_eq!(s.len(), 4);
         assert!(s[3].text.evaluate().ends_with("Use tabs."));
     }
 
     #[test]
     fn prompt_text_comes_from_the_md_files() {
-        let s = coding_sections(Path::new("/"));
+        let s = coding_sections(Path::new("/"), None);
         assert!(s[0]
             .text
             .evaluate()
