@@ -233,17 +233,32 @@ impl<'a> JsonMap for ArgMap<'a> {
 /// `a == b`, with the length and the last byte compared before the bytes
 /// (argument names of one length mostly differ at the end: `command` /
 /// `workdir`), so a miss rarely reaches `memcmp`.
-/// Short names are compared in a loop rather than by a call to `memcmp`.
+/// Short names are compared with word loads rather than by a call to
+/// `memcmp`.
 #[inline]
 fn same_key(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() || a.last() != b.last() {
         return false;
     }
-    if a.len() <= 24 {
-        a.iter().zip(b).all(|(x, y)| x == y)
-    } else {
-        a == b
+    // Equal lengths: two overlapping fixed-size loads per side cover every
+    // byte of a key of 4 to 16 bytes.
+    fn word4(s: &[u8], at: usize) -> u32 {
+        s.get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map_or(0, u32::from_ne_bytes)
+    }
+    fn word8(s: &[u8], at: usize) -> u64 {
+        s.get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map_or(0, u64::from_ne_bytes)
+    }
+    let n = a.len();
+    match n {
+        0..=3 => a.iter().zip(b).all(|(x, y)| x == y),
+        4..=7 => word4(a, 0) == word4(b, 0) && word4(a, n - 4) == word4(b, n - 4),
+        8..=16 => word8(a, 0) == word8(b, 0) && word8(a, n - 8) == word8(b, n - 8),
+        _ => a == b,
     }
 }
 
@@ -660,5 +675,27 @@ pub(crate) fn json_eq<V: JsonRead>(a: &Value, b: &V) -> bool {
                     .all(|(k, a)| y.get(k).is_some_and(|b| json_eq(a, b)))
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_key;
+
+    #[test]
+    fn same_key_agrees_with_string_equality_at_every_length_and_position() {
+        for len in 0..=40usize {
+            let a: String = (0..len)
+                .map(|i| char::from(b'a' + (i % 26) as u8))
+                .collect();
+            assert!(same_key(&a, &a.clone()), "{len}");
+            for at in 0..len {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'#';
+                let b = String::from_utf8(b).unwrap_or_default();
+                assert!(!same_key(&a, &b), "{len} at {at}");
+            }
+            assert!(!same_key(&a, &format!("{a}x")));
+        }
     }
 }
