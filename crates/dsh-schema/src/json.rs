@@ -230,15 +230,13 @@ impl<'a> JsonMap for ArgMap<'a> {
     }
 }
 
-/// `a == b`, with the length and the last byte compared before the bytes
-/// (argument names of one length mostly differ at the end: `command` /
-/// `workdir`), so a miss rarely reaches `memcmp`.
+/// `a == b` for argument names: the lengths first, then the bytes.
 /// Short names are compared with word loads rather than by a call to
 /// `memcmp`.
 #[inline]
 fn same_key(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() || a.last() != b.last() {
+    if a.len() != b.len() {
         return false;
     }
     // Equal lengths: two overlapping fixed-size loads per side cover every
