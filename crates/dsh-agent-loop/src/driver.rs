@@ -611,7 +611,7 @@ async fn build_request(agent: &LoopAgent, cancel: &CancellationToken) -> ModelRe
         // report anchors it.
         let mut m = lock(&agent.meter);
         if !m.0.is_anchored() {
-            m.1 = dsh_session::fixed_bytes(Some(&system), &tools);
+            m.1 = dsh_session::fixed_bytes(Some(&system), Some(&tools));
         }
     }
     ModelRequest {

@@ -49,6 +49,17 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `dsh session list --session-dir DIR`: its stdout, after checking it
+/// exited 0.
+fn session_list(dir: &Path) -> String {
+    let out = dsh(
+        &["session", "list", "--session-dir", dir.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out)
+}
+
 fn write_log(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
@@ -170,17 +181,7 @@ fn list_shows_saved_sessions() {
         r#"{"type":"step/start","seq":0,"time":1800000000000,"data":{"turn":1,"step":1}}
 "#,
     );
-    let out = dsh(
-        &[
-            "session",
-            "list",
-            "--session-dir",
-            dir.path().to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = stdout(&out);
+    let text = session_list(dir.path());
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[0].starts_with("ID"));
@@ -219,17 +220,7 @@ fn list_prefers_a_logged_title_and_cuts_a_long_first_prompt() {
 {"type":"session/title","seq":1,"time":1700000001001,"data":{"title":"Fix the flaky build"}}
 "#,
     );
-    let out = dsh(
-        &[
-            "session",
-            "list",
-            "--session-dir",
-            dir.path().to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = stdout(&out);
+    let text = session_list(dir.path());
     let lines: Vec<&str> = text.lines().collect();
     assert!(
         lines[1].starts_with("s-titled") && lines[1].ends_with("  Fix the flaky build"),

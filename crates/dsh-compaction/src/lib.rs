@@ -15,7 +15,6 @@ use dsh_agent::{Agent, AgentRegistry, RequestContext};
 use dsh_kernel::sync::lock;
 use dsh_kernel::{DshError, ErrorCode, Registration};
 use dsh_llm::{ContentBlock, LlmService, Message, ModelRequest, Role};
-use dsh_protocol::ToolSet;
 use dsh_session::{
     blocks_bytes, pruned_len, summary_message, CompactionEvent, EventPayload, PruneEvent,
     TokenMeter, BYTES_PER_TOKEN,
@@ -240,13 +239,6 @@ pub struct Compactor {
     meters: Mutex<HashMap<String, TokenMeter>>,
 }
 
-fn system_and_tools_bytes(system: Option<&str>, tools: Option<&ToolSet>) -> u64 {
-    match tools {
-        Some(tools) => dsh_session::fixed_bytes(system, tools),
-        None => dsh_session::fixed_bytes(system, &ToolSet::default()),
-    }
-}
-
 impl Compactor {
     /// A compactor with `config`, asking `llm` for summaries.
     pub fn new(config: CompactionConfig, llm: Arc<LlmService>) -> Arc<Self> {
@@ -310,7 +302,7 @@ impl Compactor {
         let fixed = if meter.is_anchored() {
             0
         } else {
-            system_and_tools_bytes(request.system.as_deref(), request.tools.as_ref())
+            dsh_session::fixed_bytes(request.system.as_deref(), request.tools.as_ref())
         };
         meter.estimate(fixed)
     }
@@ -333,7 +325,7 @@ impl Compactor {
         focus: Option<&str>,
     ) -> Result<Outcome, DshError> {
         let session = agent.session();
-        let fixed = system_and_tools_bytes(request.system.as_deref(), request.tools.as_ref());
+        let fixed = dsh_session::fixed_bytes(request.system.as_deref(), request.tools.as_ref());
         let (history, seqs) = session.derive_messages_with_seqs();
         let mut plan = history.with(|messages| plan(messages, &seqs, fixed, &self.config));
         if plan.cut.is_none() && reason != Reason::Threshold {

@@ -271,16 +271,21 @@ impl<'a> ArgMap<'a> {
         value: ArgValue<'a>,
         index: &mut Option<HashMap<String, usize>>,
     ) {
-        if index.is_none()
-            && self.entries.len() < SCAN_KEYS
-            && !self.entries.iter().any(|(k, _)| same_key(k, &key))
-        {
-            // The common case: a new key in a small object.
+        if self.is_new_small_key(&key, index) {
             self.duplicates |= value.had_duplicate_keys();
             self.entries.push((key, value));
             return;
         }
         self.insert_slow(key, value, index);
+    }
+
+    /// The common case of an insert: a key not yet present in an object
+    /// small enough to be scanned (no `index` built).
+    #[inline(always)]
+    fn is_new_small_key(&self, key: &str, index: &Option<HashMap<String, usize>>) -> bool {
+        index.is_none()
+            && self.entries.len() < SCAN_KEYS
+            && !self.entries.iter().any(|(k, _)| same_key(k, key))
     }
 
     /// [`ArgMap::insert`] for a repeated key or a large object.
@@ -417,11 +422,8 @@ impl<'a> Fast<'a> {
                 self.skip_ws();
                 self.eat(b':')?;
                 self.skip_ws();
-                if index.is_none()
-                    && map.entries.len() < SCAN_KEYS
-                    && !map.entries.iter().any(|(k, _)| same_key(k, &key))
-                {
-                    // A new key in a small object: parsed in its slot.
+                if map.is_new_small_key(&key, &index) {
+                    // Parsed in its slot.
                     map.entries.push((key, ArgValue::Null));
                     let (_, slot) = map.entries.last_mut()?;
                     self.value_into(slot)?;

@@ -19,12 +19,10 @@ use dsh_protocol::{EventPayload, SessionEvent, TokenUsage, ToolSet};
 
 /// Bytes of a request's fixed part, its system prompt and its tools' wire form,
 /// as [`TokenMeter::estimate`] counts them.
-pub fn fixed_bytes(system: Option<&str>, tools: &ToolSet) -> u64 {
-    let tools = if tools.is_empty() {
-        0
-    } else {
-        tools.wire_json().get().len()
-    };
+pub fn fixed_bytes(system: Option<&str>, tools: Option<&ToolSet>) -> u64 {
+    let tools = tools
+        .filter(|t| !t.is_empty())
+        .map_or(0, |t| t.wire_json().get().len());
     (system.map_or(0, str::len) + tools) as u64
 }
 

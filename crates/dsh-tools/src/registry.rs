@@ -129,7 +129,7 @@ impl Inner {
     }
 
     fn schemas(&self) -> Vec<ToolSchema> {
-        read(&self.tools).iter().map(|e| e.shown.clone()).collect()
+        self.tool_set().to_vec()
     }
 
     fn tool_set(&self) -> ToolSet {

@@ -31,9 +31,13 @@ pub fn instruction_files(cwd: &Path, user_dir: Option<&Path>) -> Vec<Instruction
         files.push(file);
     }
     for dir in root_to(cwd) {
-        let file = read_instructions(&dir.join("AGENTS.md")).or_else(|| {
-            (!dir.join("AGENTS.md").exists()).then(|| read_instructions(&dir.join("CLAUDE.md")))?
-        });
+        // A directory's AGENTS.md, even a blank one, shadows its CLAUDE.md.
+        let agents = dir.join("AGENTS.md");
+        let file = if agents.exists() {
+            read_instructions(&agents)
+        } else {
+            read_instructions(&dir.join("CLAUDE.md"))
+        };
         files.extend(file);
     }
     files
