@@ -21,7 +21,9 @@ use dsh_session::{
     StepEvent, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason, TurnStartEvent,
     TurnTrigger, UsageEvent,
 };
-use dsh_tools::{error_result, unknown_tool, CallEnv, ContextSink, ToolCall, ToolError};
+use dsh_tools::{
+    error_result, unknown_tool, CallEnv, Concurrency, ContextSink, ToolCall, ToolError, ToolResult,
+};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -406,9 +408,11 @@ async fn stream_once(
     })
 }
 
-/// Logs the reply and its usage, then runs each tool call through the
-/// registry in order, logging each call before it runs and its result after.
-/// An abort answers every call not yet run with a synthesized result.
+/// Logs the reply and its usage, then runs the tool calls through the
+/// registry in batches (a run of consecutive concurrency-safe calls, or one
+/// exclusive call; see [`run_batch`]), logging a batch's calls before any
+/// of them runs and the results in the model's order. An abort answers
+/// every call not yet run with a synthesized result.
 async fn dispatch_tools(
     agent: &Arc<LoopAgent>,
     at: StepEvent,
@@ -441,53 +445,109 @@ async fn dispatch_tools(
     }
     record_context_usage(agent, at);
 
-    for (i, call) in calls.iter().enumerate() {
+    let mut next = 0;
+    while next < calls.len() {
         if cancel.is_cancelled() {
             let err = aborted_error(agent);
-            synthesize_results(agent, at, &calls[i..], &err);
+            synthesize_results(agent, at, &calls[next..], &err);
             return Err(err);
         }
-        agent.record(EventPayload::ToolCall(ToolCallEvent {
-            turn,
-            step,
-            call: call.clone(),
-        }));
-        // A tool's side effect is never ahead of the log: the call is on
-        // disk before its body runs (a crash then leaves an unanswered call,
-        // which resuming answers with INTERRUPTED).
+        let end = batch_end(agent, &calls, next);
+        let batch = &calls[next..end];
+        for call in batch {
+            agent.record(EventPayload::ToolCall(ToolCallEvent {
+                turn,
+                step,
+                call: call.clone(),
+            }));
+        }
+        // A tool's side effect is never ahead of the log: the calls are on
+        // disk before their bodies run (a crash then leaves unanswered
+        // calls, which resuming answers with INTERRUPTED).
         if let Err(err) = agent.services.store.flush(&agent.session).await {
-            synthesize_results(agent, at, &calls[i..], &err);
+            synthesize_results(agent, at, &calls[next..], &err);
             return Err(err);
         }
-        let result = match &agent.services.tools {
-            Some(tools) => {
-                let env = CallEnv {
-                    finish: Some(finish.clone()),
-                    cancel: cancel.clone(),
-                    extensions: extensions.clone(),
-                };
-                tools.execute(call, env).await
-            }
-            None => unknown_tool(call, &[]),
+        let env = CallEnv {
+            finish: Some(finish.clone()),
+            cancel: cancel.clone(),
+            extensions: extensions.clone(),
         };
-        agent.record(EventPayload::ToolResult(ToolResultEvent {
-            turn,
-            step,
-            result,
-        }));
-        if let Some(note) = guard.take_note() {
-            agent.lock().steering.push_back(Pending {
-                content: vec![ContentBlock::text(note)],
-                source: MessageSource::plugin(LOOP_PLUGIN_NAME),
-            });
-        }
-        if cancel.is_cancelled() {
+        let answered = run_batch(agent, at, batch, &env, guard).await;
+        if answered < batch.len() || cancel.is_cancelled() {
             let err = aborted_error(agent);
-            synthesize_results(agent, at, &calls[i + 1..], &err);
+            synthesize_results(agent, at, &calls[next + answered..], &err);
             return Err(err);
         }
+        next = end;
     }
     Ok(!calls.is_empty())
+}
+
+/// Where the batch starting at `calls[start]` ends (exclusive): a run of
+/// consecutive concurrency-safe calls, or the one exclusive call. Without a
+/// registry, or with parallelism off, every call is its own batch.
+fn batch_end(agent: &LoopAgent, calls: &[ToolCall], start: usize) -> usize {
+    let Some(tools) = &agent.services.tools else {
+        return start + 1;
+    };
+    if agent.options.max_parallel_tool_calls <= 1 {
+        return start + 1;
+    }
+    let safe = |c: &ToolCall| tools.concurrency(c) == Concurrency::Safe;
+    if !safe(&calls[start]) {
+        return start + 1;
+    }
+    start + calls[start..].iter().take_while(|c| safe(c)).count()
+}
+
+/// Runs one batch: calls start in the model's order, at most
+/// `max_parallel_tool_calls` at once; each result is logged as soon as
+/// every call before it has its own, so results enter the history in the
+/// model's order whatever order they finish in. One call's failure never
+/// cancels another. Once the step is cancelled no further call starts;
+/// those running end (the registry answers them `ABORTED` after its
+/// grace). Returns how many calls, from the first, have a logged result.
+async fn run_batch(
+    agent: &LoopAgent,
+    at: StepEvent,
+    batch: &[ToolCall],
+    env: &CallEnv,
+    guard: &TurnGuard,
+) -> usize {
+    let limit = agent.options.max_parallel_tool_calls.max(1);
+    let mut results: Vec<Option<ToolResult>> = vec![None; batch.len()];
+    let mut running = futures_util::stream::FuturesUnordered::new();
+    let (mut started, mut logged) = (0, 0);
+    loop {
+        while started < batch.len() && running.len() < limit && !env.cancel.is_cancelled() {
+            let i = started;
+            let result = match &agent.services.tools {
+                Some(tools) => tools.execute(&batch[i], env.clone()),
+                None => Box::pin(std::future::ready(unknown_tool(&batch[i], &[]))),
+            };
+            running.push(async move { (i, result.await) });
+            started += 1;
+        }
+        let Some((i, result)) = running.next().await else {
+            return logged;
+        };
+        results[i] = Some(result);
+        while let Some(result) = results.get_mut(logged).and_then(Option::take) {
+            agent.record(EventPayload::ToolResult(ToolResultEvent {
+                turn: at.turn,
+                step: at.step,
+                result,
+            }));
+            if let Some(note) = guard.take_note() {
+                agent.lock().steering.push_back(Pending {
+                    content: vec![ContentBlock::text(note)],
+                    source: MessageSource::plugin(LOOP_PLUGIN_NAME),
+                });
+            }
+            logged += 1;
+        }
+    }
 }
 
 /// Logs what the model is about to be sent that the log does not hold

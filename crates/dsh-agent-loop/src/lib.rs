@@ -5,7 +5,10 @@
 //! the agent and spawns its driver task. The driver idles until a message is
 //! queued, then runs a turn: drain the queue → steps (assemble the prompt →
 //! `agent/request` → stream the model, logging raw chunks → `agent/step-result`
-//! → log the assistant message → run each tool call through the registry →
+//! → log the assistant message → run the tool calls through the registry
+//! (consecutive concurrency-safe calls together, at most
+//! `max_parallel_tool_calls` at once; each exclusive call alone; results
+//! logged in the model's order) →
 //! drain steering → `agent/turn-continuation`) → `turn/end` → await
 //! `session/flush` → re-queue leftover steering. Ordering follows
 //! `docs/reference/agent-loop.md` §3.

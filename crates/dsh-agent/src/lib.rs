@@ -38,6 +38,9 @@ pub struct AgentOptions {
     /// The model's context window in tokens; with it, the loop logs a
     /// `context/usage` event (the meter) after each model reply.
     pub context_window: Option<u64>,
+    /// At most this many concurrency-safe tool calls of one step run at
+    /// once (`[tools] max_parallel`); `0` or `1` runs every call alone.
+    pub max_parallel_tool_calls: usize,
 }
 
 impl Default for AgentOptions {
@@ -48,6 +51,7 @@ impl Default for AgentOptions {
             max_steps: 100,
             repeat_failure_limit: 3,
             context_window: None,
+            max_parallel_tool_calls: 10,
         }
     }
 }

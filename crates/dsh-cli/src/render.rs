@@ -81,6 +81,12 @@ struct PrinterState {
     skip_prompt: bool,
     /// The last context meter reading of the turn: (tokens, window).
     context: Option<(u64, u64)>,
+    /// The header lines of the step's calls still without a result, by
+    /// call id, and the call whose header was printed last: calls that run
+    /// together print their headers first, so a result that is not the
+    /// last header's repeats its own header above it.
+    open_calls: Vec<(String, String)>,
+    last_header: Option<String>,
 }
 
 /// Prints one session's activity; registered as hook listeners.
@@ -233,13 +239,31 @@ impl Printer {
             EventPayload::TurnStart(_) => {
                 let mut st = lock(&self.state);
                 st.fresh_turn = true;
+                st.open_calls.clear();
+                st.last_header = None;
             }
             EventPayload::ToolCall(ToolCallEvent { call, .. }) => {
                 let args = truncate_chars(&visible(&call.arguments), ARGS_CHARS);
                 let name = visible(&call.name);
-                self.line(&self.style.cyan(&format!("⏺ {name}({args})")));
+                let header = self.style.cyan(&format!("⏺ {name}({args})"));
+                self.line(&header);
+                let id = call.call_id.to_string();
+                let mut st = lock(&self.state);
+                st.open_calls.push((id.clone(), header));
+                st.last_header = Some(id);
             }
             EventPayload::ToolResult(ToolResultEvent { result, .. }) => {
+                let repeat = {
+                    let mut st = lock(&self.state);
+                    let id = result.call_id.as_str();
+                    let at = st.open_calls.iter().position(|(c, _)| c == id);
+                    let header = at.map(|i| st.open_calls.remove(i).1);
+                    let last = st.last_header.take();
+                    header.filter(|_| last.as_deref() != Some(id))
+                };
+                if let Some(header) = repeat {
+                    self.line(&header);
+                }
                 let shown = excerpt(&visible(&result.text()));
                 let mark = if result.is_error { "✗" } else { "⎿" };
                 let body = shown.replace('\n', "\n    ");
@@ -352,6 +376,8 @@ pub(crate) fn install(
             spinner_on: false,
             skip_prompt: false,
             context: None,
+            open_calls: Vec::new(),
+            last_header: None,
         }),
         failure: WriteFailure::default(),
     });

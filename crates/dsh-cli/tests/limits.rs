@@ -115,3 +115,33 @@ fn a_large_result_of_any_tool_is_cut_to_its_head_and_readable_in_windows() {
         "{shown}"
     );
 }
+
+#[test]
+fn max_parallel_out_of_range_is_an_error_naming_the_key() {
+    for (config, ok) in [
+        ("[tools]\nmax_parallel = 0\n", false),
+        ("[tools]\nmax_parallel = 101\n", false),
+        ("[tools]\nmax_parallel = 4\n", true),
+    ] {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("dsh.toml"), config).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dsh"))
+            .current_dir(home.path())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .args(["run", "echo hi"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        if ok {
+            assert!(out.status.success(), "{config}: {err}");
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{config}: {err}");
+            assert!(err.contains("[tools] max_parallel"), "{err}");
+            assert!(err.contains("dsh.toml"), "{err}");
+        }
+    }
+}

@@ -357,6 +357,9 @@ pub(crate) struct Mounted {
     pub(crate) remote: String,
     pub(crate) name: String,
     pub(crate) schema: ToolSchema,
+    /// The server marks the tool `readOnlyHint: true`: its calls run
+    /// alongside other safe calls.
+    pub(crate) read_only: bool,
     pub(crate) registration: Registration,
 }
 

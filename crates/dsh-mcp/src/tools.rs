@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_llm::{ContentBlock, ToolSchema};
-use dsh_tools::{json_kind, raw_tool, ArgsCheck, ToolArgsError, ToolError};
+use dsh_tools::{
+    json_kind, raw_tool, ArgsCheck, Concurrency, ConcurrencyRule, ToolArgsError, ToolError,
+};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
 };
@@ -83,16 +85,27 @@ pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
     if shared.exited.is_cancelled() {
         return;
     }
-    let wanted: Vec<(String, ToolSchema)> = tools
+    let wanted: Vec<(String, ToolSchema, bool)> = tools
         .iter()
-        .map(|t| (t.name.to_string(), schema_of(&shared.config.name, t)))
+        .map(|t| {
+            let read_only = t
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false);
+            (
+                t.name.to_string(),
+                schema_of(&shared.config.name, t),
+                read_only,
+            )
+        })
         .collect();
     let stale: Vec<Mounted> = {
         let mut mounted = lock(&shared.mounted);
         let (keep, stale) = std::mem::take(&mut *mounted).into_iter().partition(|m| {
-            wanted
-                .iter()
-                .any(|(remote, schema)| *remote == m.remote && *schema == m.schema)
+            wanted.iter().any(|(remote, schema, read_only)| {
+                *remote == m.remote && *schema == m.schema && *read_only == m.read_only
+            })
         });
         *mounted = keep;
         stale
@@ -102,7 +115,7 @@ pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
         m.registration.undo();
     }
     let mut skipped = Vec::new();
-    for (remote, schema) in wanted {
+    for (remote, schema, read_only) in wanted {
         let name = schema.name.clone();
         let already = lock(&shared.mounted).iter().any(|m| m.remote == remote);
         if already {
@@ -119,12 +132,13 @@ pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
             });
             continue;
         }
-        let tool = make_tool(shared, remote.clone(), schema.clone());
+        let tool = make_tool(shared, remote.clone(), schema.clone(), read_only);
         match registry.register(tool) {
             Ok(registration) => lock(&shared.mounted).push(Mounted {
                 remote,
                 name,
                 schema,
+                read_only,
                 registration,
             }),
             Err(e) => skipped.push(SkippedTool {
@@ -164,7 +178,12 @@ fn schema_of(server: &str, tool: &McpTool) -> ToolSchema {
     }
 }
 
-fn make_tool(shared: &Arc<Shared>, remote: String, schema: ToolSchema) -> Arc<dyn dsh_tools::Tool> {
+fn make_tool(
+    shared: &Arc<Shared>,
+    remote: String,
+    schema: ToolSchema,
+    read_only: bool,
+) -> Arc<dyn dsh_tools::Tool> {
     let verdict = dsh_schema::classify_json_schema(&schema.parameters);
     let (check, local) = match (verdict, shared.config.validate_args) {
         (Ok(raw), true) => (ArgsCheck::Local, Some(Arc::new(raw))),
@@ -198,6 +217,11 @@ fn make_tool(shared: &Arc<Shared>, remote: String, schema: ToolSchema) -> Arc<dy
         }
     })
     .with_check(check)
+    .concurrency(ConcurrencyRule::Always(if read_only {
+        Concurrency::Safe
+    } else {
+        Concurrency::Exclusive
+    }))
     .into_arc()
 }
 

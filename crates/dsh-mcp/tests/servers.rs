@@ -112,6 +112,17 @@ async fn registers_every_tool_across_pages_with_schemas_forwarded_raw() {
         exec(&registry, "fx__twin_tool", "{}").await.text(),
         "twin.tool"
     );
+    // A tool its server marks read-only runs alongside other safe calls;
+    // the rest run alone.
+    let concurrency = |name: &str| {
+        registry.concurrency(&dsh_tools::ToolCall {
+            call_id: "c".into(),
+            name: name.into(),
+            arguments: "{}".into(),
+        })
+    };
+    assert_eq!(concurrency("fx__add"), dsh_tools::Concurrency::Safe);
+    assert_eq!(concurrency("fx__echo"), dsh_tools::Concurrency::Exclusive);
     let add = registry
         .get("fx__add")
         .expect("registered")

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use dsh_llm::ContentBlock;
 use dsh_protocol::codes;
-use dsh_tools::{define_tool, Tool, ToolArgs, ToolContext, ToolError};
+use dsh_tools::{
+    define_tool, Concurrency, ConcurrencyRule, Tool, ToolArgs, ToolContext, ToolError,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::guard::{self, Guard, Memory};
@@ -120,6 +122,20 @@ fn snippet(text: &str, from: usize, to: usize) -> String {
         .take(to.saturating_sub(from) + 1)
         .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
         .collect()
+}
+
+/// `view` only reads: it may run alongside other safe calls; every other
+/// command (and arguments that name none) writes, so it runs alone.
+fn view_is_safe(arguments: &str) -> Concurrency {
+    #[derive(Deserialize)]
+    struct Command<'a> {
+        #[serde(borrow)]
+        command: Option<std::borrow::Cow<'a, str>>,
+    }
+    match serde_json::from_str::<Command<'_>>(arguments) {
+        Ok(Command { command: Some(c) }) if c == "view" => Concurrency::Safe,
+        _ => Concurrency::Exclusive,
+    }
 }
 
 pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
@@ -252,6 +268,7 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
             }
         },
     )
+    .concurrency(ConcurrencyRule::PerCall(Arc::new(view_is_safe)))
     .into_arc()
 }
 
@@ -309,4 +326,21 @@ fn view(guard: &Guard<'_>, path: &Path, range: Option<&[i64]>) -> Result<String,
     };
     guard.record(&window.version);
     Ok(window.text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_view_runs_alongside_other_calls() {
+        let safe = |a: &str| view_is_safe(a) == Concurrency::Safe;
+        assert!(safe(r#"{"command":"view","path":"/x"}"#));
+        assert!(!safe(r#"{"command":"create","path":"/x","file_text":""}"#));
+        assert!(!safe(r#"{"command":"str_replace","path":"/x"}"#));
+        assert!(!safe(r#"{"path":"/x"}"#));
+        assert!(!safe("not json"));
+        // A repeated key is not a reliable answer: the call runs alone.
+        assert!(!safe(r#"{"command":"view","command":"create"}"#));
+    }
 }

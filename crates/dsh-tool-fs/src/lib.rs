@@ -255,6 +255,7 @@ fn read_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
             }
         },
     )
+    .concurrency_safe()
     .into_arc()
 }
 

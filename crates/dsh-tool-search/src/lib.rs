@@ -111,6 +111,7 @@ pub fn glob_tool(root: PathBuf) -> Arc<dyn dsh_tools::Tool> {
             }
         },
     )
+    .concurrency_safe()
     .into_arc()
 }
 
@@ -157,6 +158,7 @@ pub fn grep_tool_with_budget(root: PathBuf, budget: Duration) -> Arc<dyn dsh_too
             }
         },
     )
+    .concurrency_safe()
     .into_arc()
 }
 

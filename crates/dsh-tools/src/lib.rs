@@ -71,6 +71,6 @@ pub use guard::{
 pub use registry::{error_result, success_result, unknown_tool, CallEnv, Execution, ToolRegistry};
 pub use tool::{
     define_tool, define_tool_from_spec, define_tool_with_output, deserialize_validated,
-    parse_arguments, prepare_args, raw_tool, read_args, ArgsCheck, ArgsTool, ContextSink, RawTool,
-    Tool, ToolContext, ToolOutput, TypedTool, ValidArgs,
+    parse_arguments, prepare_args, raw_tool, read_args, ArgsCheck, ArgsTool, Concurrency,
+    ConcurrencyRule, ContextSink, RawTool, Tool, ToolContext, ToolOutput, TypedTool, ValidArgs,
 };

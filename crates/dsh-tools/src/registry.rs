@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{codes, ToolError};
 use crate::guard::{self, Approver, PreExecute, Verdict};
-use crate::tool::{ArgsCheck, Tool, ToolContext, ToolOutput};
+use crate::tool::{ArgsCheck, Concurrency, Tool, ToolContext, ToolOutput};
 
 /// What the caller of [`ToolRegistry::execute`] adds to a [`ToolCall`]: how
 /// the model step ended, the cancellation token and the caller's context.
@@ -450,6 +450,16 @@ impl ToolRegistry {
     /// `tools/change`: emitted after a tool is registered or unregistered.
     pub fn on_change(&self) -> &EmitHook<()> {
         &self.inner.on_change
+    }
+
+    /// How `call` may be scheduled among the calls of its step: its tool's
+    /// [`Tool::concurrency`] for the call's arguments; an unknown tool's call
+    /// is [`Concurrency::Safe`] (it only produces its error result).
+    pub fn concurrency(&self, call: &ToolCall) -> Concurrency {
+        match self.inner.get(&call.name) {
+            Some(tool) => tool.concurrency(&call.arguments),
+            None => Concurrency::Safe,
+        }
     }
 
     /// Executes one call through `tools/execute`. Never fails and never

@@ -50,6 +50,63 @@ pub trait Tool: Send + Sync + 'static {
     fn arg_spec(&self) -> Option<SchemaSpec> {
         None
     }
+
+    /// Whether the call with these raw `arguments` may run alongside the
+    /// other calls of its step ([`Concurrency::Safe`]: reads and searches)
+    /// or must run alone ([`Concurrency::Exclusive`], the default: anything
+    /// with a side effect). Must be cheap and must not fail: arguments that
+    /// do not parse are harmless (the call fails validation) and may be
+    /// called safe.
+    fn concurrency(&self, arguments: &str) -> Concurrency {
+        let _ = arguments;
+        Concurrency::Exclusive
+    }
+}
+
+/// How one tool call may be scheduled among the calls of its step (see
+/// [`Tool::concurrency`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Concurrency {
+    /// Runs alongside the neighbouring safe calls of its step.
+    Safe,
+    /// Waits for every call before it and blocks every call after it.
+    Exclusive,
+}
+
+/// A tool's rule for [`Tool::concurrency`]: one answer for every call, or
+/// a function of the raw argument text.
+#[derive(Clone)]
+pub enum ConcurrencyRule {
+    /// The same for every call.
+    Always(Concurrency),
+    /// Decided per call from the raw argument text.
+    PerCall(Arc<dyn Fn(&str) -> Concurrency + Send + Sync>),
+}
+
+impl ConcurrencyRule {
+    /// The rule's answer for `arguments`.
+    pub fn of(&self, arguments: &str) -> Concurrency {
+        match self {
+            ConcurrencyRule::Always(c) => *c,
+            ConcurrencyRule::PerCall(f) => f(arguments),
+        }
+    }
+}
+
+impl Default for ConcurrencyRule {
+    /// [`Concurrency::Exclusive`] for every call.
+    fn default() -> Self {
+        ConcurrencyRule::Always(Concurrency::Exclusive)
+    }
+}
+
+impl std::fmt::Debug for ConcurrencyRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConcurrencyRule::Always(c) => write!(f, "Always({c:?})"),
+            ConcurrencyRule::PerCall(_) => f.write_str("PerCall(..)"),
+        }
+    }
 }
 
 /// Who checks a tool's arguments before its body runs.
@@ -181,9 +238,22 @@ pub struct TypedTool {
     spec: Arc<SchemaSpec>,
     output: Option<Arc<SchemaSpec>>,
     call: Arc<CallFn>,
+    concurrency: ConcurrencyRule,
 }
 
 impl TypedTool {
+    /// Marks every call of the tool [`Concurrency::Safe`] (a read-only
+    /// tool); tools are exclusive unless they say so.
+    pub fn concurrency_safe(self) -> Self {
+        self.concurrency(ConcurrencyRule::Always(Concurrency::Safe))
+    }
+
+    /// Sets the tool's [`ConcurrencyRule`].
+    pub fn concurrency(mut self, rule: ConcurrencyRule) -> Self {
+        self.concurrency = rule;
+        self
+    }
+
     /// The spec the arguments are validated against.
     pub fn spec(&self) -> &SchemaSpec {
         &self.spec
@@ -230,6 +300,10 @@ impl Tool for TypedTool {
 
     fn arg_spec(&self) -> Option<SchemaSpec> {
         Some((*self.spec).clone())
+    }
+
+    fn concurrency(&self, arguments: &str) -> Concurrency {
+        self.concurrency.of(arguments)
     }
 }
 
@@ -466,6 +540,7 @@ where
         spec,
         output: None,
         call: Arc::new(call),
+        concurrency: ConcurrencyRule::default(),
     }
 }
 
@@ -477,6 +552,7 @@ pub struct RawTool {
     schema: ToolSchema,
     check: ArgsCheck,
     call: Arc<CallFn>,
+    concurrency: ConcurrencyRule,
 }
 
 impl std::fmt::Debug for RawTool {
@@ -491,6 +567,13 @@ impl RawTool {
     /// Records who checks the arguments (default [`ArgsCheck::Server`]).
     pub fn with_check(mut self, check: ArgsCheck) -> Self {
         self.check = check;
+        self
+    }
+
+    /// Sets the tool's [`ConcurrencyRule`] (default: exclusive; an MCP
+    /// tool its server marks read-only is safe).
+    pub fn concurrency(mut self, rule: ConcurrencyRule) -> Self {
+        self.concurrency = rule;
         self
     }
 
@@ -515,6 +598,10 @@ impl Tool for RawTool {
 
     fn args_check(&self) -> ArgsCheck {
         self.check.clone()
+    }
+
+    fn concurrency(&self, arguments: &str) -> Concurrency {
+        self.concurrency.of(arguments)
     }
 
     fn arg_spec(&self) -> Option<SchemaSpec> {
@@ -542,6 +629,7 @@ where
         schema,
         check: ArgsCheck::Server,
         call: Arc::new(call),
+        concurrency: ConcurrencyRule::default(),
     }
 }
 

@@ -74,6 +74,9 @@ pub struct SessionApprover {
     policy: Mutex<ApprovalPolicy>,
     person: Mutex<Option<Arc<dyn Person>>>,
     grants: Arc<Mutex<HashSet<String>>>,
+    /// Held while the person answers: calls that run together ask one
+    /// question at a time, in the order they asked.
+    asking: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl SessionApprover {
@@ -84,6 +87,7 @@ impl SessionApprover {
             policy: Mutex::new(policy),
             person: Mutex::new(person),
             grants: Arc::new(Mutex::new(HashSet::new())),
+            asking: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -157,7 +161,13 @@ impl Approver for SessionApprover {
                 "policy",
             )
         } else if let Some(person) = lock(&self.person).clone() {
-            (person.ask(call, question), "user")
+            let asking = self.asking.clone();
+            let (call, question) = (call.clone(), question.clone());
+            let ask: BoxFuture<'static, Approval> = Box::pin(async move {
+                let _one_at_a_time = asking.lock().await;
+                person.ask(&call, &question).await
+            });
+            (ask, "user")
         } else {
             (
                 Box::pin(async { Approval::Unavailable(NO_USER.to_string()) }),

@@ -49,8 +49,9 @@ pub struct FileConfig {
     /// Cap on the output of one model step (text, reasoning, arguments), in
     /// bytes.
     pub max_step_output_bytes: Option<usize>,
-    /// The built-in tools to offer (default: all of them).
-    pub tools: Option<Vec<String>>,
+    /// `tools = [..]` (the built-in tools to offer) or the `[tools]` table.
+    #[serde(default)]
+    pub tools: ToolsSection,
     /// DeepSeek adapter settings.
     #[serde(default)]
     pub deepseek: DeepSeekSection,
@@ -86,6 +87,61 @@ pub struct ClaudeHooksFile {
     pub path: PathBuf,
     /// Its text (parsed when the stack resolves).
     pub text: String,
+}
+
+/// Default of `[tools] max_parallel`.
+pub const DEFAULT_MAX_PARALLEL: usize = 10;
+
+/// `tools`: either the list of built-in tools to offer (`tools = ["bash",
+/// "read"]`, the older form) or the `[tools]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolsSection {
+    /// `enabled`: the built-in tools to offer (default: all of them).
+    pub enabled: Option<Vec<String>>,
+    /// `max_parallel`: at most this many concurrency-safe calls of one
+    /// model step run at once (default 10; 1 runs every call alone).
+    pub max_parallel: Option<usize>,
+}
+
+impl<'de> Deserialize<'de> for ToolsSection {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// The table form, strict about its keys.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            enabled: Option<Vec<String>>,
+            max_parallel: Option<usize>,
+        }
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = ToolsSection;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of tool names or a [tools] table")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let names =
+                    Vec::<String>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(ToolsSection {
+                    enabled: Some(names),
+                    max_parallel: None,
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let t = Table::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(ToolsSection {
+                    enabled: t.enabled,
+                    max_parallel: t.max_parallel,
+                })
+            }
+        }
+        d.deserialize_any(Either)
+    }
 }
 
 /// `[compaction]`: automatic context compaction.
@@ -288,7 +344,10 @@ impl FileConfig {
                 }
                 models
             },
-            tools: upper.tools.or(self.tools),
+            tools: ToolsSection {
+                enabled: upper.tools.enabled.or(self.tools.enabled),
+                max_parallel: upper.tools.max_parallel.or(self.tools.max_parallel),
+            },
             deepseek: DeepSeekSection {
                 api_key: up.api_key.or(low.api_key),
                 base_url: up.base_url.or(low.base_url),
@@ -651,6 +710,30 @@ command = "touch"
         assert_eq!(safe.model.as_deref(), Some("echo"));
         assert_eq!(safe.max_steps, Some(3));
         assert_eq!(safe.bash.max_output_bytes, Some(100));
+    }
+
+    #[test]
+    fn tools_is_a_list_of_names_or_a_table() {
+        let list = parse("tools = [\"bash\", \"read\"]\n").unwrap();
+        assert_eq!(
+            list.tools.enabled.as_deref(),
+            Some(&["bash".to_string(), "read".to_string()][..])
+        );
+        assert_eq!(list.tools.max_parallel, None);
+        let table = parse("[tools]\nenabled = [\"read\"]\nmax_parallel = 3\n").unwrap();
+        assert_eq!(
+            table.tools.enabled.as_deref(),
+            Some(&["read".to_string()][..])
+        );
+        assert_eq!(table.tools.max_parallel, Some(3));
+        let e = parse("[tools]\nmax_paralel = 3\n").unwrap_err();
+        assert!(e.contains("max_paralel"), "{e}");
+        let e = parse("tools = 3\n").unwrap_err();
+        assert!(e.contains("a list of tool names or a [tools] table"), "{e}");
+        // The upper file's keys win one by one.
+        let merged = list.overlay(parse("[tools]\nmax_parallel = 2\n").unwrap());
+        assert_eq!(merged.tools.enabled.as_ref().map(Vec::len), Some(2));
+        assert_eq!(merged.tools.max_parallel, Some(2));
     }
 
     #[test]

@@ -83,6 +83,9 @@ pub struct Resolved {
     /// Tools in the provider's strict dialect where they can be
     /// (`--strict-tools` or `[deepseek] strict_tools`).
     pub strict_tools: bool,
+    /// At most this many concurrency-safe tool calls of one step run at
+    /// once (`[tools] max_parallel`, default 10).
+    pub max_parallel: usize,
     /// The built-in tools offered (names from
     /// [`BUILTIN_TOOLS`](crate::tools::BUILTIN_TOOLS)); `None`: all.
     pub tools: Option<Vec<String>>,
@@ -312,7 +315,11 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             .max_step_output_bytes
             .unwrap_or(DEFAULT_MAX_STEP_OUTPUT_BYTES),
         strict_tools: settings.strict_tools || file.deepseek.strict_tools.unwrap_or(false),
-        tools: match (&settings.tools, &file.tools) {
+        max_parallel: file
+            .tools
+            .max_parallel
+            .unwrap_or(crate::config::DEFAULT_MAX_PARALLEL),
+        tools: match (&settings.tools, &file.tools.enabled) {
             (Some(names), _) => Some(checked_tools(names.clone(), "--tools")?),
             (None, Some(names)) => Some(checked_tools(names.clone(), &config_name)?),
             (None, None) => None,
@@ -323,6 +330,9 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
 }
 
 /// `names` when every one is a built-in tool.
+/// Largest accepted `[tools] max_parallel`.
+const MAX_PARALLEL_LIMIT: usize = 100;
+
 fn checked_tools(names: Vec<String>, source: &str) -> Result<Vec<String>, StackError> {
     let known = crate::tools::BUILTIN_TOOLS;
     if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
@@ -450,6 +460,13 @@ fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
     ] {
         if v == Some(0) {
             return bad(format!("{key} must be at least 1"));
+        }
+    }
+    if let Some(n) = f.tools.max_parallel {
+        if !(1..=MAX_PARALLEL_LIMIT).contains(&n) {
+            return bad(format!(
+                "[tools] max_parallel = {n} must be between 1 and {MAX_PARALLEL_LIMIT}"
+            ));
         }
     }
     match f.bash.max_output_bytes {

@@ -453,6 +453,7 @@ impl Stack {
             system_prompt: self.resolved.system_prompt.clone(),
             max_steps: self.resolved.max_steps,
             context_window: Some(self.resolved.context_window),
+            max_parallel_tool_calls: self.resolved.max_parallel,
             ..Default::default()
         };
         self.spawn_agent(

@@ -60,6 +60,7 @@ impl Fixture {
     fn tools(&self) -> Vec<Tool> {
         let obj = |props: Value, required: Value| json!({"type": "object", "properties": props, "required": required});
         let mut tools = vec![
+            // Read-only: its calls may run alongside other safe calls.
             tool(
                 "add",
                 "Adds two numbers",
@@ -67,7 +68,8 @@ impl Fixture {
                     json!({"a": {"type": "number"}, "b": {"type": "number"}}),
                     json!(["a", "b"]),
                 ),
-            ),
+            )
+            .annotate(rmcp::model::ToolAnnotations::new().read_only(true)),
             tool(
                 "echo",
                 "Returns the raw arguments",

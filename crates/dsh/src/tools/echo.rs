@@ -23,6 +23,7 @@ pub fn echo_tool() -> Arc<dyn Tool> {
             Ok::<_, ToolError>(vec![ContentBlock::text(args.text)])
         },
     )
+    .concurrency_safe()
     .into_arc()
 }
 
