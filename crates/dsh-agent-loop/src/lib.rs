@@ -164,6 +164,7 @@ impl AgentLoop {
                 step: None,
                 status_pending: VecDeque::new(),
                 status_draining: false,
+                wakes: 0,
             }),
             wake: Notify::new(),
             services: Services {
@@ -284,6 +285,8 @@ struct State {
     status_pending: VecDeque<AgentStatus>,
     /// Whether some thread is announcing `status_pending` right now.
     status_draining: bool,
+    /// Turns started by background notices since the user last spoke.
+    wakes: u32,
 }
 
 impl State {
@@ -420,6 +423,9 @@ impl LoopAgent {
                 return Err(AgentError::Disposed(self.id.clone()));
             }
             let steering = steer && st.status == AgentStatus::Running;
+            if source == MessageSource::User {
+                st.wakes = 0;
+            }
             let pending = Pending {
                 content: content.clone(),
                 source: source.clone(),
@@ -499,5 +505,30 @@ impl ContextSink for LoopAgent {
         source: MessageSource,
     ) -> Result<(), DshError> {
         self.inject(content, source).map_err(DshError::from)
+    }
+
+    fn deliver_notice(
+        &self,
+        content: Vec<ContentBlock>,
+        source: MessageSource,
+    ) -> Result<(), DshError> {
+        let wake = {
+            let mut st = self.lock();
+            if st.disposed {
+                return Err(AgentError::Disposed(self.id.clone()).into());
+            }
+            let idle = st.status == AgentStatus::Idle && st.queued.is_empty();
+            let wake = idle && st.wakes < self.options.max_consecutive_wakes;
+            if wake {
+                st.wakes += 1;
+            }
+            wake
+        };
+        if wake {
+            self.enqueue(content, source, false)
+        } else {
+            self.inject(content, source)
+        }
+        .map_err(DshError::from)
     }
 }

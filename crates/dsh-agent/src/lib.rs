@@ -41,6 +41,10 @@ pub struct AgentOptions {
     /// At most this many concurrency-safe tool calls of one step run at
     /// once (`[tools] max_parallel`); `0` or `1` runs every call alone.
     pub max_parallel_tool_calls: usize,
+    /// At most this many turns in a row are started by background
+    /// completions (wake-ups) without a user message in between; later
+    /// notices wait as context messages until the user speaks.
+    pub max_consecutive_wakes: u32,
 }
 
 impl Default for AgentOptions {
@@ -52,6 +56,7 @@ impl Default for AgentOptions {
             repeat_failure_limit: 3,
             context_window: None,
             max_parallel_tool_calls: 10,
+            max_consecutive_wakes: 3,
         }
     }
 }

@@ -221,6 +221,11 @@ codes! {
         "The bash executor was disposed; it runs nothing any more.";
     WAIT_FAILED = "WAIT_FAILED", "bash", false, RespondToModel,
         "Waiting for the shell failed; the process state is unknown.";
+    // Jobs.
+    UNKNOWN_JOB = "UNKNOWN_JOB", "jobs", false, RespondToModel,
+        "No job with that id belongs to the calling agent (the message lists its jobs).";
+    TOO_MANY_JOBS = "TOO_MANY_JOBS", "jobs", false, RespondToModel,
+        "The agent already runs the most background jobs it may (10); wait for one or kill one first.";
     // MCP.
     MCP_START_FAILED = "MCP_START_FAILED", "mcp", false, Caller,
         "An MCP server could not be started or did not complete the handshake.";

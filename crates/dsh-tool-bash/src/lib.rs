@@ -152,7 +152,7 @@ impl Owners {
 /// skipped (`AGENT_DISPOSED` is the one failure expected here: the agent went
 /// away while its task ran, and nobody is left to tell).
 fn notify(agent: &dyn ContextSink, task: &TaskInfo) -> Result<(), DshError> {
-    match agent.inject_context(
+    match agent.deliver_notice(
         vec![ContentBlock::text(completion_notice(task))],
         MessageSource::plugin(PLUGIN_NAME),
     ) {
@@ -201,14 +201,46 @@ pub fn install_only(
     executor: Arc<dyn BashExecutor>,
     keep: impl Fn(&str) -> bool,
 ) -> Result<Registration, ToolError> {
+    install_with_jobs(registry, executor, None, keep)
+}
+
+/// [`install_only`] with background tasks as jobs of `jobs` too: a
+/// background start reserves a place for the calling agent first (at most
+/// [`dsh_jobs::MAX_RUNNING_PER_OWNER`] running, else `TOO_MANY_JOBS`), and
+/// `job_output` / `job_list` / `job_kill` see the tasks as `bash-N` jobs of
+/// the agent that started them.
+///
+/// # Errors
+/// As [`install`].
+pub fn install_with_jobs(
+    registry: &ToolRegistry,
+    executor: Arc<dyn BashExecutor>,
+    jobs: Option<Arc<dsh_jobs::JobTable>>,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Registration, ToolError> {
     let owners = Arc::new(Owners::default());
+    let mut regs = Vec::new();
+    if let Some(jobs) = &jobs {
+        regs.push(jobs.add_source(
+            "bash",
+            Arc::new(BashJobs {
+                executor: executor.clone(),
+            }),
+        ));
+    }
     let tools = [
-        bash_tool(executor.clone(), owners.clone()),
+        bash_tool(executor.clone(), owners.clone(), jobs),
         bash_output_tool(executor.clone()),
         bash_kill_tool(executor.clone()),
     ];
     let kept = tools.into_iter().filter(|t| keep(&t.schema().name));
-    let mut regs = vec![registry.register_all(kept)?];
+    match registry.register_all(kept) {
+        Ok(r) => regs.push(r),
+        Err(e) => {
+            Registration::merge(regs).undo();
+            return Err(e);
+        }
+    }
     regs.push(executor.on_task_done().try_on(move |task: &TaskInfo| {
         let Some(agent) = owners.complete(task).and_then(|w| w.upgrade()) else {
             return Ok(());
@@ -231,13 +263,64 @@ fn bash_error(e: BashError) -> ToolError {
     ToolError::new(e.code().to_string(), e.to_string())
 }
 
-fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn dsh_tools::Tool> {
+/// Background bash tasks as jobs: `job_output` reads what `bash_output`
+/// does, `job_kill` kills as `bash_kill` does.
+struct BashJobs {
+    executor: Arc<dyn BashExecutor>,
+}
+
+impl dsh_jobs::JobSource for BashJobs {
+    fn info(&self, id: &str) -> Option<dsh_jobs::JobInfo> {
+        self.executor.get(id).map(|task| dsh_jobs::JobInfo {
+            running: task.status == dsh_bash::TaskStatus::Running,
+            status: dsh_bash::status_line(&task),
+            title: task.command.clone(),
+            id: task.id,
+        })
+    }
+
+    fn read(&self, id: &str) -> Result<String, ToolError> {
+        let read = self.executor.read_output(id).map_err(bash_error)?;
+        Ok(render_task_read(&read))
+    }
+
+    fn wait(&self, id: &str) -> dsh_kernel::BoxFuture<'static, ()> {
+        let executor = self.executor.clone();
+        let id = id.to_string();
+        Box::pin(async move {
+            let _ = executor.wait(&id).await;
+        })
+    }
+
+    fn kill(
+        &self,
+        id: &str,
+        _reason: Option<&str>,
+    ) -> dsh_kernel::BoxFuture<'static, Result<String, ToolError>> {
+        let killed = self.executor.kill(id).map_err(bash_error);
+        let id = id.to_string();
+        Box::pin(std::future::ready(killed.map(|killed| {
+            if killed {
+                format!("killed background task {id}")
+            } else {
+                format!("task {id} had already finished")
+            }
+        })))
+    }
+}
+
+fn bash_tool(
+    executor: Arc<dyn BashExecutor>,
+    owners: Arc<Owners>,
+    jobs: Option<Arc<dsh_jobs::JobTable>>,
+) -> Arc<dyn dsh_tools::Tool> {
     define_tool(
         "bash",
         BASH_DESCRIPTION,
         move |args: BashArgs, ctx: ToolContext| {
             let executor = executor.clone();
             let owners = owners.clone();
+            let jobs = jobs.clone();
             async move {
                 // The argument type checked everything (lengths, timeoutMs > 0)
                 // before this body runs.
@@ -254,8 +337,18 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                 }
                 let spec = executor.resolve(req);
                 if args.run_in_background == Some(true) {
+                    let slot = match &jobs {
+                        Some(jobs) => Some(jobs.reserve(&dsh_jobs::owner_of(&ctx))?),
+                        None => None,
+                    };
+                    let adopt = |task: &TaskInfo| {
+                        if let Some(slot) = slot {
+                            slot.adopt(&task.id);
+                        }
+                    };
                     let Some(agent) = ctx.sink() else {
                         let task = executor.start(spec).map_err(bash_error)?;
+                        adopt(&task);
                         return Ok(vec![ContentBlock::text(format!(
                             "started background task {}",
                             task.id
@@ -263,6 +356,9 @@ fn bash_tool(executor: Arc<dyn BashExecutor>, owners: Arc<Owners>) -> Arc<dyn ds
                     };
                     owners.begin_start();
                     let started = executor.start(spec);
+                    if let Ok(task) = &started {
+                        adopt(task);
+                    }
                     let early = owners
                         .finish_start(started.as_ref().ok().map(|task| (task.id.as_str(), agent)));
                     let task = started.map_err(bash_error)?;

@@ -154,6 +154,24 @@ pub trait ContextSink: Send + Sync + 'static {
         content: Vec<ContentBlock>,
         source: MessageSource,
     ) -> Result<(), DshError>;
+
+    /// Delivers the notice that something the agent started in the
+    /// background (a bash task, a sub-agent) has finished. While the agent
+    /// works it is a context message (as [`ContextSink::inject_context`]);
+    /// an idle agent is woken instead: the notice starts a turn, unless it
+    /// has been woken too often since its user last spoke, and then the
+    /// notice waits as a context message for the next turn. The default
+    /// only injects.
+    ///
+    /// # Errors
+    /// As [`ContextSink::inject_context`].
+    fn deliver_notice(
+        &self,
+        content: Vec<ContentBlock>,
+        source: MessageSource,
+    ) -> Result<(), DshError> {
+        self.inject_context(content, source)
+    }
 }
 
 /// What a tool returns: content blocks, plus notes the registry appends as
