@@ -38,6 +38,8 @@ enum Command {
     Run(commands::run::RunArgs),
     /// List the tools the model is shown.
     Tools(commands::tools::ToolsArgs),
+    /// List the skills found (project .dsh/skills, .agents/skills, user).
+    Skills(commands::skills::SkillsArgs),
     /// Work with tool argument schemas (the model boundary).
     Schema(commands::schema::SchemaArgs),
     /// List, show and replay session logs.
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Some(Command::Chat(args)) => commands::chat::run(args),
         Some(Command::Run(args)) => commands::run::run(args),
         Some(Command::Tools(args)) => commands::tools::run(args),
+        Some(Command::Skills(args)) => commands::skills::run(args),
         Some(Command::Schema(args)) => commands::schema::run(args),
         Some(Command::Session(args)) => commands::session::run(args),
         Some(Command::Mcp(args)) => commands::mcp::run(args),

@@ -210,6 +210,8 @@ codes! {
     // The composition library and its front ends.
     INVALID_CONFIG = "INVALID_CONFIG", "dsh", false, Caller,
         "The configuration, a flag or a named file is unusable (the message names it); the CLI exits 2.";
+    UNKNOWN_SKILL = "UNKNOWN_SKILL", "dsh", false, RespondToModel,
+        "The skill tool was called with a name no discovered skill has; the result lists the skills and suggests the closest name.";
     // Bash.
     BAD_WORKDIR = "BAD_WORKDIR", "bash", false, RespondToModel,
         "The command's working directory does not exist or is not a directory.";

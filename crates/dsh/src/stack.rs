@@ -58,6 +58,9 @@ pub struct Stack {
     /// Context compaction (automatic on `agent/request`; see
     /// [`Stack::compact_now`]).
     pub compactor: Arc<dsh_compaction::Compactor>,
+    /// The skills found when the stack was built (served by the `skill`
+    /// tool, listed in the system prompt).
+    pub skills: crate::prompt::skills::SkillCatalog,
     /// What the stack was built from.
     pub resolved: Resolved,
     /// Which parts it includes.
@@ -115,10 +118,12 @@ fn turn_of(event: &dsh_session::SessionEvent) -> Option<u64> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StackOptions {
     /// The coding-agent system-prompt sections (identity, rules,
-    /// environment, `AGENTS.md`).
+    /// environment, `AGENTS.md`, the skills catalog), and the `AGENTS.md`
+    /// of directories below the working directory added as context when a
+    /// file tool first touches them.
     pub coding_prompt: bool,
     /// The built-in tools (`echo` offline, the bash family, the file and
-    /// search tools).
+    /// search tools, `skill` when skills were found).
     pub builtin_tools: bool,
     /// JSONL session files in the session directory (from the first agent
     /// on); off keeps sessions in memory only.
@@ -170,9 +175,22 @@ impl Stack {
 
         let prompt = Arc::new(PromptService::new());
         scope.add(kernel.provide(prompt.clone()).map_err(DshError::from)?);
+        let user_dir = crate::config::user_config_dir();
+        let skills = crate::prompt::skills::discover(&resolved.cwd, user_dir.as_deref());
+        let skill_tool = options.builtin_tools
+            && !skills.is_empty()
+            && crate::tools::selected(
+                resolved.tools.as_deref(),
+                resolved.model == ECHO_MODEL,
+                "skill",
+            );
         if options.coding_prompt {
-            let user_dir = crate::config::user_config_dir();
-            for section in coding_sections(&resolved.cwd, user_dir.as_deref()) {
+            for section in coding_sections(
+                &resolved.cwd,
+                user_dir.as_deref(),
+                &skills.skills,
+                skill_tool,
+            ) {
                 scope.add(prompt.add_section(section));
             }
         }
@@ -206,8 +224,14 @@ impl Stack {
                     root: resolved.cwd.clone(),
                     only: resolved.tools.clone(),
                     offline: resolved.model == ECHO_MODEL,
+                    skills: skills.skills.clone(),
                 }
                 .install(&kernel)?,
+            );
+        }
+        if options.coding_prompt {
+            scope.add(
+                crate::prompt::nested::NestedInstructions::new(&resolved.cwd).install(&kernel)?,
             );
         }
 
@@ -231,7 +255,13 @@ impl Stack {
         });
         let compactor = dsh_compaction::Compactor::new(resolved.compaction.clone(), llm.clone());
         scope.add(compactor.install(&agents));
-        let resolved_warnings = resolved.warnings.clone();
+        let mut resolved_warnings = resolved.warnings.clone();
+        resolved_warnings.extend(
+            skills
+                .warnings
+                .iter()
+                .map(|w| format!("skill {w} (see `dsh skills list`)")),
+        );
         Ok(Stack {
             kernel,
             scope,
@@ -245,6 +275,7 @@ impl Stack {
             approver,
             hooks,
             compactor,
+            skills,
             resolved,
             options,
             mcp: Vec::new(),

@@ -29,6 +29,7 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
             root: dir.path().to_path_buf(),
             only: None,
             offline: true,
+            skills: Vec::new(),
         }
         .install(&kernel)
         .unwrap(),
@@ -206,5 +207,30 @@ fn a_tool_strict_mode_cannot_express_is_sent_as_before_with_a_warning() {
     assert_eq!(
         tools.take_strict_warnings(),
         [r#"tool "blobby" is sent without strict mode: "blob" accepts any JSON value"#]
+    );
+}
+
+#[test]
+fn the_skill_tool_compiles_to_a_strict_schema() {
+    let tools = Arc::new(ToolRegistry::new());
+    tools.set_strict(true);
+    let skill = dsh::prompt::skills::Skill {
+        name: "deploy".into(),
+        description: "Ship it.".into(),
+        dir: "/p/deploy".into(),
+        file: "/p/deploy/SKILL.md".into(),
+        source: dsh::prompt::skills::SkillSource::User,
+    };
+    std::mem::forget(
+        tools
+            .register(dsh::tools::skill_tool(vec![skill].into()))
+            .unwrap(),
+    );
+    assert!(tools.take_strict_warnings().is_empty());
+    assert_eq!(
+        parameters(&tools, "skill"),
+        json!({"type": "object",
+               "properties": {"name": {"type": "string", "description": "The skill's name, exactly as the system prompt lists it."}},
+               "required": ["name"], "additionalProperties": false})
     );
 }

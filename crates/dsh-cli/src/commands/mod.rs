@@ -7,6 +7,7 @@ pub(crate) mod mcp;
 pub(crate) mod run;
 pub(crate) mod schema;
 pub(crate) mod session;
+pub(crate) mod skills;
 pub(crate) mod tools;
 pub(crate) mod trust;
 

@@ -31,31 +31,44 @@ pub fn instruction_files(cwd: &Path, user_dir: Option<&Path>) -> Vec<Instruction
         files.push(file);
     }
     for dir in root_to(cwd) {
-        // A directory's AGENTS.md, even a blank one, shadows its CLAUDE.md.
-        let agents = dir.join("AGENTS.md");
-        let file = if agents.exists() {
-            read_instructions(&agents)
-        } else {
-            read_instructions(&dir.join("CLAUDE.md"))
-        };
-        files.extend(file);
+        files.extend(instruction_file_of(&dir).and_then(|f| read_instructions(&f)));
     }
     files
+}
+
+/// The repository root holding `cwd`: its nearest ancestor (itself
+/// included) holding `.git`; `cwd` itself when none does.
+pub fn repo_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd)
+        .to_path_buf()
 }
 
 /// The directories from the repository root holding `cwd` down to `cwd`;
 /// only `cwd` when no ancestor holds `.git`.
 fn root_to(cwd: &Path) -> Vec<PathBuf> {
-    let ancestors: Vec<&Path> = cwd.ancestors().collect();
-    let root = ancestors
-        .iter()
-        .position(|d| d.join(".git").exists())
-        .unwrap_or(0);
-    ancestors[..=root]
-        .iter()
-        .rev()
-        .map(|d| d.to_path_buf())
-        .collect()
+    let root = repo_root(cwd);
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|d| d.starts_with(&root))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    dirs
+}
+
+/// The instruction file of one directory: its `AGENTS.md`, or its
+/// `CLAUDE.md` when it has no `AGENTS.md` (even a blank `AGENTS.md`
+/// shadows `CLAUDE.md`). `None` when neither exists; the path when one
+/// does (it may still be unreadable or blank).
+pub fn instruction_file_of(dir: &Path) -> Option<PathBuf> {
+    let agents = dir.join("AGENTS.md");
+    if agents.exists() {
+        return Some(agents);
+    }
+    let claude = dir.join("CLAUDE.md");
+    claude.exists().then_some(claude)
 }
 
 fn read_instructions(path: &Path) -> Option<InstructionFile> {

@@ -7,6 +7,7 @@
 
 mod bash;
 mod echo;
+mod skill;
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use dsh_kernel::{DshError, Kernel, Plugin, Registration};
 use dsh_tools::ToolRegistry;
 
 pub use echo::{echo_tool, EchoArgs};
+pub use skill::{skill_tool, SkillArgs, SKILL_DESCRIPTION};
 
 /// The names of the built-in tools, in registration order (what `tools`
 /// in dsh.toml and `--tools` may select from).
@@ -29,6 +31,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "glob",
     "grep",
     "str_replace_editor",
+    "skill",
 ];
 
 /// Built-in tools offered only when selected by name (`tools` in dsh.toml
@@ -38,7 +41,8 @@ pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
 /// `bash_output`, `bash_kill`) running on `executor`, then the file tools
 /// (`read`, `write`, `edit`) and the search tools (`glob`, `grep`) for
-/// `root`, registered in the kernel's [`ToolRegistry`].
+/// `root`, then `skill` when there are `skills`, registered in the kernel's
+/// [`ToolRegistry`].
 ///
 /// Which: those named in `only` when it is set; otherwise all but the
 /// [`OPT_IN_TOOLS`], and `echo` only when `offline` (the echo model needs
@@ -57,6 +61,20 @@ pub struct BuiltinTools {
     /// The session runs the offline echo model: the default set includes
     /// `echo`.
     pub offline: bool,
+    /// The skills the `skill` tool serves; without any, there is no
+    /// `skill` tool.
+    pub skills: Vec<crate::prompt::skills::Skill>,
+}
+
+/// Whether the built-in set selected by `only` (see [`BuiltinTools::only`])
+/// includes `name`; `offline` as [`BuiltinTools::offline`]. (`skill` is
+/// registered only when selected *and* there are skills.)
+pub fn selected(only: Option<&[String]>, offline: bool, name: &str) -> bool {
+    match only {
+        Some(o) => o.iter().any(|n| n == name),
+        None if name == "echo" => offline,
+        None => !OPT_IN_TOOLS.contains(&name),
+    }
 }
 
 impl Plugin for BuiltinTools {
@@ -65,13 +83,8 @@ impl Plugin for BuiltinTools {
     /// taken (nothing stays registered then).
     fn install(self, kernel: &Kernel) -> Result<Registration, DshError> {
         let registry = kernel.service::<ToolRegistry>()?;
-        let only = self.only;
-        let offline = self.offline;
-        let keep = move |name: &str| match &only {
-            Some(o) => o.iter().any(|n| n == name),
-            None if name == "echo" => offline,
-            None => !OPT_IN_TOOLS.contains(&name),
-        };
+        let (only, offline) = (self.only, self.offline);
+        let keep = move |name: &str| selected(only.as_deref(), offline, name);
         let mut regs = Vec::new();
         let each = || -> Result<(), DshError> {
             if keep("echo") {
@@ -85,6 +98,9 @@ impl Plugin for BuiltinTools {
                 self.fence,
             )?);
             regs.push(dsh_tool_search::install_only(&registry, self.root, &keep)?);
+            if keep("skill") && !self.skills.is_empty() {
+                regs.push(registry.register(skill_tool(self.skills.into()))?);
+            }
             Ok(())
         };
         let installed = each();
