@@ -29,6 +29,9 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
             root: dir.path().to_path_buf(),
             only: None,
             offline: true,
+            plan: dsh::plan::PlanMode::new(),
+            approver: None,
+            allow_parallel_in_progress: false,
         }
         .install(&kernel)
         .unwrap(),

@@ -7,6 +7,8 @@
 
 mod bash;
 mod echo;
+pub mod exit_plan_mode;
+pub mod todo;
 
 use std::sync::Arc;
 
@@ -15,6 +17,8 @@ use dsh_kernel::{DshError, Kernel, Plugin, Registration};
 use dsh_tools::ToolRegistry;
 
 pub use echo::{echo_tool, EchoArgs};
+pub use exit_plan_mode::{exit_plan_mode_tool, ExitPlanModeArgs};
+pub use todo::{todo_write_tool, TodoItem, TodoStatus, TodoWriteArgs};
 
 /// The names of the built-in tools, in registration order (what `tools`
 /// in dsh.toml and `--tools` may select from).
@@ -28,6 +32,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "edit",
     "glob",
     "grep",
+    "todo_write",
+    "exit_plan_mode",
     "str_replace_editor",
 ];
 
@@ -38,7 +44,8 @@ pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
 /// `bash_output`, `bash_kill`) running on `executor`, then the file tools
 /// (`read`, `write`, `edit`) and the search tools (`glob`, `grep`) for
-/// `root`, registered in the kernel's [`ToolRegistry`].
+/// `root`, then `todo_write` and `exit_plan_mode` (switching `plan`),
+/// registered in the kernel's [`ToolRegistry`].
 ///
 /// Which: those named in `only` when it is set; otherwise all but the
 /// [`OPT_IN_TOOLS`], and `echo` only when `offline` (the echo model needs
@@ -57,6 +64,14 @@ pub struct BuiltinTools {
     /// The session runs the offline echo model: the default set includes
     /// `echo`.
     pub offline: bool,
+    /// The plan-mode switch `exit_plan_mode` turns off.
+    pub plan: Arc<crate::plan::PlanMode>,
+    /// Who approves a plan when the call's extensions bring no approver
+    /// (the stack's session approver); `None`: nobody.
+    pub approver: Option<Arc<dyn dsh_tools::Approver>>,
+    /// `todo_write` accepts more than one `in_progress` item (`[todo]
+    /// allow_parallel_in_progress`).
+    pub allow_parallel_in_progress: bool,
 }
 
 impl Plugin for BuiltinTools {
@@ -85,6 +100,12 @@ impl Plugin for BuiltinTools {
                 self.fence,
             )?);
             regs.push(dsh_tool_search::install_only(&registry, self.root, &keep)?);
+            if keep("todo_write") {
+                regs.push(registry.register(todo_write_tool(self.allow_parallel_in_progress))?);
+            }
+            if keep("exit_plan_mode") {
+                regs.push(registry.register(exit_plan_mode_tool(self.plan, self.approver))?);
+            }
             Ok(())
         };
         let installed = each();
