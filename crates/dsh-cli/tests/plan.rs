@@ -198,7 +198,9 @@ fn piped_chat_takes_plan_commands() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let input = format!("/plan\n{write}\n/plan off\n{write}\n");
+    // Piped, nobody can approve a plan: plan mode stays on until /plan off.
+    let present = r##"call exit_plan_mode {"plan":"# P"}"##;
+    let input = format!("/plan\n{write}\n{present}\n/plan off\n{write}\n");
     child
         .stdin
         .take()
@@ -215,7 +217,12 @@ fn piped_chat_takes_plan_commands() {
         stdout.contains("plan mode: write is not allowed"),
         "{stdout}"
     );
+    assert!(
+        stdout.contains("nobody could approve the plan (there is no user to ask)"),
+        "{stdout}"
+    );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+    assert!(!stdout.contains("--permission"), "{stdout}");
     let modes: Vec<Value> = home.of_type("plan/mode");
     assert_eq!(
         modes,

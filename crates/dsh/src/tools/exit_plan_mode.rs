@@ -104,10 +104,21 @@ impl ArgsTool for ExitPlanMode {
                 format!("the user rejected the plan and said: {note}\n{stays}")
             }
             Approval::Rejected { note: None } => format!("the user rejected the plan. {stays}"),
-            Approval::Cancelled => format!("the user dismissed the plan without approving it. {stays}"),
-            Approval::Unavailable(reason) => format!(
-                "nobody could approve the plan ({reason}). Plan mode stays on: give the plan in your answer and end your turn."
-            ),
+            Approval::Cancelled => {
+                format!("the user dismissed the plan without approving it. {stays}")
+            }
+            Approval::Unavailable(reason) => {
+                // NO_USER's advice (a wider permission mode) does not apply
+                // to a plan.
+                let reason = if reason == crate::approval::NO_USER {
+                    "there is no user to ask".to_string()
+                } else {
+                    reason
+                };
+                format!(
+                    "nobody could approve the plan ({reason}). Plan mode stays on: give the plan in your answer and end your turn."
+                )
+            }
         };
         Err(ToolError::new(codes::PLAN_NOT_APPROVED, refused))
     }
