@@ -8,6 +8,10 @@
 //! model), Ctrl-C withdraws the question (a denial; the turn goes on).
 //! Anything else asks again. One question is pending at a time; a second
 //! waits for the first to be answered.
+//!
+//! The plan `exit_plan_mode` presents is asked about the same way, shown
+//! whole: `y` approves it (plan mode ends), `n <feedback>` sends it back
+//! for revision.
 
 use std::sync::{Arc, Mutex};
 
@@ -25,9 +29,15 @@ use crate::sanitize::visible;
 const OPTIONS: &str =
     "allow? [y] once · [a] always, for this exact command in this session · [n] deny (n <note> tells the model why) · Ctrl-C denies";
 
+/// The options line of a plan's question.
+const PLAN_OPTIONS: &str =
+    "approve the plan? [y] yes, leave plan mode and carry it out · [n] no, keep planning (n <feedback> tells the model what to change) · Ctrl-C keeps planning";
+
 /// One question waiting for its answer.
 struct Pending {
     answer: oneshot::Sender<Approval>,
+    /// Repeated when an answer is not understood.
+    options: &'static str,
 }
 
 /// The chat's terminal as a [`Person`]: prints questions through the
@@ -108,9 +118,10 @@ impl TerminalPerson {
                 let _ = pending.answer.send(answer);
             }
             Reading::Unclear => {
+                let options = pending.options;
                 *slot = Some(pending);
                 drop(slot);
-                self.printer.notice(&format!("  {OPTIONS}"));
+                self.printer.notice(&format!("  {options}"));
             }
         }
         true
@@ -135,25 +146,11 @@ impl TerminalPerson {
 
 impl Person for TerminalPerson {
     fn ask(&self, call: &ToolCall, question: &Question) -> BoxFuture<'static, Approval> {
-        let mut text = format!(
-            "? {} wants to {}",
-            visible(&call.name),
-            visible(&question.summary)
-        );
-        if let Some(detail) = &question.detail {
-            let detail = visible(detail).replace('\n', "\n    ");
-            let label = match call.name.as_str() {
-                "bash" => "command",
-                "write" => "content",
-                "edit" => "diff",
-                _ => "detail",
-            };
-            text.push_str(&format!("\n  {label}: {detail}"));
-        }
-        if let Some(why) = &question.justification {
-            text.push_str(&format!("\n  justification: {}", visible(why)));
-        }
-        text.push_str(&format!("\n  {OPTIONS}"));
+        let (text, options) = if call.name == dsh::plan::EXIT_PLAN_MODE_TOOL {
+            (plan_question(question), PLAN_OPTIONS)
+        } else {
+            (tool_question(call, question), OPTIONS)
+        };
         let printer = self.printer.clone();
         let gate = self.one_at_a_time.clone();
         let (tx, rx) = oneshot::channel();
@@ -164,12 +161,47 @@ impl Person for TerminalPerson {
             let Ok(_permit) = gate.acquire_owned().await else {
                 return Approval::Cancelled;
             };
-            *lock(&pending) = Some(Pending { answer: tx });
+            *lock(&pending) = Some(Pending {
+                answer: tx,
+                options,
+            });
             printer.notice(&text);
             // A dropped sender (the chat ended) withdraws the question.
             rx.await.unwrap_or(Approval::Cancelled)
         })
     }
+}
+
+/// A plan's question: the plan whole, indented, then [`PLAN_OPTIONS`].
+fn plan_question(question: &Question) -> String {
+    let plan = visible(question.detail.as_deref().unwrap_or(""));
+    let plan = plan.trim_end().replace('\n', "\n    ");
+    format!("? the model's plan:\n    {plan}\n  {PLAN_OPTIONS}")
+}
+
+/// A tool call's question: the tool and what it wants, the command, content
+/// or diff, the model's justification, then [`OPTIONS`].
+fn tool_question(call: &ToolCall, question: &Question) -> String {
+    let mut text = format!(
+        "? {} wants to {}",
+        visible(&call.name),
+        visible(&question.summary)
+    );
+    if let Some(detail) = &question.detail {
+        let detail = visible(detail).replace('\n', "\n    ");
+        let label = match call.name.as_str() {
+            "bash" => "command",
+            "write" => "content",
+            "edit" => "diff",
+            _ => "detail",
+        };
+        text.push_str(&format!("\n  {label}: {detail}"));
+    }
+    if let Some(why) = &question.justification {
+        text.push_str(&format!("\n  justification: {}", visible(why)));
+    }
+    text.push_str(&format!("\n  {OPTIONS}"));
+    text
 }
 
 #[cfg(test)]

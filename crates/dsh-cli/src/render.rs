@@ -1,6 +1,8 @@
 //! Live rendering of an agent's work on the terminal: answer text as it
 //! streams, reasoning dimmed, tool calls as `name(args)` with their results
 //! (truncated for display; the log keeps them whole), error results marked.
+//! The todo list is shown whole as a checklist under its `todo_write` call
+//! each time it changes (`[x]` done, `[~]` in progress, `[ ]` pending).
 //!
 //! Colour only when stdout is a terminal and `NO_COLOR` is unset; piped
 //! output carries no escape codes.
@@ -62,10 +64,32 @@ impl Style {
     pub(crate) fn red(&self, t: &str) -> String {
         self.paint("31", t)
     }
+
+    /// The todo item in progress.
+    pub(crate) fn bold(&self, t: &str) -> String {
+        self.paint("1", t)
+    }
 }
 
 /// The prompt the line editor shows; redrawn after each turn on a terminal.
 pub(crate) const PROMPT: &str = "› ";
+
+/// The prompt in plan mode.
+pub(crate) const PLAN_PROMPT: &str = "plan › ";
+
+/// The prompt for the current mode: [`PLAN_PROMPT`] while planning, else
+/// [`PROMPT`].
+pub(crate) fn prompt(planning: bool) -> &'static str {
+    if planning {
+        PLAN_PROMPT
+    } else {
+        PROMPT
+    }
+}
+
+/// Tools whose call line shows no arguments: what matters is shown
+/// otherwise (the checklist, the plan in its question).
+const QUIET_CALLS: [&str; 2] = ["todo_write", dsh::plan::EXIT_PLAN_MODE_TOOL];
 
 /// Spinner frames, drawn on stderr while waiting for the first output.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -87,6 +111,9 @@ struct PrinterState {
     /// last header's repeats its own header above it.
     open_calls: Vec<(String, String)>,
     last_header: Option<String>,
+    /// `todo_write` calls whose successful result is not shown (the
+    /// checklist stands for it).
+    todo_calls: std::collections::HashSet<String>,
 }
 
 /// Prints one session's activity; registered as hook listeners.
@@ -101,6 +128,8 @@ pub(crate) struct Printer {
     state: Mutex<PrinterState>,
     /// The first failed stdout write (a closed pipe, a full disk).
     failure: WriteFailure,
+    /// The plan-mode switch: which prompt to draw.
+    plan: Arc<dsh::plan::PlanMode>,
 }
 
 impl Printer {
@@ -147,7 +176,7 @@ impl Printer {
             return;
         }
         // The next turn's first output erases this line before writing.
-        write_prompt(&mut st);
+        write_prompt(&mut st, self.plan.is_active());
     }
 
     /// The line editor has just drawn its prompt (a line was typed while
@@ -197,7 +226,7 @@ impl Printer {
         self.line(&self.style.cyan(text));
         if self.interactive {
             // The line editor ends the answer's line itself.
-            write_prompt(&mut lock(&self.state));
+            write_prompt(&mut lock(&self.state), self.plan.is_active());
         }
     }
 
@@ -242,6 +271,16 @@ impl Printer {
                 st.open_calls.clear();
                 st.last_header = None;
             }
+            EventPayload::ToolCall(ToolCallEvent { call, .. })
+                if QUIET_CALLS.contains(&call.name.as_str()) =>
+            {
+                if call.name == "todo_write" {
+                    lock(&self.state)
+                        .todo_calls
+                        .insert(call.call_id.as_str().to_string());
+                }
+                self.line(&self.style.cyan(&format!("⏺ {}", call.name)));
+            }
             EventPayload::ToolCall(ToolCallEvent { call, .. }) => {
                 let args = truncate_chars(&visible(&call.arguments), ARGS_CHARS);
                 let name = visible(&call.name);
@@ -252,6 +291,9 @@ impl Printer {
                 st.open_calls.push((id.clone(), header));
                 st.last_header = Some(id);
             }
+            EventPayload::ToolResult(ToolResultEvent { result, .. })
+                if !result.is_error
+                    && lock(&self.state).todo_calls.remove(result.call_id.as_str()) => {}
             EventPayload::ToolResult(ToolResultEvent { result, .. }) => {
                 let repeat = {
                     let mut st = lock(&self.state);
@@ -318,11 +360,38 @@ impl Printer {
     }
 }
 
-/// Draws [`PROMPT`] where the line editor's own prompt would be; the
-/// cursor then stands at a line start as far as the printer is concerned.
-fn write_prompt(st: &mut PrinterState) {
+impl Printer {
+    /// The todo list as shown under its call: `  ⎿ Todo list (1/3
+    /// completed)`, then one line per item with its box, the one in
+    /// progress bold and the done ones dim.
+    fn checklist(&self, todos: &[dsh::tools::TodoItem]) -> String {
+        use dsh::tools::TodoStatus;
+        if todos.is_empty() {
+            return self.style.dim("  ⎿ Todo list cleared");
+        }
+        let mut out = self.style.dim(&format!(
+            "  ⎿ Todo list ({})",
+            dsh::tools::todo::counts(todos)
+        ));
+        for t in todos {
+            let line = format!("    {} {}", t.status.glyph(), visible(&t.content));
+            out.push('\n');
+            out.push_str(&match t.status {
+                TodoStatus::Completed => self.style.dim(&line),
+                TodoStatus::InProgress => self.style.bold(&line),
+                TodoStatus::Pending => line,
+            });
+        }
+        out
+    }
+}
+
+/// Draws the prompt ([`prompt`]) where the line editor's own prompt would
+/// be; the cursor then stands at a line start as far as the printer is
+/// concerned.
+fn write_prompt(st: &mut PrinterState, planning: bool) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(PROMPT.as_bytes());
+    let _ = out.write_all(prompt(planning).as_bytes());
     let _ = out.flush();
     st.at_line_start = true;
 }
@@ -378,8 +447,10 @@ pub(crate) fn install(
             context: None,
             open_calls: Vec::new(),
             last_header: None,
+            todo_calls: std::collections::HashSet::new(),
         }),
         failure: WriteFailure::default(),
+        plan: app.plan.clone(),
     });
     let p = printer.clone();
     let sid = session_id.to_string();
@@ -388,7 +459,22 @@ pub(crate) fn install(
             p.on_event(&e.event.data);
         }
     });
-    (printer, events)
+    // Tools append `todo/update` to the session themselves (not through
+    // the agent's event stream): the store sees every append.
+    let p = printer.clone();
+    let sid = session_id.to_string();
+    let todos = app.store.on_event().on(move |(session, event)| {
+        if *session.id() == sid {
+            if let EventPayload::Other { kind, data } = &event.data {
+                if kind == dsh::tools::todo::TODO_UPDATE_EVENT {
+                    if let Some(todos) = dsh::tools::todo::todos_of(data) {
+                        p.line(&p.checklist(&todos));
+                    }
+                }
+            }
+        }
+    });
+    (printer, Registration::merge(vec![events, todos]))
 }
 
 #[cfg(test)]

@@ -352,7 +352,9 @@ async fn run_against_a_loopback_deepseek_server() {
             "write",
             "edit",
             "glob",
-            "grep"
+            "grep",
+            "todo_write",
+            "exit_plan_mode"
         ],
         "the default set with a real model: no echo"
     );
@@ -623,7 +625,9 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
             "write",
             "edit",
             "glob",
-            "grep"
+            "grep",
+            "todo_write",
+            "exit_plan_mode"
         ],
         "offline (no key): echo leads the default set"
     );

@@ -419,3 +419,88 @@ fn chat_with_a_model_titles_the_session_after_the_first_turn() {
     assert_eq!(asked["messages"][1]["content"], "say hello");
     assert!(asked.get("tools").is_none(), "no tools for a title");
 }
+
+#[test]
+fn plan_mode_in_chat_denies_writes_until_the_plan_is_approved() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("planned.txt");
+    let write = format!(
+        r#"call write {{"file_path":"{}","content":"done\n"}}"#,
+        target.display()
+    );
+    let t = start(dir.path(), "plan");
+    t.wait_for("the prompt", |s| s.contains("› "));
+
+    t.keys(&["/plan", "Enter"]);
+    t.wait_for("plan mode on and its prompt", |s| {
+        s.contains("plan mode: on") && s.contains("plan › ")
+    });
+
+    t.keys(&[&write, "Enter"]);
+    t.wait_for("the denial", |s| {
+        s.contains("permission denied: plan mode: write is not allowed while planning")
+    });
+    assert!(!target.exists(), "nothing is written while planning");
+
+    t.keys(&[
+        r#"call todo_write {"todos":[{"content":"Explore","status":"completed"},{"content":"Write the file","status":"in_progress"}]}"#,
+        "Enter",
+    ]);
+    t.wait_for("the checklist under the call", |s| {
+        s.contains(
+            "⏺ todo_write\n  ⎿ Todo list (1/2 completed)\n    [x] Explore\n    [~] Write the file",
+        )
+    });
+
+    // A rejected plan keeps planning; the feedback reaches the model.
+    let present = r##"call exit_plan_mode {"plan":"# Plan\n1. Write planned.txt"}"##;
+    t.keys(&[present, "Enter"]);
+    t.wait_for("the plan and its question", |s| {
+        s.contains("? the model's plan:\n    # Plan\n    1. Write planned.txt")
+            && s.contains("approve the plan? [y] yes")
+    });
+    t.keys(&["n say why first", "Enter"]);
+    t.wait_for("the rejection", |s| {
+        s.contains("the user rejected the plan and said: say why first")
+    });
+    t.keys(&[&write, "Enter"]);
+    t.wait_for("the second denial", |s| {
+        s.matches("plan mode: write is not allowed").count() >= 4
+    });
+    assert!(!target.exists());
+
+    // Approved: plan mode ends and the write goes through.
+    t.keys(&[present, "Enter"]);
+    t.wait_for("the second question", |s| {
+        s.matches("approve the plan? [y] yes").count() >= 2
+    });
+    t.keys(&["y", "Enter"]);
+    t.wait_for("the approval", |s| {
+        s.contains("The user approved the plan.")
+    });
+    t.wait_for("the turn to end", |s| s.trim_end().ends_with('›'));
+    t.keys(&[&write, "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !target.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "done\n");
+
+    t.keys(&["C-d"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while t.alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = only_log(dir.path());
+    let modes: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"plan/mode\""))
+        .collect();
+    assert_eq!(modes.len(), 2, "{modes:?}");
+    assert!(modes[0].contains(r#""active":true,"source":"/plan""#));
+    assert!(modes[1].contains(r#""active":false,"source":"exit_plan_mode""#));
+}

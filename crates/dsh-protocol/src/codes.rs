@@ -212,6 +212,12 @@ codes! {
         "The configuration, a flag or a named file is unusable (the message names it); the CLI exits 2.";
     UNKNOWN_SKILL = "UNKNOWN_SKILL", "dsh", false, RespondToModel,
         "The skill tool was called with a name no discovered skill has; the result lists the skills and suggests the closest name.";
+    TODO_TOO_MANY_IN_PROGRESS = "TODO_TOO_MANY_IN_PROGRESS", "dsh", false, RespondToModel,
+        "A todo_write list marks more than one item in_progress while [todo] allow_parallel_in_progress is off; the list was not changed.";
+    PLAN_MODE_INACTIVE = "PLAN_MODE_INACTIVE", "dsh", false, RespondToModel,
+        "exit_plan_mode was called while the session is not in plan mode; nothing changed.";
+    PLAN_NOT_APPROVED = "PLAN_NOT_APPROVED", "dsh", false, RespondToModel,
+        "The user rejected the plan exit_plan_mode presented (or nobody could approve it); the session stays in plan mode and the model revises the plan.";
     // Bash.
     BAD_WORKDIR = "BAD_WORKDIR", "bash", false, RespondToModel,
         "The command's working directory does not exist or is not a directory.";

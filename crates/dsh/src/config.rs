@@ -77,6 +77,18 @@ pub struct FileConfig {
     pub sandbox: Option<SandboxSection>,
     /// `[permission]`: the permission mode and the approval policy.
     pub permission: Option<PermissionSection>,
+    /// `[todo]`: the `todo_write` tool's rules.
+    #[serde(default)]
+    pub todo: TodoSection,
+}
+
+/// `[todo]`
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TodoSection {
+    /// Whether more than one todo item may be `in_progress` at a time
+    /// (default `false`).
+    pub allow_parallel_in_progress: Option<bool>,
 }
 
 /// A `hooks.json` read beside a `dsh.toml`: the `hooks` object of a Claude
@@ -347,6 +359,12 @@ impl FileConfig {
             tools: ToolsSection {
                 enabled: upper.tools.enabled.or(self.tools.enabled),
                 max_parallel: upper.tools.max_parallel.or(self.tools.max_parallel),
+            },
+            todo: TodoSection {
+                allow_parallel_in_progress: upper
+                    .todo
+                    .allow_parallel_in_progress
+                    .or(self.todo.allow_parallel_in_progress),
             },
             deepseek: DeepSeekSection {
                 api_key: up.api_key.or(low.api_key),

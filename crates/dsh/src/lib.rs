@@ -29,6 +29,7 @@ pub mod config;
 pub mod echo_model;
 pub mod escalation;
 pub mod hooks;
+pub mod plan;
 pub mod prompt;
 pub mod requests;
 pub mod result_limit;

@@ -104,6 +104,9 @@ pub struct Resolved {
     /// Command hooks from `[[hooks.<Event>]]` and `hooks.json` files, in
     /// configuration order (user config first).
     pub hooks: dsh_hooks::HookSet,
+    /// `todo_write` accepts more than one `in_progress` item (`[todo]
+    /// allow_parallel_in_progress`, default `false`).
+    pub todo_allow_parallel_in_progress: bool,
     /// Notices about the configuration (ignored keys of an untrusted project
     /// config, reserved keys), for the user; resolving did not fail.
     pub warnings: Vec<String>,
@@ -325,6 +328,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             (None, None) => None,
         },
         hooks,
+        todo_allow_parallel_in_progress: file.todo.allow_parallel_in_progress.unwrap_or(false),
         warnings,
     })
 }

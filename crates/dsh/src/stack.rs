@@ -26,6 +26,7 @@ use dsh_tools::ToolRegistry;
 
 use crate::approval::SessionApprover;
 use crate::echo_model::{self, ECHO_MODEL};
+use crate::plan::PlanMode;
 use crate::prompt::coding_sections;
 use crate::settings::Resolved;
 use crate::StackError;
@@ -52,6 +53,8 @@ pub struct Stack {
     pub fence: Fence,
     /// The approver on the tool registry (policy, grants, the person).
     pub approver: Arc<SessionApprover>,
+    /// The plan-mode switch (see [`Stack::plan_mode`]).
+    pub plan: Arc<PlanMode>,
     /// The command hooks, when any is configured (see
     /// [`Stack::submit_prompt`]).
     pub hooks: Option<Arc<crate::hooks::Installed>>,
@@ -216,6 +219,8 @@ impl Stack {
         let approver = Arc::new(SessionApprover::new(resolved.approval, None));
         scope.add(tools.set_approver(approver.clone()));
         scope.add(crate::escalation::install(&tools, executor.clone()));
+        let plan = PlanMode::new();
+        scope.add(crate::plan::install_guard(&tools, plan.clone()));
         if options.builtin_tools {
             scope.add(
                 crate::tools::BuiltinTools {
@@ -225,6 +230,9 @@ impl Stack {
                     only: resolved.tools.clone(),
                     offline: resolved.model == ECHO_MODEL,
                     skills: skills.skills.clone(),
+                    plan: plan.clone(),
+                    approver: Some(approver.clone()),
+                    allow_parallel_in_progress: resolved.todo_allow_parallel_in_progress,
                 }
                 .install(&kernel)?,
             );
@@ -237,6 +245,9 @@ impl Stack {
 
         let agents = Arc::new(AgentRegistry::new());
         scope.add(kernel.provide(agents.clone()).map_err(DshError::from)?);
+        // Before the hooks: a presented plan ends the turn without asking
+        // the Stop hooks to keep it going.
+        scope.add(crate::plan::install_turn_end(&agents, plan.clone()));
         let hooks = (!resolved.hooks.is_empty()).then(|| {
             // Hooks run unconfined, with the environment bash commands get.
             let env = dsh_process::env::scrub(std::env::vars_os(), &resolved.bash.env_passthrough);
@@ -273,6 +284,7 @@ impl Stack {
             executor,
             fence,
             approver,
+            plan,
             hooks,
             compactor,
             skills,
@@ -299,6 +311,27 @@ impl Stack {
         if let Some(agent) = agent {
             log_permission(agent, mode, source);
         }
+    }
+
+    /// Whether plan mode is on: `write`, `edit`, `bash`, `bash_kill` and
+    /// `str_replace_editor` (but `view`) are denied until the model's plan
+    /// is approved (see [`crate::plan`]).
+    pub fn plan_mode(&self) -> bool {
+        self.plan.is_active()
+    }
+
+    /// Turns plan mode on or off for the calls from now on. When it
+    /// changes and `agent` is given, its session logs a `plan/mode` event
+    /// with `source` and the model is told by a context message. Returns
+    /// whether the mode changed.
+    pub fn set_plan_mode(&self, on: bool, source: &str, agent: Option<&dyn Agent>) -> bool {
+        self.plan.set(on, source, agent)
+    }
+
+    /// The agent's current todo list: the last `todo/update` of its session
+    /// (a resumed one's included); empty when it has none.
+    pub fn todos(&self, agent: &dyn Agent) -> Vec<crate::tools::TodoItem> {
+        crate::tools::todo::current_todos(&agent.session())
     }
 
     /// Takes the notices collected so far (ignored keys of an untrusted
@@ -475,6 +508,10 @@ impl Stack {
     /// already live in this process.
     pub fn create_agent_in(&self, prepared: PreparedSession) -> Result<AgentHandle, StackError> {
         let PreparedSession { id, seed } = prepared;
+        // A resumed session keeps the mode its model was last told of.
+        if crate::plan::active_in_log(&seed) {
+            self.plan.set(true, "resume", None);
+        }
         // bash spill files named by this session's results live with it
         // (`dsh session clean` removes them).
         self.executor

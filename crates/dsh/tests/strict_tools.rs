@@ -30,6 +30,9 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
             only: None,
             offline: true,
             skills: Vec::new(),
+            plan: dsh::plan::PlanMode::new(),
+            approver: None,
+            allow_parallel_in_progress: false,
         }
         .install(&kernel)
         .unwrap(),

@@ -8,7 +8,9 @@
 //!
 //! A call that needs approval (an escalation out of the permission mode) is
 //! asked about on the terminal ([`crate::approve`]); the next line answers
-//! it and Ctrl-C denies it. Without a terminal nobody is asked: the call is
+//! it and Ctrl-C denies it. `/plan` turns plan mode on (`/plan off` off;
+//! the prompt reads `plan › ` meanwhile); the plan the model presents with
+//! `exit_plan_mode` is asked about the same way. Without a terminal nobody is asked: the call is
 //! denied with a reason the model reads.
 //!
 //! SIGTERM, SIGHUP and SIGQUIT end chat like `run`: the running turn is
@@ -208,6 +210,10 @@ async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> 
             eprintln!("{reply}");
             continue;
         }
+        if let Some(reply) = plan_command(app, agent.as_ref(), &line) {
+            eprintln!("{reply}");
+            continue;
+        }
         if let Some(focus) = compact_command(&line) {
             eprintln!("{}", compact(app, agent, focus.as_deref(), false).await);
             continue;
@@ -258,6 +264,35 @@ fn chat_command(app: &App, agent: &dyn Agent, line: &str) -> Option<String> {
         (Some(_), Some(_)) => {
             "dsh: usage: /permission [read-only|workspace-write|danger-full-access]".to_string()
         }
+    })
+}
+
+/// Whether `line` is a `/plan` command (its first word is `/plan`). The
+/// line reader waits for such a line to be handled before it prompts
+/// again, so the prompt shows the new mode.
+fn is_plan_line(line: &str) -> bool {
+    line.split_whitespace().next() == Some("/plan")
+}
+
+/// The reply to `/plan` (plan mode on), `/plan on` or `/plan off`, or
+/// `None` when `line` is no `/plan` command. The change is logged and
+/// announced to the model ([`dsh::Stack::set_plan_mode`]).
+fn plan_command(app: &App, agent: &dyn Agent, line: &str) -> Option<String> {
+    if !is_plan_line(line) {
+        return None;
+    }
+    let mut words = line.split_whitespace().skip(1);
+    let on = match (words.next(), words.next()) {
+        (None | Some("on"), None) => true,
+        (Some("off"), None) => false,
+        _ => return Some("dsh: usage: /plan [on|off]".to_string()),
+    };
+    let changed = app.set_plan_mode(on, "/plan", Some(agent));
+    Some(match (on, changed) {
+        (true, true) => "plan mode: on — the model explores with read-only tools and presents a plan for you to approve; write, edit and bash are denied until then (/plan off leaves plan mode)".to_string(),
+        (true, false) => "plan mode is already on (/plan off leaves it)".to_string(),
+        (false, true) => "plan mode: off".to_string(),
+        (false, false) => "plan mode is not on (/plan turns it on)".to_string(),
     })
 }
 
@@ -314,7 +349,8 @@ async fn interactive_loop(
     // prompts again, so the turn's last output lands above the new prompt.
     let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
     let reader_person = person.clone();
-    std::thread::spawn(move || read_lines(tx, resume_rx, reader_person));
+    let plan = app.plan.clone();
+    std::thread::spawn(move || read_lines(tx, resume_rx, reader_person, plan));
     // Set while the reader waits out an aborted turn (the terminal is then
     // in cooked mode, so a further Ctrl-C arrives as SIGINT, handled below).
     let mut resume_pending = false;
@@ -376,6 +412,16 @@ async fn interactive_loop(
                 resume_pending = true;
             }
             Input::Line(line) => {
+                if is_plan_line(&line) {
+                    if !person.answer_line(&line) {
+                        if let Some(reply) = plan_command(app, agent.as_ref(), &line) {
+                            eprintln!("{reply}");
+                        }
+                    }
+                    // The reader waits for this to prompt (with the mode) again.
+                    let _ = resume_tx.send(());
+                    continue;
+                }
                 if person.answer_line(&line) {
                     continue;
                 }
@@ -417,6 +463,7 @@ fn read_lines(
     tx: mpsc::UnboundedSender<Input>,
     resume: std::sync::mpsc::Receiver<()>,
     person: Arc<TerminalPerson>,
+    plan: Arc<dsh::plan::PlanMode>,
 ) {
     use rustyline::error::ReadlineError;
     let mut editor = match rustyline::DefaultEditor::new() {
@@ -433,7 +480,7 @@ fn read_lines(
         let _ = editor.load_history(h);
     }
     loop {
-        let input = match editor.readline(render::PROMPT) {
+        let input = match editor.readline(render::prompt(plan.is_active())) {
             Ok(line) => {
                 // Answers to questions are not worth recalling.
                 if !line.trim().is_empty() && !person.is_asking() {
@@ -450,10 +497,11 @@ fn read_lines(
         };
         let stop = matches!(input, Input::Eof);
         let interrupted = matches!(input, Input::Interrupt);
+        let plan_line = matches!(&input, Input::Line(l) if is_plan_line(l));
         if tx.send(input).is_err() || stop {
             break;
         }
-        if interrupted && resume.recv().is_err() {
+        if (interrupted || plan_line) && resume.recv().is_err() {
             break;
         }
     }

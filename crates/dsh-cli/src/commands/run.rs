@@ -1,6 +1,11 @@
 //! `dsh run [--model M] [--session-dir DIR] [--resume ID] [--json] PROMPT`
 //!
-//! One turn. Prints the final answer (or, with `--json`, every session event
+//! One turn. With `--plan` the turn runs in plan mode ([`dsh::plan`]):
+//! changing tools are denied, and when the model presents its plan with
+//! `exit_plan_mode` the plan is printed (instead of the answer) and the run
+//! ends there, exit 0.
+//!
+//! Prints the final answer (or, with `--json`, every session event
 //! as one JSON line as it happens, the JSONL log format). Exit codes: 0 the
 //! turn completed, 1 it ended in error (message with code on stderr) or its
 //! output could not be written, 2 usage or configuration error; a signal
@@ -30,6 +35,10 @@ pub(crate) struct RunArgs {
     /// Print every session event as one JSON line instead of the answer.
     #[arg(long)]
     json: bool,
+    /// Plan only: commands and file changes are denied; the plan the model
+    /// presents (exit_plan_mode) is printed and the run ends.
+    #[arg(long)]
+    plan: bool,
     /// The prompt (several words are joined with spaces).
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
     prompt: Vec<String>,
@@ -63,6 +72,12 @@ async fn run_async(args: RunArgs) -> u8 {
         })
     });
     app.announce_permission(agent.as_ref());
+    // The flag decides the mode of this run, a resumed session's included.
+    if args.plan {
+        app.plan.set_review(dsh::plan::PlanReview::Present);
+    }
+    let source = if args.plan { "--plan" } else { "dsh run" };
+    app.set_plan_mode(args.plan, source, Some(agent.as_ref()));
     // A turn can complete while its log failed to reach disk (the flush
     // runs after turn/end); that must not look like success.
     let persistence_errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -110,8 +125,12 @@ async fn run_async(args: RunArgs) -> u8 {
             code: Some(e.code().into()),
         }),
     };
+    let presented = app.plan.take_presented();
     if !args.json && stopped.is_none() {
-        let mut answer = final_answer(&session.events_since(start));
+        let mut answer = match presented {
+            Some(plan) => plan,
+            None => final_answer(&session.events_since(start)),
+        };
         if !answer.ends_with('\n') && !answer.is_empty() {
             answer.push('\n');
         }

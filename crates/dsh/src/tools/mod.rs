@@ -8,6 +8,8 @@
 mod bash;
 mod echo;
 mod skill;
+pub mod exit_plan_mode;
+pub mod todo;
 
 use std::sync::Arc;
 
@@ -17,6 +19,8 @@ use dsh_tools::ToolRegistry;
 
 pub use echo::{echo_tool, EchoArgs};
 pub use skill::{skill_tool, SkillArgs, SKILL_DESCRIPTION};
+pub use exit_plan_mode::{exit_plan_mode_tool, ExitPlanModeArgs};
+pub use todo::{todo_write_tool, TodoItem, TodoStatus, TodoWriteArgs};
 
 /// The names of the built-in tools, in registration order (what `tools`
 /// in dsh.toml and `--tools` may select from).
@@ -30,6 +34,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "edit",
     "glob",
     "grep",
+    "todo_write",
+    "exit_plan_mode",
     "str_replace_editor",
     "skill",
 ];
@@ -41,7 +47,8 @@ pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
 /// `bash_output`, `bash_kill`) running on `executor`, then the file tools
 /// (`read`, `write`, `edit`) and the search tools (`glob`, `grep`) for
-/// `root`, then `skill` when there are `skills`, registered in the kernel's
+/// `root`, then `skill` when there are `skills`, then `todo_write` and
+/// `exit_plan_mode` (switching `plan`), registered in the kernel's
 /// [`ToolRegistry`].
 ///
 /// Which: those named in `only` when it is set; otherwise all but the
@@ -61,6 +68,14 @@ pub struct BuiltinTools {
     /// The session runs the offline echo model: the default set includes
     /// `echo`.
     pub offline: bool,
+    /// The plan-mode switch `exit_plan_mode` turns off.
+    pub plan: Arc<crate::plan::PlanMode>,
+    /// Who approves a plan when the call's extensions bring no approver
+    /// (the stack's session approver); `None`: nobody.
+    pub approver: Option<Arc<dyn dsh_tools::Approver>>,
+    /// `todo_write` accepts more than one `in_progress` item (`[todo]
+    /// allow_parallel_in_progress`).
+    pub allow_parallel_in_progress: bool,
     /// The skills the `skill` tool serves; without any, there is no
     /// `skill` tool.
     pub skills: Vec<crate::prompt::skills::Skill>,
@@ -100,6 +115,12 @@ impl Plugin for BuiltinTools {
             regs.push(dsh_tool_search::install_only(&registry, self.root, &keep)?);
             if keep("skill") && !self.skills.is_empty() {
                 regs.push(registry.register(skill_tool(self.skills.into()))?);
+            }
+            if keep("todo_write") {
+                regs.push(registry.register(todo_write_tool(self.allow_parallel_in_progress))?);
+            }
+            if keep("exit_plan_mode") {
+                regs.push(registry.register(exit_plan_mode_tool(self.plan, self.approver))?);
             }
             Ok(())
         };
