@@ -57,12 +57,34 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
         // Re-queue leftover steering and go idle under one lock: a `steer`
         // made between the two would still see `running`, land in the
         // steering FIFO and be stranded there while the loop idles.
-        let went_idle = {
+        // Notices the turn never showed the model start the next turn
+        // (a wake-up) or, without wake-ups left, wait in the log.
+        let (went_idle, unseen) = {
             let mut st = agent.lock();
             let leftover: Vec<Pending> = st.steering.drain(..).collect();
             st.queued.extend(leftover);
-            st.queued.is_empty() && st.change_status(AgentStatus::Idle)
+            let mut unseen: Vec<Pending> = st.notices.drain(..).collect();
+            if !unseen.is_empty() && st.queued.is_empty() && !st.disposed {
+                if st.wakes < agent.options.max_consecutive_wakes {
+                    st.wakes += 1;
+                    st.queued
+                        .push_back(merge_notices(std::mem::take(&mut unseen)));
+                }
+            } else if !st.queued.is_empty() {
+                // The queued turn logs them before its first step.
+                st.notices.extend(unseen.drain(..));
+            }
+            (
+                st.queued.is_empty() && st.change_status(AgentStatus::Idle),
+                unseen,
+            )
         };
+        for n in unseen {
+            agent.record(EventPayload::ContextMessage(MessageEvent {
+                content: n.content,
+                source: n.source,
+            }));
+        }
         if went_idle {
             agent.announce_status();
         }
@@ -116,6 +138,31 @@ fn error_reason(err: &DshError) -> TurnEndReason {
     }
 }
 
+/// One message carrying every notice (a wake-up turn starts with them
+/// all), from the first one's source.
+fn merge_notices(notices: Vec<Pending>) -> Pending {
+    let source = notices
+        .first()
+        .map(|n| n.source.clone())
+        .unwrap_or_default();
+    Pending {
+        content: notices.into_iter().flat_map(|n| n.content).collect(),
+        source,
+    }
+}
+
+/// Logs the background notices delivered since the last step as context
+/// messages, so the step's request shows them.
+fn drain_notices(agent: &LoopAgent) {
+    let drained: Vec<Pending> = agent.lock().notices.drain(..).collect();
+    for n in drained {
+        agent.record(EventPayload::ContextMessage(MessageEvent {
+            content: n.content,
+            source: n.source,
+        }));
+    }
+}
+
 /// Takes every steering message and logs it. Returns whether any existed.
 fn drain_steering(agent: &LoopAgent, turn: u64) -> Result<bool, DshError> {
     let drained: Vec<Pending> = agent.lock().steering.drain(..).collect();
@@ -132,6 +179,8 @@ fn drain_steering(agent: &LoopAgent, turn: u64) -> Result<bool, DshError> {
 
 async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
     let hooks = agent.services.registry.hooks();
+    // Notices from the end of the last turn come before the new messages.
+    drain_notices(agent);
     let drained: Vec<Pending> = agent.lock().queued.drain(..).collect();
     let trigger_source = drained
         .first()
@@ -156,6 +205,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
     let mut step = 0u64;
     loop {
         step += 1;
+        drain_notices(agent);
         drain_steering(agent, turn)?;
         let boundary = StepEvent { turn, step };
         agent.record_checked(EventPayload::StepStart(boundary))?;

@@ -165,6 +165,7 @@ impl AgentLoop {
                 status_pending: VecDeque::new(),
                 status_draining: false,
                 wakes: 0,
+                notices: VecDeque::new(),
             }),
             wake: Notify::new(),
             services: Services {
@@ -287,6 +288,18 @@ struct State {
     status_draining: bool,
     /// Turns started by background notices since the user last spoke.
     wakes: u32,
+    /// Background notices delivered during a turn, logged as context
+    /// before the next step (or starting the next turn; see
+    /// [`Agent::deliver_notice`](dsh_tools::ContextSink::deliver_notice)).
+    notices: VecDeque<Pending>,
+}
+
+impl State {
+    /// Whether a notice may start a turn now: the agent is idle with
+    /// nothing queued and has wake-ups left.
+    fn may_wake(&self, limit: u32) -> bool {
+        self.status == AgentStatus::Idle && self.queued.is_empty() && self.wakes < limit
+    }
 }
 
 impl State {
@@ -507,6 +520,11 @@ impl ContextSink for LoopAgent {
         self.inject(content, source).map_err(DshError::from)
     }
 
+    /// During a turn the notice waits for the next step, which logs it as
+    /// a context message; a turn ending with notices nobody saw starts
+    /// another (a wake-up) when wake-ups are left, else they are logged as
+    /// context for the turn the user starts. An idle agent with wake-ups
+    /// left is woken at once; without, the notice is logged as context.
     fn deliver_notice(
         &self,
         content: Vec<ContentBlock>,
@@ -517,8 +535,11 @@ impl ContextSink for LoopAgent {
             if st.disposed {
                 return Err(AgentError::Disposed(self.id.clone()).into());
             }
-            let idle = st.status == AgentStatus::Idle && st.queued.is_empty();
-            let wake = idle && st.wakes < self.options.max_consecutive_wakes;
+            if st.status == AgentStatus::Running {
+                st.notices.push_back(Pending { content, source });
+                return Ok(());
+            }
+            let wake = st.may_wake(self.options.max_consecutive_wakes);
             if wake {
                 st.wakes += 1;
             }

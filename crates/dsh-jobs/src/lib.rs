@@ -431,7 +431,10 @@ mod tests {
         // A finished job frees its place; an unused reservation frees its own.
         lock(&fake.0).insert("fake-0".into(), false);
         let r = table.reserve("a").unwrap();
-        assert!(table.reserve("a").is_err(), "the reservation holds the place");
+        assert!(
+            table.reserve("a").is_err(),
+            "the reservation holds the place"
+        );
         drop(r);
         assert!(table.reserve("a").is_ok());
 
@@ -441,7 +444,8 @@ mod tests {
         assert_eq!(e.message(), "no job \"fake-3\"; you have no jobs");
         let e = table.source("a", "fake-99").err().unwrap();
         assert!(
-            e.message().starts_with("no job \"fake-99\"; your jobs: fake-0, fake-1"),
+            e.message()
+                .starts_with("no job \"fake-99\"; your jobs: fake-0, fake-1"),
             "{}",
             e.message()
         );

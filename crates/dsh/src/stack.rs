@@ -49,6 +49,8 @@ pub struct Stack {
     pub agents: Arc<AgentRegistry>,
     /// The bash executor.
     pub executor: Arc<LocalBashExecutor>,
+    /// The agents' background jobs (bash tasks, background sub-agents).
+    pub jobs: Arc<dsh_jobs::JobTable>,
     /// The writable roots of the file tools, kept equal to the sandbox's.
     pub fence: Fence,
     /// The approver on the tool registry (policy, grants, the person).
@@ -210,6 +212,8 @@ impl Stack {
             .install(&kernel)?,
         );
         let executor = Arc::new(LocalBashExecutor::new(resolved.bash.clone()));
+        let jobs = Arc::new(dsh_jobs::JobTable::new());
+        scope.add(kernel.provide(jobs.clone()).map_err(DshError::from)?);
         let dyn_exec: Arc<dyn BashExecutor> = executor.clone();
         let fence = Fence::open();
         set_fence(&fence, resolved.permission, &resolved.cwd);
@@ -226,6 +230,7 @@ impl Stack {
                 crate::tools::BuiltinTools {
                     fence: fence.clone(),
                     executor: dyn_exec,
+                    jobs: jobs.clone(),
                     root: resolved.cwd.clone(),
                     only: resolved.tools.clone(),
                     offline: resolved.model == ECHO_MODEL,
@@ -282,6 +287,7 @@ impl Stack {
             tools,
             agents,
             executor,
+            jobs,
             fence,
             approver,
             plan,

@@ -23,6 +23,7 @@ fn reads_and_searches_are_safe_everything_else_runs_alone() {
     }));
     let _installed = BuiltinTools {
         executor,
+        jobs: Default::default(),
         fence: dsh_tool_fs::Fence::open(),
         root: dir.path().to_path_buf(),
         only: Some(

@@ -25,6 +25,7 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
     std::mem::forget(
         BuiltinTools {
             executor,
+            jobs: Default::default(),
             fence: dsh_tool_fs::Fence::open(),
             root: dir.path().to_path_buf(),
             only: None,

@@ -7,8 +7,8 @@
 
 mod bash;
 mod echo;
-mod skill;
 pub mod exit_plan_mode;
+mod skill;
 pub mod todo;
 
 use std::sync::Arc;
@@ -18,8 +18,8 @@ use dsh_kernel::{DshError, Kernel, Plugin, Registration};
 use dsh_tools::ToolRegistry;
 
 pub use echo::{echo_tool, EchoArgs};
-pub use skill::{skill_tool, SkillArgs, SKILL_DESCRIPTION};
 pub use exit_plan_mode::{exit_plan_mode_tool, ExitPlanModeArgs};
+pub use skill::{skill_tool, SkillArgs, SKILL_DESCRIPTION};
 pub use todo::{todo_write_tool, TodoItem, TodoStatus, TodoWriteArgs};
 
 /// The names of the built-in tools, in registration order (what `tools`
@@ -29,6 +29,9 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "bash",
     "bash_output",
     "bash_kill",
+    "job_output",
+    "job_list",
+    "job_kill",
     "read",
     "write",
     "edit",
@@ -45,7 +48,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
 pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
-/// `bash_output`, `bash_kill`) running on `executor`, then the file tools
+/// `bash_output`, `bash_kill`) running on `executor`, the job tools
+/// (`job_output`, `job_list`, `job_kill`) over `jobs`, then the file tools
 /// (`read`, `write`, `edit`) and the search tools (`glob`, `grep`) for
 /// `root`, then `skill` when there are `skills`, then `todo_write` and
 /// `exit_plan_mode` (switching `plan`), registered in the kernel's
@@ -58,6 +62,8 @@ pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
 pub struct BuiltinTools {
     /// Runs the bash tools' commands.
     pub executor: Arc<dyn BashExecutor>,
+    /// The agents' background jobs (bash tasks started here are jobs in it).
+    pub jobs: Arc<dsh_jobs::JobTable>,
     /// Where `write`, `edit` and `str_replace_editor` may write.
     pub fence: dsh_tool_fs::Fence,
     /// The working directory the file tools resolve relative paths against.
@@ -105,7 +111,13 @@ impl Plugin for BuiltinTools {
             if keep("echo") {
                 regs.push(registry.register(echo_tool())?);
             }
-            regs.push(bash::install(&registry, self.executor, &keep)?);
+            regs.push(bash::install(
+                &registry,
+                self.executor,
+                self.jobs.clone(),
+                &keep,
+            )?);
+            regs.push(dsh_jobs::install(&registry, self.jobs, &keep)?);
             regs.push(dsh_tool_fs::install_fenced(
                 &registry,
                 self.root.clone(),
