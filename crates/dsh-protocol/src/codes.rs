@@ -234,6 +234,13 @@ codes! {
         "No job with that id belongs to the calling agent (the message lists its jobs).";
     TOO_MANY_JOBS = "TOO_MANY_JOBS", "jobs", false, RespondToModel,
         "The agent already runs the most background jobs it may (10); wait for one or kill one first.";
+    // Sub-agents.
+    SUBAGENT_DEPTH_LIMIT = "SUBAGENT_DEPTH_LIMIT", "dsh", false, RespondToModel,
+        "A subagent may not start another: it is at [subagents] max_depth (default 3; 0 forbids subagents).";
+    TOO_MANY_SUBAGENTS = "TOO_MANY_SUBAGENTS", "dsh", false, RespondToModel,
+        "The agent already runs the most subagents it may at once (4); wait for one to finish.";
+    SUBAGENT_FAILED = "SUBAGENT_FAILED", "dsh", false, RespondToModel,
+        "The subagent's turn did not complete (an error, an abort, the step limit); the message says how it ended and gives its last answer.";
     // MCP.
     MCP_START_FAILED = "MCP_START_FAILED", "mcp", false, Caller,
         "An MCP server could not be started or did not complete the handshake.";

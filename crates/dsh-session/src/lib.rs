@@ -44,7 +44,7 @@ pub use meter::{
     blocks_bytes, fixed_bytes, format_usage, percent, usage_total, TokenMeter, BYTES_PER_TOKEN,
 };
 pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
-pub use resume::{interrupted_results, repair_unfinished};
+pub use resume::{fork_seed, interrupted_results, repair_unfinished};
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};
 pub use stats::{
     session_stats, violation_path, PathCount, SessionStats, TokenTotals, ToolStats,

@@ -262,3 +262,55 @@ proptest! {
         prop_assert_eq!(after, want);
     }
 }
+
+proptest! {
+    /// A fork of any prefix of a log (with compactions and prunes in it)
+    /// derives the history the repaired prefix derives: the link event in
+    /// front changes nothing, and the sequence numbers compaction events
+    /// name move with the events.
+    #[test]
+    fn a_fork_derives_the_history_of_the_repaired_prefix(
+        log in common::any_log(30),
+        cut in any::<prop::sample::Index>(),
+        squash in any::<prop::sample::Index>(),
+    ) {
+        let mut events = common::as_events(log);
+        let n = events.len();
+        if n > 1 {
+            let (a, b) = (squash.index(n) / 2, squash.index(n));
+            events.push(SessionEvent {
+                seq: n as u64,
+                time: 0,
+                data: EventPayload::Compaction(dsh_session::CompactionEvent {
+                    from_seq: a as u64,
+                    to_seq: b as u64,
+                    summary: "S".into(),
+                    tokens_after: 1,
+                }),
+            });
+            events.push(SessionEvent {
+                seq: n as u64 + 1,
+                time: 0,
+                data: EventPayload::Prune(dsh_session::PruneEvent {
+                    seqs: (0..n as u64).collect(),
+                    head_chars: 3,
+                    tail_chars: 2,
+                    tokens_after: 1,
+                }),
+            });
+        }
+        let kept = &events[..cut.index(events.len() + 1).min(events.len())];
+        let link = EventPayload::Other { kind: "subagent/start".into(), data: serde_json::json!({}) };
+        let fork = dsh_session::fork_seed(kept, link, 7);
+        let seqs: Vec<u64> = fork.iter().map(|e| e.seq).collect();
+        prop_assert_eq!(seqs, (0..fork.len() as u64).collect::<Vec<_>>());
+        prop_assert_eq!(fork[0].data.kind(), "subagent/start");
+        let mut repaired = kept.to_vec();
+        for data in dsh_session::repair_unfinished(kept) {
+            let seq = repaired.len() as u64;
+            repaired.push(SessionEvent { seq, time: 0, data });
+        }
+        prop_assert_eq!(derive_messages(&fork), derive_messages(&repaired));
+        prop_assert!(dsh_session::repair_unfinished(&fork).is_empty());
+    }
+}

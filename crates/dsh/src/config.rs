@@ -80,6 +80,17 @@ pub struct FileConfig {
     /// `[todo]`: the `todo_write` tool's rules.
     #[serde(default)]
     pub todo: TodoSection,
+    /// `[subagents]`: how deep sub-agents may nest.
+    #[serde(default)]
+    pub subagents: SubagentsSection,
+}
+
+/// `[subagents]`
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentsSection {
+    /// How deep sub-agents may nest (default 3; 0 forbids them).
+    pub max_depth: Option<u32>,
 }
 
 /// `[todo]`
@@ -365,6 +376,9 @@ impl FileConfig {
                     .todo
                     .allow_parallel_in_progress
                     .or(self.todo.allow_parallel_in_progress),
+            },
+            subagents: SubagentsSection {
+                max_depth: upper.subagents.max_depth.or(self.subagents.max_depth),
             },
             deepseek: DeepSeekSection {
                 api_key: up.api_key.or(low.api_key),

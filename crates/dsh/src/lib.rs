@@ -35,6 +35,7 @@ pub mod requests;
 pub mod result_limit;
 mod settings;
 mod stack;
+pub mod subagents;
 pub mod title;
 pub mod tools;
 pub mod trust;

@@ -107,6 +107,8 @@ pub struct Resolved {
     /// `todo_write` accepts more than one `in_progress` item (`[todo]
     /// allow_parallel_in_progress`, default `false`).
     pub todo_allow_parallel_in_progress: bool,
+    /// How deep sub-agents may nest (`[subagents] max_depth`, default 3).
+    pub subagent_max_depth: u32,
     /// Notices about the configuration (ignored keys of an untrusted project
     /// config, reserved keys), for the user; resolving did not fail.
     pub warnings: Vec<String>,
@@ -329,6 +331,10 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         },
         hooks,
         todo_allow_parallel_in_progress: file.todo.allow_parallel_in_progress.unwrap_or(false),
+        subagent_max_depth: file
+            .subagents
+            .max_depth
+            .unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
         warnings,
     })
 }

@@ -51,6 +51,8 @@ pub struct Stack {
     pub executor: Arc<LocalBashExecutor>,
     /// The agents' background jobs (bash tasks, background sub-agents).
     pub jobs: Arc<dsh_jobs::JobTable>,
+    /// The sub-agents the `subagent` tools start.
+    pub subagents: Arc<crate::subagents::Subagents>,
     /// The writable roots of the file tools, kept equal to the sandbox's.
     pub fence: Fence,
     /// The approver on the tool registry (policy, grants, the person).
@@ -250,6 +252,22 @@ impl Stack {
 
         let agents = Arc::new(AgentRegistry::new());
         scope.add(kernel.provide(agents.clone()).map_err(DshError::from)?);
+        let subagents = crate::subagents::Subagents::new(
+            kernel.clone(),
+            agents.clone(),
+            jobs.clone(),
+            resolved.subagent_max_depth,
+            dsh_llm::StepLimits {
+                max_tool_calls: resolved.max_tool_calls,
+                max_output_bytes: resolved.max_step_output_bytes,
+            },
+        );
+        if options.builtin_tools {
+            let (only, offline) = (resolved.tools.clone(), resolved.model == ECHO_MODEL);
+            scope.add(subagents.install(&tools, move |name| {
+                crate::tools::selected(only.as_deref(), offline, name)
+            })?);
+        }
         // Before the hooks: a presented plan ends the turn without asking
         // the Stop hooks to keep it going.
         scope.add(crate::plan::install_turn_end(&agents, plan.clone()));
@@ -288,6 +306,7 @@ impl Stack {
             agents,
             executor,
             jobs,
+            subagents,
             fence,
             approver,
             plan,
@@ -649,6 +668,7 @@ impl Stack {
     /// Stops the MCP servers, kills every bash task still running and closes
     /// the scope (session files are flushed and synced).
     pub async fn shutdown(self) {
+        self.subagents.abort_all();
         for server in &self.mcp {
             server.shutdown().await;
         }

@@ -32,6 +32,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "job_output",
     "job_list",
     "job_kill",
+    "subagent",
+    "subagent_fork",
     "read",
     "write",
     "edit",
