@@ -603,3 +603,52 @@ fn stats_escape_control_characters_in_tool_names() {
         }
     }
 }
+
+#[test]
+fn sub_agent_sessions_show_as_links_and_as_a_tree() {
+    let home = tempfile::tempdir().unwrap();
+    let inner = r#"{\"description\":\"inner\",\"prompt\":\"echo deep\"}"#;
+    let prompt =
+        format!(r#"call subagent {{"description":"outer","prompt":"call subagent {inner}"}}"#);
+    let out = dsh_in(home.path(), &["run", &prompt]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("The echo tool says: deep"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = dsh_in(home.path(), &["session", "list", "--tree"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    // Parent, its child indented by two, the grandchild by four.
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r.split_whitespace().next().unwrap())
+        .collect();
+    assert!(!rows[0].starts_with(' '), "{text}");
+    assert!(
+        rows[1].starts_with("  s-") && !rows[1].starts_with("   "),
+        "{text}"
+    );
+    assert!(rows[2].starts_with("    s-"), "{text}");
+    // A flat list shows the same three sessions, none indented.
+    let flat = stdout(&dsh_in(home.path(), &["session", "list"]));
+    assert!(flat.lines().skip(1).all(|l| !l.starts_with(' ')), "{flat}");
+
+    // The parent's timeline links to the child's session.
+    let out = dsh_in(home.path(), &["session", "show", ids[0]]);
+    let show = stdout(&out);
+    let link = show
+        .lines()
+        .find(|l| l.contains("↳ subagent agent-1 \"outer\""))
+        .unwrap_or_else(|| panic!("{show}"));
+    assert!(link.contains(&format!("session {}", ids[1])), "{link}");
+    let child = stdout(&dsh_in(home.path(), &["session", "show", ids[1]]));
+    assert!(
+        child.contains(&format!("subagent of session {}", ids[0])),
+        "{child}"
+    );
+}

@@ -138,6 +138,7 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
         turns: 0,
         events: 0,
         title: None,
+        parent: None,
         tokens: 0,
     };
     for line in bytes.split(|b| *b == b'\n') {
@@ -175,6 +176,20 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
                 }
                 if let Ok(t) = serde_json::from_slice::<Title>(line) {
                     summary.title = Some(t.data.title);
+                }
+            }
+            "subagent/start" if summary.parent.is_none() => {
+                #[derive(Deserialize)]
+                struct Start {
+                    data: StartData,
+                }
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct StartData {
+                    parent_session_id: String,
+                }
+                if let Ok(s) = serde_json::from_slice::<Start>(line) {
+                    summary.parent = Some(s.data.parent_session_id);
                 }
             }
             "user/message" if summary.first_prompt.is_none() => {

@@ -95,6 +95,9 @@ pub struct SessionSummary {
     /// Tokens the provider reported over the whole session (input, cached
     /// input and output of every `usage` event).
     pub tokens: u64,
+    /// The parent's session id, for a sub-agent's session (its
+    /// `subagent/start` event's `parentSessionId`).
+    pub parent: Option<String>,
 }
 
 /// Installs a persistence plugin on `store`.

@@ -43,7 +43,8 @@ pub mod trust;
 pub use dsh_protocol::SandboxMode;
 pub use settings::{resolve, Resolved, Settings};
 pub use stack::{
-    feed_prompt, PreparedSession, Stack, StackOptions, NEEDS_MODEL, SANDBOX_MODE_EVENT,
+    feed_prompt, PreparedSession, Stack, StackOptions, MAIN_AGENT_ID, NEEDS_MODEL,
+    SANDBOX_MODE_EVENT,
 };
 pub use trust::ProjectTrust;
 

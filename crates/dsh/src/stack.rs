@@ -550,7 +550,7 @@ impl Stack {
             ..Default::default()
         };
         self.spawn_agent(
-            "main",
+            MAIN_AGENT_ID,
             options,
             LoopSetup {
                 session_id: Some(id),
@@ -706,6 +706,10 @@ fn roots_of(mode: SandboxMode, cwd: &std::path::Path) -> Vec<std::path::PathBuf>
         .writable_roots()
         .to_vec()
 }
+
+/// The id of the agent [`Stack::create_agent`] makes: front ends follow
+/// its events (sub-agents have ids `agent-N`).
+pub const MAIN_AGENT_ID: &str = "main";
 
 /// Why a compaction cannot run on the offline echo model.
 pub const NEEDS_MODEL: &str = "compaction needs a model to write the summary, and the offline echo model cannot: set DEEPSEEK_API_KEY (or [deepseek] api_key) and pick a model with --model";

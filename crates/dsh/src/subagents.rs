@@ -427,7 +427,9 @@ impl Subagents {
                 let how = match &reason {
                     TurnEndReason::Error { message, code } => format!(
                         "failed{}: {message}",
-                        code.as_deref().map(|c| format!(" ({c})")).unwrap_or_default()
+                        code.as_deref()
+                            .map(|c| format!(" ({c})"))
+                            .unwrap_or_default()
                     ),
                     TurnEndReason::Aborted { reason } => {
                         format!("was aborted: {}", reason.as_deref().unwrap_or("aborted"))
@@ -494,17 +496,18 @@ fn reply_of(events: &[SessionEvent], call_id: &str) -> Option<usize> {
 
 /// The text of the agent's last reply, when it has text.
 fn final_answer(agent: &Arc<dyn Agent>) -> Option<String> {
-    agent.session().events().iter().rev().find_map(|e| match &e.data {
-        EventPayload::AssistantMessage(m) => {
-            let text: String = m
-                .content
-                .iter()
-                .filter_map(ContentBlock::as_text)
-                .collect();
-            Some(text).filter(|t| !t.trim().is_empty())
-        }
-        _ => None,
-    })
+    agent
+        .session()
+        .events()
+        .iter()
+        .rev()
+        .find_map(|e| match &e.data {
+            EventPayload::AssistantMessage(m) => {
+                let text: String = m.content.iter().filter_map(ContentBlock::as_text).collect();
+                Some(text).filter(|t| !t.trim().is_empty())
+            }
+            _ => None,
+        })
 }
 
 fn now_ms() -> u64 {
@@ -540,7 +543,10 @@ impl JobSource for AgentJobs {
             .ok_or_else(|| ToolError::new(codes::DISPOSED, "subagents are gone"))?;
         let mut st = lock(&me.state);
         let Some(c) = st.children.get_mut(id) else {
-            return Err(ToolError::new(codes::UNKNOWN_JOB, format!("no job \"{id}\"")));
+            return Err(ToolError::new(
+                codes::UNKNOWN_JOB,
+                format!("no job \"{id}\""),
+            ));
         };
         Ok(match &c.outcome {
             None => "[status: running]".to_string(),
@@ -569,7 +575,11 @@ impl JobSource for AgentJobs {
         })
     }
 
-    fn kill(&self, id: &str, reason: Option<&str>) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn kill(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+    ) -> BoxFuture<'static, Result<String, ToolError>> {
         let found = self.0.upgrade().and_then(|me| {
             lock(&me.state)
                 .children
@@ -580,7 +590,10 @@ impl JobSource for AgentJobs {
         let reason = reason.map_or_else(|| "killed by its parent".to_string(), str::to_string);
         Box::pin(async move {
             let Some((agent, ended, done)) = found else {
-                return Err(ToolError::new(codes::UNKNOWN_JOB, format!("no job \"{id}\"")));
+                return Err(ToolError::new(
+                    codes::UNKNOWN_JOB,
+                    format!("no job \"{id}\""),
+                ));
             };
             if done {
                 return Ok(format!("subagent {id} had already finished"));

@@ -107,7 +107,10 @@ impl World {
 
     /// The child's session log, read from its file.
     fn child_log(&self, session_id: &str) -> Vec<SessionEvent> {
-        let path = self.dir.join("sessions").join(format!("{session_id}.jsonl"));
+        let path = self
+            .dir
+            .join("sessions")
+            .join(format!("{session_id}.jsonl"));
         dsh_session::load_jsonl(&path).unwrap().events
     }
 
@@ -192,24 +195,30 @@ async fn a_background_subagent_returns_at_once_and_its_answer_wakes_the_parent()
         .await;
     assert!(!r.is_error, "{}", r.text());
     assert!(
-        r.text().starts_with("started subagent agent-1 in the background"),
+        r.text()
+            .starts_with("started subagent agent-1 in the background"),
         "{}",
         r.text()
     );
     // The parent goes idle, then a turn starts with the child's answer.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let woken = loop {
-        let found = w.agent.session().events().iter().find_map(|e| match &e.data {
-            EventPayload::TurnStart(t)
-                if t.trigger
-                    == (TurnTrigger::Message {
-                        source: MessageSource::plugin("subagent"),
-                    }) =>
-            {
-                Some(t.turn)
-            }
-            _ => None,
-        });
+        let found = w
+            .agent
+            .session()
+            .events()
+            .iter()
+            .find_map(|e| match &e.data {
+                EventPayload::TurnStart(t)
+                    if t.trigger
+                        == (TurnTrigger::Message {
+                            source: MessageSource::plugin("subagent"),
+                        }) =>
+                {
+                    Some(t.turn)
+                }
+                _ => None,
+            });
         if let (Some(turn), AgentStatus::Idle) = (found, w.agent.status()) {
             break turn;
         }
@@ -240,7 +249,8 @@ async fn a_background_subagent_returns_at_once_and_its_answer_wakes_the_parent()
     // The job reads as completed.
     let list = w.call("job_list", json!({})).await;
     assert!(
-        list.text().starts_with("agent-1\t[status: completed]\tslow job"),
+        list.text()
+            .starts_with("agent-1\t[status: completed]\tslow job"),
         "{}",
         list.text()
     );
@@ -276,10 +286,18 @@ async fn at_the_depth_limit_the_subagent_tools_are_hidden_and_refused() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"read"), "{names:?}");
-    assert!(!names.contains(&"subagent") && !names.contains(&"subagent_fork"), "{names:?}");
+    assert!(
+        !names.contains(&"subagent") && !names.contains(&"subagent_fork"),
+        "{names:?}"
+    );
     // …and a call anyway is refused.
     let refused = results(&log);
-    assert_eq!(refused[0].code(), Some("SUBAGENT_DEPTH_LIMIT"), "{}", refused[0].text());
+    assert_eq!(
+        refused[0].code(),
+        Some("SUBAGENT_DEPTH_LIMIT"),
+        "{}",
+        refused[0].text()
+    );
     // The parent (depth 0) still sees them.
     let parent_tools = others(&w.agent.session().events(), "request/tools");
     assert!(parent_tools[0].to_string().contains("\"subagent\""));
@@ -315,7 +333,10 @@ async fn a_subagent_works_under_its_parents_permission_mode() {
 async fn a_fork_starts_from_the_parents_history() {
     let dir = tempfile::tempdir().unwrap();
     let w = world(dir.path(), "", None);
-    assert_eq!(w.turn("echo remember the marker 4711").await, TurnEndReason::Completed);
+    assert_eq!(
+        w.turn("echo remember the marker 4711").await,
+        TurnEndReason::Completed
+    );
     let r = w
         .call(
             "subagent_fork",
@@ -331,9 +352,17 @@ async fn a_fork_starts_from_the_parents_history() {
     let history = dsh_session::derive_messages(&log);
     let texts: Vec<String> = history
         .iter()
-        .flat_map(|m| m.content.iter().filter_map(ContentBlock::as_text).map(str::to_string))
+        .flat_map(|m| {
+            m.content
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .map(str::to_string)
+        })
         .collect();
-    assert!(texts.iter().any(|t| t.contains("remember the marker 4711")), "{texts:?}");
+    assert!(
+        texts.iter().any(|t| t.contains("remember the marker 4711")),
+        "{texts:?}"
+    );
     assert!(texts.iter().any(|t| t == "echo forked child"), "{texts:?}");
     // The copy ends before the reply that made the fork call: no call of
     // the parent's is left unanswered in the child.

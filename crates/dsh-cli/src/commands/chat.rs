@@ -129,6 +129,9 @@ fn title_after_first_turn(
     }
     let (llm, model, s) = (app.llm.clone(), app.resolved.model.clone(), slot.clone());
     let reg = app.agents.hooks().event.on(move |e| {
+        if e.agent.id().as_str() != dsh::MAIN_AGENT_ID {
+            return;
+        }
         if !matches!(
             &e.event.data,
             dsh_session::EventPayload::TurnEnd(dsh_session::TurnEndEvent { turn: 1, .. })

@@ -209,10 +209,14 @@ impl ListenerGuard {
     }
 }
 
-/// Subscribes to the agents' `turn/end` events.
+/// Subscribes to the main agent's `turn/end` events (a sub-agent's turns
+/// are its parent's tool calls).
 pub(crate) fn wait_turn_end(app: &App) -> Arc<TurnEnds> {
     let (tx, rx) = mpsc::unbounded_channel();
     let reg = app.agents.hooks().event.on(move |e| {
+        if e.agent.id().as_str() != dsh::MAIN_AGENT_ID {
+            return;
+        }
         if let EventPayload::TurnEnd(TurnEndEvent { reason, .. }) = &e.event.data {
             // The receiver is gone only when nobody waits any more.
             let _ = tx.send(reason.clone());

@@ -64,6 +64,9 @@ enum SessionCommand {
         /// else ~/.local/share/dsh/sessions).
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
+        /// Show sub-agents' sessions under their parent's, indented.
+        #[arg(long)]
+        tree: bool,
     },
     /// Validation telemetry of a session: per tool calls, failures (by
     /// code), most frequent violation paths, self-corrections; turns, steps
@@ -138,7 +141,7 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
                 Err(code) => code,
             }
         }
-        SessionCommand::List { session_dir } => list(session_dir),
+        SessionCommand::List { session_dir, tree } => list(session_dir, tree),
         SessionCommand::Stats {
             session,
             json,
@@ -534,7 +537,7 @@ fn mean(m: Option<f64>) -> String {
     m.map_or_else(|| "-".into(), |m| format!("{m:.2}"))
 }
 
-fn list(session_dir: Option<PathBuf>) -> u8 {
+fn list(session_dir: Option<PathBuf>, tree: bool) -> u8 {
     let Some(dir) = session_dir.or_else(default_session_dir) else {
         eprintln!(
             "dsh: cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
@@ -552,9 +555,42 @@ fn list(session_dir: Option<PathBuf>) -> u8 {
         eprintln!("dsh: no sessions in {}", dir.display());
         return 0;
     }
-    let width = sessions
+    // Newest first; with --tree each session is followed by its children
+    // (newest first too), indented two spaces per level. A child whose
+    // parent's log is gone is shown as a root.
+    let newest_first: Vec<&dsh_session::SessionSummary> = sessions.iter().rev().collect();
+    let rows: Vec<(usize, &dsh_session::SessionSummary)> = if tree {
+        let known: std::collections::HashSet<&str> =
+            sessions.iter().map(|s| s.id.as_str()).collect();
+        let mut rows = Vec::new();
+        fn walk<'a>(
+            at: &'a dsh_session::SessionSummary,
+            depth: usize,
+            all: &[&'a dsh_session::SessionSummary],
+            rows: &mut Vec<(usize, &'a dsh_session::SessionSummary)>,
+        ) {
+            rows.push((depth, at));
+            // Bounded: ids are unique, so a cycle is impossible below 64.
+            if depth > 64 {
+                return;
+            }
+            for child in all.iter().filter(|c| c.parent.as_deref() == Some(&at.id)) {
+                walk(child, depth + 1, all, rows);
+            }
+        }
+        for root in newest_first
+            .iter()
+            .filter(|s| s.parent.as_deref().is_none_or(|p| !known.contains(p)))
+        {
+            walk(root, 0, &newest_first, &mut rows);
+        }
+        rows
+    } else {
+        newest_first.iter().map(|s| (0, *s)).collect()
+    };
+    let width = rows
         .iter()
-        .map(|s| s.id.len())
+        .map(|(d, s)| s.id.len() + 2 * d)
         .max()
         .unwrap_or(2)
         .max(2);
@@ -562,17 +598,16 @@ fn list(session_dir: Option<PathBuf>) -> u8 {
         "{:<width$}  {:<19}  {:>5}  {:>9}  TITLE\n",
         "ID", "CREATED (UTC)", "TURNS", "TOKENS"
     );
-    // Newest first.
-    for s in sessions.iter().rev() {
+    for (depth, s) in rows {
         let title = s
             .title
             .clone()
             .or_else(|| s.first_prompt.as_deref().map(dsh::title::offline_title))
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| "-".into());
+        let id = format!("{}{}", "  ".repeat(depth), s.id);
         out.push_str(&format!(
-            "{:<width$}  {:<19}  {:>5}  {:>9}  {title}\n",
-            s.id,
+            "{id:<width$}  {:<19}  {:>5}  {:>9}  {title}\n",
             format_utc(s.created_ms),
             s.turns,
             s.tokens
@@ -858,6 +893,37 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 }
             }
             (4, text)
+        }
+        EventPayload::Other { kind, data } if kind == dsh::subagents::SUBAGENT_SPAWNED_EVENT => {
+            let field = |k: &str| data.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+            let how = match (data.get("fork"), data.get("background")) {
+                (Some(serde_json::Value::Bool(true)), _) => " (fork)",
+                (_, Some(serde_json::Value::Bool(true))) => " (background)",
+                _ => "",
+            };
+            (
+                4,
+                format!(
+                    "↳ subagent {} \"{}\"{how} [{}]: session {} (dsh session show {})",
+                    field("agentId"),
+                    field("description"),
+                    field("callId"),
+                    field("sessionId"),
+                    field("sessionId")
+                ),
+            )
+        }
+        EventPayload::Other { kind, data } if kind == dsh::subagents::SUBAGENT_START_EVENT => {
+            let field = |k: &str| data.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+            (
+                0,
+                format!(
+                    "subagent of session {} (call {}): \"{}\"",
+                    field("parentSessionId"),
+                    field("callId"),
+                    field("description")
+                ),
+            )
         }
         EventPayload::Other { kind, data } => (
             0,
