@@ -4,6 +4,10 @@
 //! ten trivial safe calls (one batch) against ten trivial exclusive ones
 //! (run one by one), measured side by side.
 //!
+//! Also printed once: the memory of 100 idle sub-agents (agents made as
+//! the `subagent` tool makes them: the parent's options, a session seeded
+//! with the `subagent/start` link), RSS per agent.
+//!
 //! `cargo bench -p dsh-benches --bench parallel`
 
 // A benchmark panics on a broken set-up; that is its failure report.
@@ -156,6 +160,7 @@ fn parallel(c: &mut Criterion) {
         max_steps: 1000,
         ..Default::default()
     };
+    idle_subagents_memory(&rt, &st, &options);
     let mut g = c.benchmark_group("parallel");
     g.sample_size(10);
     let h = rt
@@ -202,6 +207,63 @@ fn parallel(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn idle_subagents_memory(rt: &tokio::runtime::Runtime, st: &Stack, options: &AgentOptions) {
+    let before = rss_kib();
+    let handles: Vec<_> = rt.block_on(async {
+        (0..100)
+            .map(|i| {
+                let link = dsh_session::SessionEvent {
+                    seq: 0,
+                    time: 0,
+                    data: EventPayload::Other {
+                        kind: dsh::subagents::SUBAGENT_START_EVENT.into(),
+                        data: serde_json::json!({
+                            "parentSessionId": "parent",
+                            "parentAgentId": "main",
+                            "callId": format!("c{i}"),
+                            "description": "idle",
+                            "depth": 1,
+                            "fork": false,
+                        }),
+                    },
+                };
+                st.spawn_agent(
+                    &format!("agent-{i}"),
+                    options.clone(),
+                    LoopSetup {
+                        seed: vec![link],
+                        ..Default::default()
+                    },
+                )
+                .unwrap()
+            })
+            .collect()
+    });
+    let after = rss_kib();
+    println!(
+        "100 idle sub-agents: RSS +{} KiB, {:.1} KiB per agent",
+        after.saturating_sub(before),
+        after.saturating_sub(before) as f64 / 100.0
+    );
+    rt.block_on(async {
+        for h in handles {
+            h.dispose().await;
+        }
+    });
 }
 
 criterion_group!(benches, parallel);

@@ -271,6 +271,20 @@ impl Printer {
                 st.open_calls.clear();
                 st.last_header = None;
             }
+            // A turn the user did not start (a background job woke the
+            // agent): say what woke it.
+            EventPayload::UserMessage(m) if m.source != dsh_llm::MessageSource::User => {
+                let text: String = m
+                    .content
+                    .iter()
+                    .filter_map(dsh_llm::ContentBlock::as_text)
+                    .collect();
+                let first = text.lines().next().unwrap_or_default();
+                let line = truncate_chars(&visible(first), ARGS_CHARS);
+                // The line holds the idle prompt: write over it.
+                lock(&self.state).fresh_turn = true;
+                self.line(&self.style.dim(&format!("↻ {line}")));
+            }
             EventPayload::ToolCall(ToolCallEvent { call, .. })
                 if QUIET_CALLS.contains(&call.name.as_str()) =>
             {
