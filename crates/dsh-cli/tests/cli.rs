@@ -348,13 +348,18 @@ async fn run_against_a_loopback_deepseek_server() {
             "bash",
             "bash_output",
             "bash_kill",
+            "job_output",
+            "job_list",
+            "job_kill",
             "read",
             "write",
             "edit",
             "glob",
             "grep",
             "todo_write",
-            "exit_plan_mode"
+            "exit_plan_mode",
+            "subagent",
+            "subagent_fork"
         ],
         "the default set with a real model: no echo"
     );
@@ -621,13 +626,18 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
             "bash",
             "bash_output",
             "bash_kill",
+            "job_output",
+            "job_list",
+            "job_kill",
             "read",
             "write",
             "edit",
             "glob",
             "grep",
             "todo_write",
-            "exit_plan_mode"
+            "exit_plan_mode",
+            "subagent",
+            "subagent_fork"
         ],
         "offline (no key): echo leads the default set"
     );

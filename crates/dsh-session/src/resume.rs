@@ -104,6 +104,51 @@ pub fn interrupted_results(events: &[SessionEvent]) -> Vec<EventPayload> {
         .collect()
 }
 
+/// The seed of a session forked from `events`: `first` (the link to the
+/// parent, a log-only event) as event 0, then every event of `events`
+/// one place later (the sequence numbers that compaction events name are
+/// shifted with them, so replay derives the same history), then the
+/// [`repair_unfinished`] events that close what the copy left open (an
+/// unanswered call, the parent's running turn). Times are kept; the repair
+/// and the link get `now`.
+pub fn fork_seed(events: &[SessionEvent], first: EventPayload, now: u64) -> Vec<SessionEvent> {
+    let mut seed = Vec::with_capacity(events.len() + 3);
+    seed.push(SessionEvent {
+        seq: 0,
+        time: now,
+        data: first,
+    });
+    for (i, e) in events.iter().enumerate() {
+        let mut data = e.data.clone();
+        match &mut data {
+            EventPayload::Compaction(c) => {
+                c.from_seq += 1;
+                c.to_seq += 1;
+            }
+            EventPayload::Prune(p) => {
+                for s in &mut p.seqs {
+                    *s += 1;
+                }
+            }
+            _ => {}
+        }
+        seed.push(SessionEvent {
+            seq: i as u64 + 1,
+            time: e.time,
+            data,
+        });
+    }
+    for data in repair_unfinished(&seed) {
+        let seq = seed.len() as u64;
+        seed.push(SessionEvent {
+            seq,
+            time: now,
+            data,
+        });
+    }
+    seed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,49 +277,4 @@ mod tests {
         ]);
         assert!(repair_unfinished(&ended).is_empty());
     }
-}
-
-/// The seed of a session forked from `events`: `first` (the link to the
-/// parent, a log-only event) as event 0, then every event of `events`
-/// one place later (the sequence numbers that compaction events name are
-/// shifted with them, so replay derives the same history), then the
-/// [`repair_unfinished`] events that close what the copy left open (an
-/// unanswered call, the parent's running turn). Times are kept; the repair
-/// and the link get `now`.
-pub fn fork_seed(events: &[SessionEvent], first: EventPayload, now: u64) -> Vec<SessionEvent> {
-    let mut seed = Vec::with_capacity(events.len() + 3);
-    seed.push(SessionEvent {
-        seq: 0,
-        time: now,
-        data: first,
-    });
-    for (i, e) in events.iter().enumerate() {
-        let mut data = e.data.clone();
-        match &mut data {
-            EventPayload::Compaction(c) => {
-                c.from_seq += 1;
-                c.to_seq += 1;
-            }
-            EventPayload::Prune(p) => {
-                for s in &mut p.seqs {
-                    *s += 1;
-                }
-            }
-            _ => {}
-        }
-        seed.push(SessionEvent {
-            seq: i as u64 + 1,
-            time: e.time,
-            data,
-        });
-    }
-    for data in repair_unfinished(&seed) {
-        let seq = seed.len() as u64;
-        seed.push(SessionEvent {
-            seq,
-            time: now,
-            data,
-        });
-    }
-    seed
 }

@@ -265,8 +265,8 @@ async fn no_notice_after_dispose() {
 
 /// End to end through a real agent loop (which puts itself into every call's
 /// extensions as the tools' `ContextSink`): the model starts a background
-/// task, and its completion notice lands in the agent's session as plugin
-/// context, without starting a turn.
+/// task that finishes after the turn, and its completion notice wakes the
+/// idle agent: a turn starts with it as a plugin message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_loop_is_the_sink_of_its_own_tasks() {
     use dsh_agent::{AgentOptions, AgentRegistry};
@@ -285,6 +285,13 @@ async fn the_agent_loop_is_the_sink_of_its_own_tasks() {
         cwd: Some(tmp.path().to_path_buf()),
         ..LocalBashConfig::default()
     }));
+    // The task ends only when the test opens the gate, after the turn.
+    let gate = tmp.path().join("gate");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .expect("mkfifo runs")
+        .success());
     let kernel = Kernel::new();
     let llm = Arc::new(LlmService::new());
     let store = Arc::new(SessionStore::new());
@@ -295,11 +302,17 @@ async fn the_agent_loop_is_the_sink_of_its_own_tasks() {
             .tool_call(
                 "c1",
                 "bash",
-                &[r#"{"command": "echo bg", "description": "Echo in the background", "run_in_background": true}"#],
+                &[&serde_json::json!({
+                    "command": format!("read x < {}; echo bg", gate.display()),
+                    "description": "Echo in the background",
+                    "run_in_background": true,
+                })
+                .to_string()],
             )
             .usage(10, 2)
             .reply(),
         ReplyBuilder::new().text(&["started"]).usage(10, 2).reply(),
+        ReplyBuilder::new().text(&["noted"]).usage(10, 2).reply(),
     ]));
     let _regs = [
         kernel.provide(llm.clone()).expect("fresh kernel"),
@@ -335,30 +348,40 @@ async fn the_agent_loop_is_the_sink_of_its_own_tasks() {
         .expect("the turn ends")
         .expect("hook alive");
     assert_eq!(reason, TurnEndReason::Completed);
+    common::write_fifo(&gate, "go\n").await;
     tokio::time::timeout(common::DEADLINE, exec.wait("bash-1"))
         .await
         .expect("task finished before the deadline")
         .expect("task known");
-    let contexts: Vec<Injected> = agent
+    // The agent was idle: the notice wakes it, starting a turn of its own.
+    let reason = tokio::time::timeout(common::DEADLINE, turn_ends.recv())
+        .await
+        .expect("the wake-up turn ends")
+        .expect("hook alive");
+    assert_eq!(reason, TurnEndReason::Completed);
+    let woke: Vec<Injected> = agent
         .session()
         .events()
         .iter()
         .filter_map(|e| match &e.data {
-            EventPayload::ContextMessage(MessageEvent { content, source }) => Some(Injected {
-                content: content.clone(),
-                source: source.clone(),
-            }),
+            EventPayload::UserMessage(MessageEvent { content, source })
+                if *source != MessageSource::User =>
+            {
+                Some(Injected {
+                    content: content.clone(),
+                    source: source.clone(),
+                })
+            }
             _ => None,
         })
         .collect();
     assert_eq!(
-        contexts,
+        woke,
         [notice(
             "background bash task bash-1 finished [status: completed, exit code: 0]. Read its output with bash_output."
         )]
     );
-    // The notice is context for the next request, not a wake-up.
-    assert_eq!(model.requests().len(), 2);
+    assert_eq!(model.requests().len(), 3);
     handle.dispose().await;
     tokio::time::timeout(common::DEADLINE, exec.dispose())
         .await

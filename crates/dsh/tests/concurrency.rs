@@ -33,6 +33,10 @@ fn reads_and_searches_are_safe_everything_else_runs_alone() {
                 .collect(),
         ),
         offline: true,
+        skills: Vec::new(),
+        plan: dsh::plan::PlanMode::new(),
+        approver: None,
+        allow_parallel_in_progress: false,
     }
     .install(&kernel)
     .unwrap();
