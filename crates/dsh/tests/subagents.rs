@@ -377,3 +377,47 @@ async fn a_fork_starts_from_the_parents_history() {
     assert_eq!(r.code(), Some("INVALID_ARGS"));
     w.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_runs_at_most_four_subagents_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = world(dir.path(), "", None);
+    let gate = dir.path().join("go");
+    // Each child waits in bash until the gate file exists.
+    let prompt = format!(
+        "run while [ ! -e {} ]; do sleep 0.05; done",
+        gate.display()
+    );
+    for i in 1..=4 {
+        let r = w
+            .call(
+                "subagent",
+                json!({"description": format!("child {i}"), "prompt": prompt, "run_in_background": true}),
+            )
+            .await;
+        assert!(!r.is_error, "{}", r.text());
+    }
+    let r = w
+        .call(
+            "subagent",
+            json!({"description": "fifth", "prompt": "echo hi"}),
+        )
+        .await;
+    assert_eq!(r.code(), Some("TOO_MANY_SUBAGENTS"), "{}", r.text());
+    // Opening the gate lets every child finish; then another may start.
+    std::fs::write(&gate, "").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let list = w.call("job_list", json!({})).await.text();
+        if !list.contains("running") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{list}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let r = w
+        .call("subagent", json!({"description": "later", "prompt": "echo hi"}))
+        .await;
+    assert!(!r.is_error, "{}", r.text());
+    w.close().await;
+}
