@@ -65,6 +65,32 @@ fn assembler(c: &mut Criterion) {
                 s
             })
         });
+        // The floor of any assembler: every delta's text appended to its
+        // own block's buffer (blocks are separate), nothing checked and
+        // nothing stored at block ends.
+        g.bench_function(format!("floor_per_block/{name}"), |b| {
+            b.iter(|| {
+                let mut blocks: Vec<String> = Vec::new();
+                for c in &chunks {
+                    let (index, text) = match c {
+                        StreamChunk::TextDelta { index, text }
+                        | StreamChunk::ReasoningDelta { index, text } => (*index, text),
+                        StreamChunk::ToolCallDelta {
+                            index,
+                            arguments_delta,
+                            ..
+                        } => (*index, arguments_delta),
+                        _ => continue,
+                    };
+                    let i = index as usize;
+                    if i >= blocks.len() {
+                        blocks.resize_with(i + 1, || String::with_capacity(4096));
+                    }
+                    blocks[i].push_str(text);
+                }
+                blocks
+            })
+        });
     }
     g.finish();
 }
