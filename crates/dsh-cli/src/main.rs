@@ -36,6 +36,8 @@ enum Command {
     Chat(commands::chat::ChatArgs),
     /// Run one turn and print the final answer.
     Run(commands::run::RunArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout (for editors).
+    Acp(commands::acp::AcpArgs),
     /// List the tools the model is shown.
     Tools(commands::tools::ToolsArgs),
     /// List the skills found (project .dsh/skills, .agents/skills, user).
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Some(Command::Chat(args)) => commands::chat::run(args),
         Some(Command::Run(args)) => commands::run::run(args),
+        Some(Command::Acp(args)) => commands::acp::run(args),
         Some(Command::Tools(args)) => commands::tools::run(args),
         Some(Command::Skills(args)) => commands::skills::run(args),
         Some(Command::Schema(args)) => commands::schema::run(args),

@@ -384,10 +384,7 @@ async fn an_agent_runs_at_most_four_subagents_at_once() {
     let w = world(dir.path(), "", None);
     let gate = dir.path().join("go");
     // Each child waits in bash until the gate file exists.
-    let prompt = format!(
-        "run while [ ! -e {} ]; do sleep 0.05; done",
-        gate.display()
-    );
+    let prompt = format!("run while [ ! -e {} ]; do sleep 0.05; done", gate.display());
     for i in 1..=4 {
         let r = w
             .call(
@@ -416,7 +413,10 @@ async fn an_agent_runs_at_most_four_subagents_at_once() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let r = w
-        .call("subagent", json!({"description": "later", "prompt": "echo hi"}))
+        .call(
+            "subagent",
+            json!({"description": "later", "prompt": "echo hi"}),
+        )
         .await;
     assert!(!r.is_error, "{}", r.text());
     w.close().await;

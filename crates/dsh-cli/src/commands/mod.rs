@@ -1,6 +1,7 @@
 //! One module per subcommand. Each exposes an `Args` type (clap) and
 //! `run(args) -> u8` returning the process exit code; shared helpers below.
 
+pub(crate) mod acp;
 pub(crate) mod chat;
 pub(crate) mod doctor;
 pub(crate) mod mcp;

@@ -1,0 +1,509 @@
+//! dsh as an Agent Client Protocol agent: an editor (Zed, a JetBrains IDE,
+//! a Neovim or Emacs plugin) or a script drives dsh over JSON-RPC on the
+//! agent's stdin/stdout.
+//!
+//! Start at [`serve`]: it answers `initialize`, `session/new` (one
+//! [`dsh::Stack`] per session, in the session's `cwd`, with the client's
+//! stdio MCP servers started through dsh's MCP client), `session/load`
+//! (replays a saved dsh session as `session/update` notifications, then
+//! continues it), `session/prompt` (runs a turn; the stop reason follows
+//! how it ended), `session/cancel` and `session/set_mode` (the permission
+//! presets and plan mode). While a turn runs, its events stream to the
+//! client ([`updates`]); an approval question becomes
+//! `session/request_permission`.
+//!
+//! Nothing but protocol messages is written to stdout: logs go to stderr.
+
+#![warn(missing_docs)]
+
+pub mod updates;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
+    ContentBlock as AcpBlock, CurrentModeUpdate, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
+    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    ToolCallUpdate, ToolCallUpdateFields,
+};
+use agent_client_protocol::{Agent, Client, ConnectTo};
+use dsh::{SandboxMode, Settings, Stack};
+use dsh_agent_loop::AgentHandle;
+use dsh_kernel::sync::lock;
+use dsh_kernel::BoxFuture;
+use dsh_llm::{ContentBlock, MessageSource};
+use dsh_session::{EventPayload, TurnEndReason};
+use dsh_tools::{Approval, Question, ToolCall};
+
+/// The connection to the client, as handlers and tasks see it.
+type Conn = agent_client_protocol::v1::ConnectionTo<Client>;
+
+/// The session modes dsh offers: the three permission presets, then plan
+/// mode.
+pub const MODES: &[(&str, &str)] = &[
+    ("read-only", "Read only"),
+    ("workspace-write", "Workspace write"),
+    ("danger-full-access", "Full access"),
+    ("plan", "Plan"),
+];
+
+/// One live ACP session: its stack and agent.
+struct Live {
+    stack: Arc<Stack>,
+    handle: Mutex<Option<AgentHandle>>,
+    agent: Arc<dyn dsh_agent::Agent>,
+    /// The listener streaming the agent's events to the client.
+    _stream: Mutex<dsh_kernel::Registration>,
+}
+
+/// The server's state.
+struct Server {
+    /// What every session is built from (the command line's choices); a
+    /// session's `cwd` replaces `settings.cwd`.
+    settings: Settings,
+    sessions: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+/// Serves ACP over `transport` until the client disconnects, then shuts
+/// every session's stack down (their logs flushed, their processes gone).
+///
+/// # Errors
+/// The transport failed or the client broke the protocol.
+pub async fn serve(
+    settings: Settings,
+    transport: impl ConnectTo<Agent> + 'static,
+) -> Result<(), agent_client_protocol::Error> {
+    let server = Arc::new(Server {
+        settings,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let (s1, s2, s3, s4, s5, s6) = (
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+    );
+    let served = Agent
+        .v1()
+        .name("dsh")
+        .on_receive_request(
+            async move |req: InitializeRequest, responder, _cx| {
+                let _ = &s1;
+                responder.respond(initialize_response(&req))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: NewSessionRequest, responder, cx: Conn| {
+                let server = s2.clone();
+                cx.clone().spawn(async move {
+                    match server
+                        .new_session(&cx, req.cwd, &req.mcp_servers, None)
+                        .await
+                    {
+                        Ok((id, modes)) => {
+                            responder.respond(NewSessionResponse::new(id.clone()).modes(modes))?;
+                            announce_commands(&cx, &id);
+                            Ok(())
+                        }
+                        Err(message) => responder.respond_with_error(invalid_params(message)),
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest, responder, cx: Conn| {
+                let server = s3.clone();
+                cx.clone().spawn(async move {
+                    let id = req.session_id.to_string();
+                    match server
+                        .new_session(&cx, req.cwd, &req.mcp_servers, Some(&id))
+                        .await
+                    {
+                        Ok((id, modes)) => {
+                            responder.respond(LoadSessionResponse::new().modes(modes))?;
+                            announce_commands(&cx, &id);
+                            Ok(())
+                        }
+                        Err(message) => responder.respond_with_error(invalid_params(message)),
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: PromptRequest, responder, cx: Conn| {
+                let server = s4.clone();
+                cx.clone().spawn(async move {
+                    match server.prompt(&req).await {
+                        Ok(stop) => responder.respond(PromptResponse::new(stop)),
+                        Err(message) => responder.respond_with_error(invalid_params(message)),
+                    }
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionModeRequest, responder, cx: Conn| match s5.set_mode(
+                &cx,
+                req.session_id.to_string().as_str(),
+                req.mode_id.to_string().as_str(),
+            ) {
+                Ok(()) => responder.respond(SetSessionModeResponse::new()),
+                Err(message) => responder.respond_with_error(invalid_params(message)),
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |n: CancelNotification, _cx| {
+                if let Some(live) = s6.live(n.session_id.to_string().as_str()) {
+                    live.agent.abort(Some("cancelled by the client".into()));
+                }
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    server.shutdown().await;
+    served
+}
+
+/// `initialize`: protocol v1, `loadSession`, text and embedded context in
+/// prompts (images and audio not).
+fn initialize_response(req: &InitializeRequest) -> InitializeResponse {
+    let _ = req;
+    InitializeResponse::new(ProtocolVersion::V1).agent_capabilities(
+        AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+    )
+}
+
+fn invalid_params(message: String) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params().data(serde_json::json!({ "message": message }))
+}
+
+/// Sends the slash commands dsh's chat knows (`available_commands_update`).
+fn announce_commands(cx: &Conn, session: &str) {
+    let commands: Vec<AvailableCommand> = COMMANDS
+        .iter()
+        .map(|(name, description)| AvailableCommand::new(*name, *description))
+        .collect();
+    let _ = cx.send_notification(SessionNotification::new(
+        session.to_string(),
+        SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+    ));
+}
+
+/// The slash commands advertised to the client (the chat's).
+const COMMANDS: &[(&str, &str)] = &[
+    ("help", "List the commands"),
+    ("model", "Show or switch the model"),
+    ("permission", "Show or set the permission mode"),
+    ("plan", "Turn plan mode on or off"),
+    (
+        "compact",
+        "Compact the conversation, optionally with a focus",
+    ),
+    ("todo", "Show the todo list"),
+    ("session", "Show the session id, file and tokens"),
+    ("clear", "Start a new session"),
+    ("exit", "End the session"),
+];
+
+impl Server {
+    fn live(&self, id: &str) -> Option<Arc<Live>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    /// Builds a stack in `cwd`, starts the client's MCP servers, creates
+    /// the agent (resuming `resume`), wires the event stream and the
+    /// permission requests. Returns the session id and its modes.
+    async fn new_session(
+        &self,
+        cx: &Conn,
+        cwd: PathBuf,
+        mcp: &[McpServer],
+        resume: Option<&str>,
+    ) -> Result<(String, SessionModeState), String> {
+        if !cwd.is_absolute() {
+            return Err(format!(
+                "cwd must be an absolute path, got {}",
+                cwd.display()
+            ));
+        }
+        if resume.is_some_and(|id| self.live(id).is_some()) {
+            return Err("that session is already open".into());
+        }
+        let settings = Settings {
+            cwd: Some(cwd),
+            ..self.settings.clone()
+        };
+        let mut resolved = dsh::resolve(&settings).map_err(|e| e.to_string())?;
+        resolved.mcp.extend(mcp.iter().filter_map(stdio_server));
+        let mut stack = Stack::build(resolved).map_err(|e| e.to_string())?;
+        for (name, message) in stack.start_mcp().await {
+            tracing::warn!(target: "dsh_acp", server = %name, "MCP server did not start: {message}");
+        }
+        let prepared = stack.prepare_session(resume).map_err(|e| e.to_string())?;
+        let seed = prepared.seed().to_vec();
+        let handle = stack.create_agent_in(prepared).map_err(|e| e.to_string())?;
+        let agent = handle.agent();
+        let id = agent.session().id().to_string();
+        if resume.is_some() {
+            updates::replay(cx, &id, &seed);
+        }
+        let stack = Arc::new(stack);
+        let stream = updates::stream(cx.clone(), id.clone(), &stack);
+        stack.approver.set_person(Some(Arc::new(Asker {
+            cx: cx.clone(),
+            session: id.clone(),
+        })));
+        stack.announce_permission(agent.as_ref());
+        let modes = modes_of(&stack);
+        lock(&self.sessions).insert(
+            id.clone(),
+            Arc::new(Live {
+                stack,
+                handle: Mutex::new(Some(handle)),
+                agent,
+                _stream: Mutex::new(stream),
+            }),
+        );
+        Ok((id, modes))
+    }
+
+    /// Runs one turn and maps how it ended to a stop reason.
+    async fn prompt(&self, req: &PromptRequest) -> Result<StopReason, String> {
+        let id = req.session_id.to_string();
+        let live = self
+            .live(&id)
+            .ok_or_else(|| format!("no session \"{id}\" (create it with session/new)"))?;
+        let text = prompt_text(&req.prompt);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tx = Mutex::new(Some(tx));
+        let finish = Arc::new(Mutex::new(None));
+        let seen = finish.clone();
+        let main = live.agent.id().clone();
+        let listener = live.stack.agents.hooks().event.on(move |e| {
+            if *e.agent.id() != main {
+                return;
+            }
+            match &e.event.data {
+                EventPayload::AssistantChunk(c) => {
+                    if let dsh_llm::StreamChunk::Finish { reason } = &c.chunk {
+                        *lock(&seen) = Some(reason.clone());
+                    }
+                }
+                EventPayload::TurnEnd(end) => {
+                    if let Some(tx) = lock(&tx).take() {
+                        let _ = tx.send(end.reason.clone());
+                    }
+                }
+                _ => {}
+            }
+        });
+        let content = match live.stack.submit_prompt(&live.agent, &text).await {
+            dsh::hooks::PromptDecision::Send(content) => content,
+            dsh::hooks::PromptDecision::Blocked(reason) => {
+                listener.undo();
+                return Err(format!("the prompt was blocked by a hook: {reason}"));
+            }
+        };
+        if let Err(e) = live.agent.send(content, MessageSource::User) {
+            listener.undo();
+            return Err(e.to_string());
+        }
+        let reason = rx.await.ok();
+        listener.undo();
+        let finish = lock(&finish).take();
+        Ok(stop_reason(reason.as_ref(), finish.as_ref()))
+    }
+
+    /// `session/set_mode`: a permission preset (leaving plan mode) or plan
+    /// mode.
+    fn set_mode(&self, cx: &Conn, session: &str, mode: &str) -> Result<(), String> {
+        let live = self
+            .live(session)
+            .ok_or_else(|| format!("no session \"{session}\""))?;
+        let agent = live.agent.as_ref();
+        if mode == "plan" {
+            live.stack.set_plan_mode(true, "acp", Some(agent));
+        } else {
+            let m: SandboxMode = mode.parse().map_err(|_| {
+                let known: Vec<&str> = MODES.iter().map(|(id, _)| *id).collect();
+                format!("unknown mode \"{mode}\"; modes: {}", known.join(", "))
+            })?;
+            live.stack.set_plan_mode(false, "acp", Some(agent));
+            live.stack.set_permission(m, "acp", Some(agent));
+        }
+        let _ = cx.send_notification(SessionNotification::new(
+            session.to_string(),
+            SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.to_string())),
+        ));
+        Ok(())
+    }
+
+    async fn shutdown(&self) {
+        let all: Vec<Arc<Live>> = lock(&self.sessions).drain().map(|(_, l)| l).collect();
+        for live in all {
+            match Arc::try_unwrap(live) {
+                Ok(live) => {
+                    let handle = lock(&live.handle).take();
+                    if let Some(h) = handle {
+                        h.dispose().await;
+                    }
+                    if let Ok(stack) = Arc::try_unwrap(live.stack) {
+                        stack.shutdown().await;
+                    }
+                }
+                Err(live) => live.agent.abort(Some("the client disconnected".into())),
+            }
+        }
+    }
+}
+
+/// The modes of a session, the current one first found: plan mode when
+/// on, else the permission mode.
+fn modes_of(stack: &Stack) -> SessionModeState {
+    let current = if stack.plan_mode() {
+        "plan".to_string()
+    } else {
+        stack.permission().as_str().to_string()
+    };
+    SessionModeState::new(
+        current,
+        MODES
+            .iter()
+            .map(|(id, name)| SessionMode::new(*id, *name))
+            .collect(),
+    )
+}
+
+/// A client's stdio MCP server as dsh's configuration (HTTP and SSE
+/// servers are not offered: dsh does not advertise them).
+fn stdio_server(server: &McpServer) -> Option<dsh_mcp::McpServerConfig> {
+    let McpServer::Stdio(s) = server else {
+        return None;
+    };
+    let mut config = dsh_mcp::McpServerConfig::new(s.name.clone(), s.command.display().to_string());
+    config.args = s.args.clone();
+    config.env = s
+        .env
+        .iter()
+        .map(|v| (v.name.clone(), v.value.clone()))
+        .collect();
+    Some(config)
+}
+
+/// The prompt as text: text blocks as they are, resource links as
+/// `[resource: <uri>]`, embedded text resources under their uri.
+fn prompt_text(blocks: &[AcpBlock]) -> String {
+    let mut parts = Vec::new();
+    for b in blocks {
+        match b {
+            AcpBlock::Text(t) => parts.push(t.text.clone()),
+            AcpBlock::ResourceLink(l) => parts.push(format!("[resource: {}]", l.uri)),
+            AcpBlock::Resource(r) => {
+                if let agent_client_protocol::v1::schema::EmbeddedResourceResource::TextResourceContents(t) =
+                    &r.resource
+                {
+                    parts.push(format!("<resource uri=\"{}\">\n{}\n</resource>", t.uri, t.text));
+                }
+            }
+            _ => {}
+        }
+    }
+    parts.join("\n\n")
+}
+
+/// How a turn's end maps to ACP: `end_turn`, `max_tokens` (the model hit
+/// its output limit), `max_turn_requests` (dsh's max-steps), `cancelled`
+/// (an abort, a disposal), `refusal` for an error turn.
+pub fn stop_reason(
+    end: Option<&TurnEndReason>,
+    finish: Option<&dsh_llm::FinishReason>,
+) -> StopReason {
+    match end {
+        Some(TurnEndReason::Completed) => match finish {
+            Some(dsh_llm::FinishReason::MaxTokens) => StopReason::MaxTokens,
+            _ => StopReason::EndTurn,
+        },
+        Some(TurnEndReason::MaxSteps) => StopReason::MaxTurnRequests,
+        Some(TurnEndReason::Error { .. }) => StopReason::Refusal,
+        _ => StopReason::Cancelled,
+    }
+}
+
+/// Puts approval questions to the client as `session/request_permission`:
+/// allow once (`y`), allow always (`a`), reject once (`n`). A client that
+/// cancels or fails the request denies.
+struct Asker {
+    cx: Conn,
+    session: String,
+}
+
+impl dsh::approval::Person for Asker {
+    fn ask(&self, call: &ToolCall, question: &Question) -> BoxFuture<'static, Approval> {
+        let title = match &question.detail {
+            Some(d) => format!("{}: {d}", question.summary),
+            None => question.summary.clone(),
+        };
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            ToolCallUpdate::new(
+                call.call_id.as_str().to_string(),
+                ToolCallUpdateFields::new()
+                    .title(title)
+                    .kind(updates::kind_of(&call.name))
+                    .raw_input(serde_json::from_str::<serde_json::Value>(&call.arguments).ok()),
+            ),
+            vec![
+                PermissionOption::new("allow-once", "Allow once", PermissionOptionKind::AllowOnce),
+                PermissionOption::new(
+                    "allow-always",
+                    "Allow always",
+                    PermissionOptionKind::AllowAlways,
+                ),
+                PermissionOption::new("reject-once", "Reject", PermissionOptionKind::RejectOnce),
+            ],
+        );
+        let sent = self.cx.send_request(request);
+        Box::pin(async move {
+            match sent.block_task().await {
+                Ok(response) => match response.outcome {
+                    RequestPermissionOutcome::Selected(s) => match s.option_id.to_string().as_str()
+                    {
+                        "allow-once" => Approval::AllowedOnce,
+                        "allow-always" => Approval::AllowedForSession,
+                        _ => Approval::Rejected { note: None },
+                    },
+                    _ => Approval::Cancelled,
+                },
+                Err(e) => {
+                    tracing::warn!(target: "dsh_acp", "permission request failed: {e}");
+                    Approval::Cancelled
+                }
+            }
+        })
+    }
+}
+
+/// Text of dsh content blocks (for replays and results).
+pub(crate) fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
