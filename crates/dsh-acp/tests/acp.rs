@@ -1,0 +1,464 @@
+//! `dsh acp` driven by the official Rust ACP client (the same crate's
+//! client side) over in-process pipes, with the offline echo model: a
+//! conversation with streamed updates, an edit's diff, a permission
+//! request answered both ways, the todo list as a plan, a cancel during a
+//! long command, `session/load` of a saved session, and MCP servers the
+//! client passes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, McpServer,
+    McpServerStdio, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, TextContent,
+    ToolCallContent, ToolCallStatus,
+};
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Agent, ByteStreams, Client};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+/// What the client saw and how it answers permission requests.
+#[derive(Default)]
+struct Seen {
+    updates: Mutex<Vec<SessionUpdate>>,
+    asked: Mutex<Vec<RequestPermissionRequest>>,
+    answers: Mutex<VecDeque<&'static str>>,
+}
+
+impl Seen {
+    fn updates(&self) -> Vec<SessionUpdate> {
+        self.updates.lock().unwrap().clone()
+    }
+    fn clear(&self) {
+        self.updates.lock().unwrap().clear();
+    }
+    /// The agent's streamed text since the last clear.
+    fn text(&self) -> String {
+        self.updates()
+            .iter()
+            .filter_map(|u| match u {
+                SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                    ContentBlock::Text(t) => Some(t.text.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn settings(home: &Path) -> dsh::Settings {
+    std::fs::write(home.join("none.toml"), "").unwrap();
+    dsh::Settings {
+        model: Some("echo".into()),
+        session_dir: Some(home.join("sessions")),
+        config: Some(home.join("none.toml")),
+        ..Default::default()
+    }
+}
+
+/// Starts `dsh_acp::serve` on pipes and runs `body` as a client of it;
+/// returns once the client is done and the server has shut down.
+async fn with_client<F>(home: &Path, seen: Arc<Seen>, body: F)
+where
+    F: AsyncFnOnce(ConnectionTo<Agent>) -> Result<(), agent_client_protocol::Error>,
+{
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let (client_read, client_write) = tokio::io::split(client_io);
+    let server = tokio::spawn(dsh_acp::serve(
+        settings(home),
+        ByteStreams::new(server_write.compat_write(), server_read.compat()),
+    ));
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let client = Client
+        .v1()
+        .name("dsh-acp-test")
+        .on_receive_notification(
+            async move |n: SessionNotification, _cx| {
+                s1.updates.lock().unwrap().push(n.update);
+                Ok(())
+            },
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .on_receive_request(
+            async move |req: RequestPermissionRequest, responder, _cx| {
+                s2.asked.lock().unwrap().push(req);
+                let answer = s2.answers.lock().unwrap().pop_front();
+                let outcome = match answer {
+                    Some(id) => {
+                        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(id))
+                    }
+                    None => RequestPermissionOutcome::Cancelled,
+                };
+                responder.respond(RequestPermissionResponse::new(outcome))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(
+            ByteStreams::new(client_write.compat_write(), client_read.compat()),
+            body,
+        );
+    tokio::time::timeout(Duration::from_secs(60), client)
+        .await
+        .expect("the client finished in time")
+        .expect("the client succeeded");
+    let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+}
+
+async fn init_and_new(cx: &ConnectionTo<Agent>, cwd: &Path) -> String {
+    let init = cx
+        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await
+        .unwrap();
+    assert!(init.agent_capabilities.load_session);
+    let new = cx
+        .send_request(NewSessionRequest::new(cwd.to_path_buf()))
+        .block_task()
+        .await
+        .unwrap();
+    let modes = new.modes.expect("modes");
+    assert_eq!(modes.current_mode_id.to_string(), "workspace-write");
+    let ids: Vec<String> = modes
+        .available_modes
+        .iter()
+        .map(|m| m.id.to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        ["read-only", "workspace-write", "danger-full-access", "plan"]
+    );
+    new.session_id.to_string()
+}
+
+async fn prompt(cx: &ConnectionTo<Agent>, session: &str, text: &str) -> StopReason {
+    cx.send_request(PromptRequest::new(
+        session.to_string(),
+        vec![ContentBlock::Text(TextContent::new(text))],
+    ))
+    .block_task()
+    .await
+    .unwrap()
+    .stop_reason
+}
+
+fn final_status(updates: &[SessionUpdate]) -> Vec<ToolCallStatus> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(t) => t.fields.status,
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_streams_text_tool_calls_diffs_plans_and_permission_requests() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    with_client(home.path(), seen.clone(), move |cx: ConnectionTo<Agent>| async move {
+        let id = init_and_new(&cx, &dir).await;
+        // The commands arrive once the session exists.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(s.updates().iter().any(|u| matches!(
+            u,
+            SessionUpdate::AvailableCommandsUpdate(c)
+                if c.available_commands.iter().any(|c| c.name == "compact")
+        )));
+        s.clear();
+
+        assert_eq!(prompt(&cx, &id, "echo hi there").await, StopReason::EndTurn);
+        assert!(s.text().ends_with("The echo tool says: hi there"), "{}", s.text());
+        let updates = s.updates();
+        let call = updates
+            .iter()
+            .find_map(|u| match u {
+                SessionUpdate::ToolCall(c) => Some(c.clone()),
+                _ => None,
+            })
+            .expect("a tool_call");
+        assert_eq!(call.status, ToolCallStatus::InProgress);
+        assert_eq!(final_status(&updates), [ToolCallStatus::Completed]);
+
+        // An edit carries the file's text before and after.
+        std::fs::write(dir.join("notes.txt"), "hello world\n").unwrap();
+        prompt(&cx, &id, r#"call read {"file_path":"notes.txt"}"#).await;
+        s.clear();
+        let edit = r#"call edit {"file_path":"notes.txt","old_string":"hello","new_string":"goodbye"}"#;
+        assert_eq!(prompt(&cx, &id, edit).await, StopReason::EndTurn);
+        let updates = s.updates();
+        let call = updates
+            .iter()
+            .find_map(|u| match u {
+                SessionUpdate::ToolCall(c) => Some(c.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(call.title, "Edit notes.txt");
+        assert_eq!(call.locations[0].path, dir.join("notes.txt"));
+        let diff = updates
+            .iter()
+            .find_map(|u| match u {
+                SessionUpdate::ToolCallUpdate(t) => t.fields.content.as_ref().and_then(|c| {
+                    c.iter().find_map(|c| match c {
+                        ToolCallContent::Diff(d) => Some(d.clone()),
+                        _ => None,
+                    })
+                }),
+                _ => None,
+            })
+            .expect("a diff");
+        assert_eq!(diff.old_text.as_deref(), Some("hello world\n"));
+        assert_eq!(diff.new_text, "goodbye world\n");
+
+        // The todo list becomes a plan.
+        s.clear();
+        let todo = r#"call todo_write {"todos":[{"content":"look","status":"completed"},{"content":"fix","status":"in_progress"}]}"#;
+        prompt(&cx, &id, todo).await;
+        let plan = s
+            .updates()
+            .into_iter()
+            .find_map(|u| match u {
+                SessionUpdate::Plan(p) => Some(p),
+                _ => None,
+            })
+            .expect("a plan");
+        let entries: Vec<&str> = plan.entries.iter().map(|e| e.content.as_str()).collect();
+        assert_eq!(entries, ["look", "fix"]);
+
+        // In read-only mode an escalated write asks; a rejection denies it,
+        // an approval lets it run.
+        cx.send_request(SetSessionModeRequest::new(id.clone(), "read-only"))
+            .block_task()
+            .await
+            .unwrap();
+        let write = |name: &str| {
+            format!(
+                r#"call write {{"file_path":"{name}","content":"x","sandbox_permissions":"workspace-write","justification":"the test asks"}}"#
+            )
+        };
+        s.answers.lock().unwrap().push_back("reject-once");
+        s.clear();
+        prompt(&cx, &id, &write("denied.txt")).await;
+        assert!(!dir.join("denied.txt").exists());
+        assert_eq!(final_status(&s.updates()), [ToolCallStatus::Failed]);
+        s.answers.lock().unwrap().push_back("allow-once");
+        prompt(&cx, &id, &write("allowed.txt")).await;
+        assert_eq!(std::fs::read_to_string(dir.join("allowed.txt")).unwrap(), "x");
+        let asked = s.asked.lock().unwrap();
+        assert_eq!(asked.len(), 2);
+        let options: Vec<String> = asked[0]
+            .options
+            .iter()
+            .map(|o| o.option_id.to_string())
+            .collect();
+        assert_eq!(options, ["allow-once", "allow-always", "reject-once"]);
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_during_a_long_command_returns_cancelled_at_once_and_kills_it() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let dir = cwd.path().to_path_buf();
+    let pid_file = dir.join("pid");
+    let pf = pid_file.clone();
+    with_client(
+        home.path(),
+        seen,
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            let sent = cx.send_request(PromptRequest::new(
+                id.clone(),
+                vec![ContentBlock::Text(TextContent::new(format!(
+                    "run echo $$ > {}; exec sleep 30",
+                    pf.display()
+                )))],
+            ));
+            let reply = tokio::spawn(sent.block_task());
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let pid = loop {
+                if let Ok(t) = std::fs::read_to_string(&pf) {
+                    if let Ok(pid) = t.trim().parse::<i32>() {
+                        break pid;
+                    }
+                }
+                assert!(Instant::now() < deadline, "the command never started");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            };
+            let cancelled = Instant::now();
+            cx.send_notification(CancelNotification::new(id.clone()))
+                .unwrap();
+            let response = tokio::time::timeout(Duration::from_secs(1), reply)
+                .await
+                .expect("the prompt returned within 1 s")
+                .unwrap()
+                .unwrap();
+            assert_eq!(response.stop_reason, StopReason::Cancelled);
+            assert!(cancelled.elapsed() < Duration::from_secs(1));
+            // The shell (exec'd into sleep) is gone.
+            let gone = Instant::now() + Duration::from_secs(1);
+            while Path::new(&format!("/proc/{pid}")).exists() {
+                assert!(Instant::now() < gone, "process {pid} still runs");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Ok(())
+        },
+    )
+    .await;
+    assert!(pid_file.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_session_loads_replays_and_continues() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let first = Arc::new(Mutex::new(String::new()));
+    let (f, dir) = (first.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        Arc::new(Seen::default()),
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            prompt(&cx, &id, "echo remember this").await;
+            *f.lock().unwrap() = id;
+            Ok(())
+        },
+    )
+    .await;
+    let id = first.lock().unwrap().clone();
+    let log = home.path().join("sessions").join(format!("{id}.jsonl"));
+    assert!(log.is_file());
+
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    let sid = id.clone();
+    with_client(
+        home.path(),
+        seen.clone(),
+        move |cx: ConnectionTo<Agent>| async move {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await
+                .unwrap();
+            cx.send_request(LoadSessionRequest::new(sid.clone(), dir.clone()))
+                .block_task()
+                .await
+                .unwrap();
+            // The replay came before the response.
+            let replayed = s.updates();
+            assert!(replayed.iter().any(|u| matches!(
+                u,
+                SessionUpdate::UserMessageChunk(c)
+                    if matches!(&c.content, ContentBlock::Text(t) if t.text == "echo remember this")
+            )));
+            assert!(
+                s.text().contains("The echo tool says: remember this"),
+                "{}",
+                s.text()
+            );
+            assert!(final_status(&replayed).contains(&ToolCallStatus::Completed));
+            s.clear();
+            assert_eq!(
+                prompt(&cx, &sid, "echo and more").await,
+                StopReason::EndTurn
+            );
+            assert!(s.text().ends_with("The echo tool says: and more"));
+            Ok(())
+        },
+    )
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("echo remember this") && text.contains("echo and more"));
+}
+
+/// The MCP test fixture server, built into the same target directory by
+/// the workspace's tests (`dsh-mcp`'s `fixture` feature).
+fn mcp_fixture() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let p = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("dsh-mcp-fixture");
+    assert!(
+        p.is_file(),
+        "{} is not built: run the workspace tests, or `cargo build -p dsh-mcp --features fixture`",
+        p.display()
+    );
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_mcp_servers_are_started_and_their_tools_called() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    let fixture = mcp_fixture();
+    with_client(
+        home.path(),
+        seen,
+        move |cx: ConnectionTo<Agent>| async move {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await
+                .unwrap();
+            let new = cx
+                .send_request(
+                    NewSessionRequest::new(dir.clone())
+                        .mcp_servers(vec![McpServer::Stdio(McpServerStdio::new("fx", fixture))]),
+                )
+                .block_task()
+                .await
+                .unwrap();
+            let id = new.session_id.to_string();
+            let tool = mcp_name("fx", "add");
+            prompt(&cx, &id, &format!(r#"call {tool} {{"a": 2, "b": 3}}"#)).await;
+            let results: Vec<String> = s
+                .updates()
+                .iter()
+                .filter_map(|u| match u {
+                    SessionUpdate::ToolCallUpdate(t) => t.fields.content.as_ref().map(|c| {
+                        c.iter()
+                            .filter_map(|c| match c {
+                                ToolCallContent::Content(c) => match &c.content {
+                                    ContentBlock::Text(t) => Some(t.text.clone()),
+                                    _ => None,
+                                },
+                                _ => None,
+                            })
+                            .collect::<String>()
+                    }),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                final_status(&s.updates()),
+                [ToolCallStatus::Completed],
+                "{results:?}"
+            );
+            assert!(results[0].contains('5'), "{results:?}");
+            Ok(())
+        },
+    )
+    .await;
+}
+
+/// The registry name of MCP tool `tool` of server `server`.
+fn mcp_name(server: &str, tool: &str) -> String {
+    dsh_mcp::tool_name(server, tool)
+}
