@@ -77,7 +77,6 @@ fn dsh_acp_speaks_only_json_rpc_on_stdout() {
     );
     let bad = until_id(4);
     assert!(bad.last().unwrap().get("error").is_some(), "{bad:?}");
-    drop(send);
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");

@@ -236,7 +236,7 @@ codes! {
         "The agent already runs the most background jobs it may (10); wait for one or kill one first.";
     // Sub-agents.
     SUBAGENT_DEPTH_LIMIT = "SUBAGENT_DEPTH_LIMIT", "dsh", false, RespondToModel,
-        "A subagent may not start another: it is at [subagents] max_depth (default 3; 0 forbids subagents).";
+        "A subagent may not start another: it is at the depth limit (`max_depth` of the `[subagents]` table: default 3; 0 forbids subagents).";
     TOO_MANY_SUBAGENTS = "TOO_MANY_SUBAGENTS", "dsh", false, RespondToModel,
         "The agent already runs the most subagents it may at once (4); wait for one to finish.";
     SUBAGENT_FAILED = "SUBAGENT_FAILED", "dsh", false, RespondToModel,
