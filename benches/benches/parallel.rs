@@ -20,6 +20,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use dsh::{Stack, StackOptions};
 use dsh_agent::AgentOptions;
 use dsh_agent_loop::LoopSetup;
+use dsh_benches::rss_kib;
 use dsh_llm::scripted::{ReplyBuilder, ScriptedReply};
 use dsh_llm::{ChunkStream, ContentBlock, LlmAdapter, MessageSource, ModelRequest, Role};
 use dsh_session::EventPayload;
@@ -207,18 +208,6 @@ fn parallel(c: &mut Criterion) {
         });
     }
     g.finish();
-}
-
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 fn idle_subagents_memory(rt: &tokio::runtime::Runtime, st: &Stack, options: &AgentOptions) {

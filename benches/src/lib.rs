@@ -60,3 +60,16 @@ pub fn bash_executor(dir: &std::path::Path) -> std::sync::Arc<dsh_bash_local::Lo
         },
     ))
 }
+
+/// This process's resident set size in KiB (`VmRSS`), 0 when unknown.
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}

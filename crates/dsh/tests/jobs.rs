@@ -6,109 +6,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use dsh::{Settings, Stack};
-use dsh_agent::{Agent, AgentStatus};
-use dsh_agent_loop::AgentHandle;
+use dsh_agent::AgentStatus;
 use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventPayload, TurnEndReason, TurnTrigger};
-use dsh_tools::ToolResult;
-use serde_json::{json, Value};
+use serde_json::json;
 
-struct World {
-    stack: Stack,
-    handle: AgentHandle,
-    agent: Arc<dyn Agent>,
-    dir: PathBuf,
-}
-
-fn world(dir: &Path) -> World {
-    std::fs::write(dir.join("none.toml"), "").unwrap();
-    let resolved = dsh::resolve(&Settings {
-        model: Some("echo".into()),
-        cwd: Some(dir.to_path_buf()),
-        session_dir: Some(dir.join("sessions")),
-        config: Some(dir.join("none.toml")),
-        ..Default::default()
-    })
-    .unwrap();
-    let stack = Stack::build(resolved).unwrap();
-    let handle = stack.create_agent(None).unwrap();
-    let agent = handle.agent();
-    World {
-        stack,
-        handle,
-        agent,
-        dir: dir.to_path_buf(),
-    }
-}
+use common::{world, World};
 
 impl World {
-    /// Sends `prompt` and waits for the end of the turn it started (wake-up
-    /// turns may run before or after it).
-    async fn turn(&self, prompt: &str) -> TurnEndReason {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mine = std::sync::Mutex::new(None);
-        let reg = self
-            .stack
-            .agents
-            .hooks()
-            .event
-            .on(move |e| match &e.event.data {
-                EventPayload::TurnStart(t)
-                    if t.trigger
-                        == (TurnTrigger::Message {
-                            source: MessageSource::User,
-                        }) =>
-                {
-                    *mine.lock().unwrap() = Some(t.turn);
-                }
-                EventPayload::TurnEnd(end) if *mine.lock().unwrap() == Some(end.turn) => {
-                    let _ = tx.send(end.reason.clone());
-                }
-                _ => {}
-            });
-        self.agent
-            .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-            .unwrap();
-        let reason = tokio::time::timeout(Duration::from_secs(60), rx.recv())
-            .await
-            .expect("the turn ended in time")
-            .unwrap();
-        reg.undo();
-        reason
-    }
-
-    async fn call(&self, tool: &str, args: Value) -> ToolResult {
-        let before = self.agent.session().len();
-        assert_eq!(
-            self.turn(&format!("call {tool} {args}")).await,
-            TurnEndReason::Completed
-        );
-        self.agent
-            .session()
-            .events_since(before)
-            .iter()
-            .find_map(|e| match &e.data {
-                EventPayload::ToolResult(r) => Some(r.result.clone()),
-                _ => None,
-            })
-            .unwrap_or_else(|| {
-                panic!(
-                    "the call has a result: {tool} {:?}",
-                    self.agent
-                        .session()
-                        .events_since(before)
-                        .iter()
-                        .map(|e| format!("{} {:?}", e.data.kind(), e.data))
-                        .collect::<Vec<_>>()
-                )
-            })
-    }
-
     async fn background(&self, command: &str) -> String {
         let r = self
             .call(
@@ -197,17 +107,12 @@ impl World {
             .unwrap()
             .unwrap();
     }
-
-    async fn close(self) {
-        self.handle.dispose().await;
-        self.stack.shutdown().await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_tasks_are_jobs_of_their_agent() {
     let dir = tempfile::tempdir().unwrap();
-    let w = world(dir.path());
+    let w = world(dir.path(), "", None);
     let gate = w.gate("g");
     let id = w
         .background(&format!(
@@ -280,7 +185,7 @@ async fn background_tasks_are_jobs_of_their_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_job_wakes_an_idle_agent_at_most_three_times_in_a_row() {
     let dir = tempfile::tempdir().unwrap();
-    let w = world(dir.path());
+    let w = world(dir.path(), "", None);
     let gates: Vec<PathBuf> = (0..5).map(|i| w.gate(&format!("g{i}"))).collect();
     for g in &gates {
         w.background(&format!("read x < {}", g.display())).await;
@@ -326,7 +231,7 @@ async fn a_finished_job_wakes_an_idle_agent_at_most_three_times_in_a_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_most_ten_jobs_run_per_agent() {
     let dir = tempfile::tempdir().unwrap();
-    let w = world(dir.path());
+    let w = world(dir.path(), "", None);
     for i in 1..=10 {
         assert_eq!(w.background("sleep 300").await, format!("bash-{i}"));
     }

@@ -6,101 +6,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use dsh::subagents::{SUBAGENT_SPAWNED_EVENT, SUBAGENT_START_EVENT};
-use dsh::{SandboxMode, Settings, Stack};
-use dsh_agent::{Agent, AgentStatus};
-use dsh_agent_loop::AgentHandle;
+use dsh::SandboxMode;
+use dsh_agent::AgentStatus;
 use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventPayload, SessionEvent, TurnEndReason, TurnTrigger};
 use dsh_tools::ToolResult;
 use serde_json::{json, Value};
 
-struct World {
-    stack: Stack,
-    handle: AgentHandle,
-    agent: Arc<dyn Agent>,
-    dir: PathBuf,
-}
-
-fn world(dir: &Path, config: &str, permission: Option<SandboxMode>) -> World {
-    std::fs::write(dir.join("test.toml"), config).unwrap();
-    let resolved = dsh::resolve(&Settings {
-        model: Some("echo".into()),
-        cwd: Some(dir.to_path_buf()),
-        session_dir: Some(dir.join("sessions")),
-        config: Some(dir.join("test.toml")),
-        permission,
-        ..Default::default()
-    })
-    .unwrap();
-    let stack = Stack::build(resolved).unwrap();
-    let handle = stack.create_agent(None).unwrap();
-    let agent = handle.agent();
-    World {
-        stack,
-        handle,
-        agent,
-        dir: dir.to_path_buf(),
-    }
-}
+use common::{world, World};
 
 impl World {
-    /// Sends `prompt` and waits for the end of the turn it started.
-    async fn turn(&self, prompt: &str) -> TurnEndReason {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mine = std::sync::Mutex::new(None);
-        let id = self.agent.id().clone();
-        let reg = self.stack.agents.hooks().event.on(move |e| {
-            if *e.agent.id() != id {
-                return;
-            }
-            match &e.event.data {
-                EventPayload::TurnStart(t)
-                    if t.trigger
-                        == (TurnTrigger::Message {
-                            source: MessageSource::User,
-                        }) =>
-                {
-                    *mine.lock().unwrap() = Some(t.turn);
-                }
-                EventPayload::TurnEnd(end) if *mine.lock().unwrap() == Some(end.turn) => {
-                    let _ = tx.send(end.reason.clone());
-                }
-                _ => {}
-            }
-        });
-        self.agent
-            .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-            .unwrap();
-        let reason = tokio::time::timeout(Duration::from_secs(60), rx.recv())
-            .await
-            .expect("the turn ended in time")
-            .unwrap();
-        reg.undo();
-        reason
-    }
-
-    async fn call(&self, tool: &str, args: Value) -> ToolResult {
-        let before = self.agent.session().len();
-        assert_eq!(
-            self.turn(&format!("call {tool} {args}")).await,
-            TurnEndReason::Completed
-        );
-        self.agent
-            .session()
-            .events_since(before)
-            .iter()
-            .find_map(|e| match &e.data {
-                EventPayload::ToolResult(r) => Some(r.result.clone()),
-                _ => None,
-            })
-            .expect("the call has a result")
-    }
-
     fn spawned(&self) -> Vec<Value> {
         others(&self.agent.session().events(), SUBAGENT_SPAWNED_EVENT)
     }
@@ -112,11 +33,6 @@ impl World {
             .join("sessions")
             .join(format!("{session_id}.jsonl"));
         dsh_session::load_jsonl(&path).unwrap().events
-    }
-
-    async fn close(self) {
-        self.handle.dispose().await;
-        self.stack.shutdown().await;
     }
 }
 
