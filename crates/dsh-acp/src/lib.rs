@@ -59,7 +59,7 @@ struct Live {
     handle: Mutex<Option<AgentHandle>>,
     agent: Arc<dyn dsh_agent::Agent>,
     /// The listener streaming the agent's events to the client.
-    _stream: Mutex<dsh_kernel::Registration>,
+    stream: Mutex<dsh_kernel::Registration>,
 }
 
 /// The server's state.
@@ -277,7 +277,7 @@ impl Server {
                 stack,
                 handle: Mutex::new(Some(handle)),
                 agent,
-                _stream: Mutex::new(stream),
+                stream: Mutex::new(stream),
             }),
         );
         Ok((id, modes))
@@ -354,20 +354,39 @@ impl Server {
         Ok(())
     }
 
+    /// Ends every session: aborts its turn, waits (up to 5 s) for the
+    /// prompt tasks to let go of it, then disposes the agent and shuts the
+    /// stack down (logs flushed, MCP servers and commands stopped).
     async fn shutdown(&self) {
         let all: Vec<Arc<Live>> = lock(&self.sessions).drain().map(|(_, l)| l).collect();
-        for live in all {
-            match Arc::try_unwrap(live) {
-                Ok(live) => {
-                    let handle = lock(&live.handle).take();
-                    if let Some(h) = handle {
-                        h.dispose().await;
+        for mut live in all {
+            live.agent.abort(Some("the client disconnected".into()));
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            let live = loop {
+                match Arc::try_unwrap(live) {
+                    Ok(live) => break Some(live),
+                    Err(still) if tokio::time::Instant::now() < deadline => {
+                        live = still;
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     }
-                    if let Ok(stack) = Arc::try_unwrap(live.stack) {
-                        stack.shutdown().await;
-                    }
+                    Err(_) => break None,
                 }
-                Err(live) => live.agent.abort(Some("the client disconnected".into())),
+            };
+            let Some(live) = live else {
+                tracing::warn!(target: "dsh_acp", "a session was still in use at shutdown");
+                continue;
+            };
+            let handle = lock(&live.handle).take();
+            if let Some(h) = handle {
+                h.dispose().await;
+            }
+            match live.stream.into_inner() {
+                Ok(r) => r.undo(),
+                Err(poisoned) => poisoned.into_inner().undo(),
+            }
+            match Arc::try_unwrap(live.stack) {
+                Ok(stack) => stack.shutdown().await,
+                Err(_) => tracing::warn!(target: "dsh_acp", "a stack was still in use at shutdown"),
             }
         }
     }

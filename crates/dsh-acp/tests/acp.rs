@@ -462,3 +462,48 @@ async fn the_clients_mcp_servers_are_started_and_their_tools_called() {
 fn mcp_name(server: &str, tool: &str) -> String {
     dsh_mcp::tool_name(server, tool)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_disconnects_mid_turn_leaves_no_process() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = cwd.path().to_path_buf();
+    let pid_file = dir.join("pid");
+    let pf = pid_file.clone();
+    with_client(
+        home.path(),
+        Arc::new(Seen::default()),
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            let sent = cx.send_request(PromptRequest::new(
+                id,
+                vec![ContentBlock::Text(TextContent::new(format!(
+                    "run echo $$ > {}; exec sleep 30",
+                    pf.display()
+                )))],
+            ));
+            drop(tokio::spawn(sent.block_task()));
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while std::fs::read_to_string(&pf).map_or(true, |t| t.trim().is_empty()) {
+                assert!(Instant::now() < deadline, "the command never started");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            // Returning closes the connection with the turn still running.
+            Ok(())
+        },
+    )
+    .await;
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            Instant::now() < gone,
+            "process {pid} outlived the connection"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
