@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+pub mod commands;
 pub mod updates;
 
 use std::collections::HashMap;
@@ -144,7 +145,7 @@ pub async fn serve(
             async move |req: PromptRequest, responder, cx: Conn| {
                 let server = s4.clone();
                 cx.clone().spawn(async move {
-                    match server.prompt(&req).await {
+                    match server.prompt(&cx, &req).await {
                         Ok(stop) => responder.respond(PromptResponse::new(stop)),
                         Err(message) => responder.respond_with_error(invalid_params(message)),
                     }
@@ -195,7 +196,7 @@ fn invalid_params(message: String) -> agent_client_protocol::Error {
 
 /// Sends the slash commands dsh's chat knows (`available_commands_update`).
 fn announce_commands(cx: &Conn, session: &str) {
-    let commands: Vec<AvailableCommand> = COMMANDS
+    let commands: Vec<AvailableCommand> = commands::COMMANDS
         .iter()
         .map(|(name, description)| AvailableCommand::new(*name, *description))
         .collect();
@@ -204,22 +205,6 @@ fn announce_commands(cx: &Conn, session: &str) {
         SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
     ));
 }
-
-/// The slash commands advertised to the client (the chat's).
-const COMMANDS: &[(&str, &str)] = &[
-    ("help", "List the commands"),
-    ("model", "Show or switch the model"),
-    ("permission", "Show or set the permission mode"),
-    ("plan", "Turn plan mode on or off"),
-    (
-        "compact",
-        "Compact the conversation, optionally with a focus",
-    ),
-    ("todo", "Show the todo list"),
-    ("session", "Show the session id, file and tokens"),
-    ("clear", "Start a new session"),
-    ("exit", "End the session"),
-];
 
 impl Server {
     fn live(&self, id: &str) -> Option<Arc<Live>> {
@@ -283,13 +268,19 @@ impl Server {
         Ok((id, modes))
     }
 
-    /// Runs one turn and maps how it ended to a stop reason.
-    async fn prompt(&self, req: &PromptRequest) -> Result<StopReason, String> {
+    /// Runs one turn and maps how it ended to a stop reason; a slash
+    /// command ([`commands`]) is answered without a turn.
+    async fn prompt(&self, cx: &Conn, req: &PromptRequest) -> Result<StopReason, String> {
         let id = req.session_id.to_string();
         let live = self
             .live(&id)
             .ok_or_else(|| format!("no session \"{id}\" (create it with session/new)"))?;
         let text = prompt_text(&req.prompt);
+        if let Some((name, args)) = commands::parse(&text) {
+            let reply = commands::run(&live.stack, &live.agent, name, args).await;
+            updates::say(cx, &id, &reply);
+            return Ok(StopReason::EndTurn);
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         let tx = Mutex::new(Some(tx));
         let finish = Arc::new(Mutex::new(None));

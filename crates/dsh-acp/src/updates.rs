@@ -100,6 +100,15 @@ fn notify(cx: &Conn, session: &str, update: SessionUpdate) {
     }
 }
 
+/// Sends `reply` as agent text (a slash command's answer).
+pub(crate) fn say(cx: &Conn, session: &str, reply: &str) {
+    notify(
+        cx,
+        session,
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(text(reply))),
+    );
+}
+
 /// The `tool_call` for `call`.
 fn call_update(call: &ToolCall, cwd: &Path, status: ToolCallStatus) -> SessionUpdate {
     SessionUpdate::ToolCall(

@@ -507,3 +507,49 @@ async fn a_client_that_disconnects_mid_turn_leaves_no_process() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advertised_slash_commands_run_without_a_model_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        seen,
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            s.clear();
+            assert_eq!(
+                prompt(&cx, &id, "/permission read-only").await,
+                StopReason::EndTurn
+            );
+            assert_eq!(s.text(), "permission mode: read-only");
+            s.clear();
+            prompt(&cx, &id, "/plan").await;
+            assert_eq!(s.text(), "plan mode: on");
+            s.clear();
+            prompt(&cx, &id, "/session").await;
+            assert!(
+                s.text().starts_with(&format!("session {id}\nlog ")),
+                "{}",
+                s.text()
+            );
+            s.clear();
+            prompt(&cx, &id, "/todo").await;
+            assert_eq!(s.text(), "no todo list");
+            Ok(())
+        },
+    )
+    .await;
+    let sessions = home.path().join("sessions");
+    let log = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(log).unwrap();
+    // No turn ran: the log has no user message.
+    assert!(!text.contains("\"type\":\"user/message\""), "{text}");
+    assert!(text.contains("\"mode\":\"read-only\""), "{text}");
+}
