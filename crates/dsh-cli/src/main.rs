@@ -10,6 +10,7 @@
 mod app;
 mod approve;
 mod commands;
+mod complete;
 mod output;
 mod render;
 mod sanitize;

@@ -130,6 +130,8 @@ pub(crate) struct Printer {
     failure: WriteFailure,
     /// The plan-mode switch: which prompt to draw.
     plan: Arc<dsh::plan::PlanMode>,
+    /// The session whose activity is printed (see [`Printer::follow`]).
+    session: Mutex<String>,
 }
 
 impl Printer {
@@ -215,6 +217,22 @@ impl Printer {
                 tokio::time::sleep(std::time::Duration::from_millis(80)).await;
             }
         });
+    }
+
+    /// Prints a chat command's reply (already sanitised) on its own
+    /// lines; the line editor draws the next prompt itself.
+    pub(crate) fn say(&self, text: &str) {
+        self.prompt_shown();
+        self.line(text);
+    }
+
+    /// Prints session `id`'s activity from now on (after `/clear`).
+    pub(crate) fn follow(&self, id: &str) {
+        *lock(&self.session) = id.to_string();
+    }
+
+    fn follows(&self, id: &str) -> bool {
+        *lock(&self.session) == id
     }
 
     /// Prints dsh's own lines (a question, its answer) between the
@@ -378,7 +396,7 @@ impl Printer {
     /// The todo list as shown under its call: `  ⎿ Todo list (1/3
     /// completed)`, then one line per item with its box, the one in
     /// progress bold and the done ones dim.
-    fn checklist(&self, todos: &[dsh::tools::TodoItem]) -> String {
+    pub(crate) fn checklist(&self, todos: &[dsh::tools::TodoItem]) -> String {
         use dsh::tools::TodoStatus;
         if todos.is_empty() {
             return self.style.dim("  ⎿ Todo list cleared");
@@ -441,7 +459,8 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-/// Registers the printer on the app's hooks for session `session_id`.
+/// Registers the printer on the app's hooks for session `session_id`
+/// (another one after [`Printer::follow`]).
 /// `interactive`: stdin and stdout are a terminal (prompt handling on).
 pub(crate) fn install(
     app: &App,
@@ -465,20 +484,19 @@ pub(crate) fn install(
         }),
         failure: WriteFailure::default(),
         plan: app.plan.clone(),
+        session: Mutex::new(session_id.to_string()),
     });
     let p = printer.clone();
-    let sid = session_id.to_string();
     let events = app.agents.hooks().event.on(move |e| {
-        if *e.agent.session().id() == sid {
+        if p.follows(e.agent.session().id().as_str()) {
             p.on_event(&e.event.data);
         }
     });
     // Tools append `todo/update` to the session themselves (not through
     // the agent's event stream): the store sees every append.
     let p = printer.clone();
-    let sid = session_id.to_string();
     let todos = app.store.on_event().on(move |(session, event)| {
-        if *session.id() == sid {
+        if p.follows(session.id().as_str()) {
             if let EventPayload::Other { kind, data } = &event.data {
                 if kind == dsh::tools::todo::TODO_UPDATE_EVENT {
                     if let Some(todos) = dsh::tools::todo::todos_of(data) {

@@ -504,3 +504,38 @@ fn plan_mode_in_chat_denies_writes_until_the_plan_is_approved() {
     assert!(modes[0].contains(r#""active":true,"source":"/plan""#));
     assert!(modes[1].contains(r#""active":false,"source":"exit_plan_mode""#));
 }
+
+#[test]
+fn tab_completes_chat_commands_and_their_arguments() {
+    if !Tmux::available() {
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = start(dir.path(), "complete");
+    t.wait_for("the prompt", |s| s.contains("› "));
+    t.keys(&["/per", "Tab"]);
+    t.wait_for("the completed command", |s| s.contains("› /permission"));
+    t.keys(&[" re", "Tab"]);
+    t.wait_for("the completed mode", |s| {
+        s.contains("› /permission read-only")
+    });
+    t.keys(&["Enter"]);
+    t.wait_for("the reply, then the prompt", |s| {
+        s.contains("permission mode: read-only (was workspace-write)\n› ")
+    });
+    t.keys(&["/help", "Enter"]);
+    t.wait_for("the command list, then the prompt", |s| {
+        s.contains("Leave the chat\n› ")
+    });
+    t.keys(&["/exit", "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while t.alive() {
+        assert!(
+            Instant::now() < deadline,
+            "/exit ends chat; screen:\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -25,6 +25,7 @@
 //! text lives in `.md` files under `src/prompt/`.
 
 pub mod approval;
+pub mod commands;
 pub mod config;
 pub mod echo_model;
 pub mod escalation;
@@ -43,8 +44,8 @@ pub mod trust;
 pub use dsh_protocol::SandboxMode;
 pub use settings::{resolve, Resolved, Settings};
 pub use stack::{
-    feed_prompt, PreparedSession, Stack, StackOptions, MAIN_AGENT_ID, NEEDS_MODEL,
-    SANDBOX_MODE_EVENT,
+    feed_prompt, PreparedSession, Stack, StackOptions, MAIN_AGENT_ID, MODEL_CHANGE_EVENT,
+    NEEDS_MODEL, SANDBOX_MODE_EVENT,
 };
 pub use trust::ProjectTrust;
 

@@ -80,6 +80,9 @@ pub struct Stack {
     /// The session log store, once persistence is installed (it starts
     /// with the first agent).
     persisting: std::sync::Mutex<Option<Arc<JsonlStore>>>,
+    /// The model `/model` switched to, read by the `agent/request`
+    /// listener (see [`Stack::set_model`]); `None`: the resolved model.
+    model_override: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 /// A session claimed by [`Stack::prepare_session`], ready for
@@ -289,6 +292,14 @@ impl Stack {
         });
         let compactor = dsh_compaction::Compactor::new(resolved.compaction.clone(), llm.clone());
         scope.add(compactor.install(&agents));
+        // Prepended after the compactor, so it runs first and a
+        // compaction's summary request goes to the switched model too.
+        let model_override = Arc::new(std::sync::Mutex::new(None));
+        scope.add(install_model_override(
+            &agents,
+            resolved.model.clone(),
+            model_override.clone(),
+        ));
         let mut resolved_warnings = resolved.warnings.clone();
         resolved_warnings.extend(
             skills
@@ -318,6 +329,7 @@ impl Stack {
             mcp: Vec::new(),
             warnings: std::sync::Mutex::new(resolved_warnings),
             persisting: std::sync::Mutex::new(None),
+            model_override,
         })
     }
 
@@ -351,6 +363,101 @@ impl Stack {
     /// whether the mode changed.
     pub fn set_plan_mode(&self, on: bool, source: &str, agent: Option<&dyn Agent>) -> bool {
         self.plan.set(on, source, agent)
+    }
+
+    /// The model the agents' next requests go to: the one
+    /// [`Stack::set_model`] switched to, else the resolved model.
+    pub fn model(&self) -> String {
+        dsh_kernel::sync::lock(&self.model_override)
+            .clone()
+            .unwrap_or_else(|| self.resolved.model.clone())
+    }
+
+    /// The models served (registered adapters), in registration order:
+    /// `echo`, then the DeepSeek models when a key is configured, then
+    /// any added with [`Stack::add_adapter`].
+    pub fn models(&self) -> Vec<String> {
+        self.llm.models()
+    }
+
+    /// Switches the model for the requests from now on (the next step of
+    /// a running turn included) of every agent on the resolved model —
+    /// the main agent, its sub-agents, agents created later (a
+    /// [`Stack::clear_session`] keeps the switch); an agent created with
+    /// another model keeps its own. The request log records each
+    /// request's model (`request/options`). When `agent` is given, its
+    /// session logs [`MODEL_CHANGE_EVENT`] (`{"model", "source"}`) and the
+    /// provider options again (`request/adapter`).
+    ///
+    /// # Errors
+    /// [`StackError::Usage`] when no adapter serves `name`, listing the
+    /// models served.
+    pub fn set_model(
+        &self,
+        name: &str,
+        source: &str,
+        agent: Option<&dyn Agent>,
+    ) -> Result<(), StackError> {
+        let models = self.models();
+        if !models.iter().any(|m| m == name) {
+            return Err(StackError::Usage(format!(
+                "unknown model \"{name}\"; available models: {}",
+                models.join(", ")
+            )));
+        }
+        *dsh_kernel::sync::lock(&self.model_override) =
+            (name != self.resolved.model).then(|| name.to_string());
+        if let Some(agent) = agent {
+            agent.session().append(EventPayload::Other {
+                kind: MODEL_CHANGE_EVENT.to_string(),
+                data: serde_json::json!({ "model": name, "source": source }),
+            });
+            crate::requests::log_adapter(agent, self.deepseek_for(name));
+        }
+        Ok(())
+    }
+
+    /// The DeepSeek configuration when it serves `model`.
+    fn deepseek_for(&self, model: &str) -> Option<&dsh_llm_deepseek::DeepSeekConfig> {
+        self.resolved
+            .deepseek
+            .as_ref()
+            .filter(|c| c.models.iter().any(|m| m == model))
+    }
+
+    /// The log file of session `id`, when sessions are persisted (it
+    /// exists once the session's first event was flushed).
+    pub fn session_path(&self, id: &str) -> Option<std::path::PathBuf> {
+        let store = dsh_kernel::sync::lock(&self.persisting).clone()?;
+        store.path_of(id).ok()
+    }
+
+    /// `/clear`: disposes `old` (waiting for it; its log is flushed and
+    /// complete on disk), then creates a fresh `main` agent in a new
+    /// session (new id, empty history) and announces the permission mode
+    /// to it ([`Stack::announce_permission`]). The stack's switches carry
+    /// over: the permission mode, a [`Stack::set_model`] switch, and plan
+    /// mode (logged and told to the new model when on).
+    ///
+    /// # Errors
+    /// As [`Stack::create_agent`]; `old` is disposed then.
+    pub async fn clear_session(&self, old: AgentHandle) -> Result<AgentHandle, StackError> {
+        old.dispose().await;
+        let handle = self.create_agent(None)?;
+        let agent = handle.agent();
+        self.announce_permission(agent.as_ref());
+        if let Some(model) = dsh_kernel::sync::lock(&self.model_override).clone() {
+            agent.session().append(EventPayload::Other {
+                kind: MODEL_CHANGE_EVENT.to_string(),
+                data: serde_json::json!({ "model": model, "source": "/clear" }),
+            });
+        }
+        if self.plan.is_active() {
+            // Off then on: the new session logs the mode and its model is told.
+            self.plan.set(false, "/clear", None);
+            self.plan.set(true, "/clear", Some(agent.as_ref()));
+        }
+        Ok(handle)
     }
 
     /// The agent's current todo list: the last `todo/update` of its session
@@ -608,7 +715,8 @@ impl Stack {
         agent: &Arc<dyn Agent>,
         focus: Option<&str>,
     ) -> Result<dsh_compaction::Outcome, StackError> {
-        if self.resolved.model == ECHO_MODEL {
+        let model = self.model();
+        if model == ECHO_MODEL {
             return Err(StackError::Usage(NEEDS_MODEL.to_string()));
         }
         let assembly = self.prompt.assemble().await;
@@ -617,7 +725,7 @@ impl Stack {
             self.resolved.system_prompt.as_deref(),
         );
         let request = dsh_llm::ModelRequest {
-            model: self.resolved.model.clone(),
+            model,
             system: (!system.is_empty()).then_some(system),
             tools: (!assembly.tools.is_empty()).then_some(assembly.tools),
             ..Default::default()
@@ -634,12 +742,7 @@ impl Stack {
     /// once its listeners are in place, before the first turn.
     pub fn announce_permission(&self, agent: &dyn Agent) {
         log_permission(agent, self.permission(), &self.resolved.permission_source);
-        let deepseek = self
-            .resolved
-            .deepseek
-            .as_ref()
-            .filter(|_| self.resolved.model != ECHO_MODEL);
-        crate::requests::log_adapter(agent, deepseek);
+        crate::requests::log_adapter(agent, self.deepseek_for(&self.model()));
     }
 
     /// Persistence starts with the first agent (or resumed session):
@@ -713,6 +816,30 @@ pub const MAIN_AGENT_ID: &str = "main";
 
 /// Why a compaction cannot run on the offline echo model.
 pub const NEEDS_MODEL: &str = "compaction needs a model to write the summary, and the offline echo model cannot: set DEEPSEEK_API_KEY (or [deepseek] api_key) and pick a model with --model";
+
+/// The kind of the log-only event that records a model switch
+/// ([`Stack::set_model`]): `{"model": …, "source": …}`.
+pub const MODEL_CHANGE_EVENT: &str = "model/change";
+
+/// Rewrites the model of requests on `default` to the override, when one
+/// is set.
+fn install_model_override(
+    agents: &AgentRegistry,
+    default: String,
+    model: Arc<std::sync::Mutex<Option<String>>>,
+) -> Registration {
+    agents
+        .hooks()
+        .request
+        .prepend(move |mut ctx: dsh_agent::RequestContext, next| {
+            if let Some(m) = dsh_kernel::sync::lock(&model).clone() {
+                if ctx.request.model == default {
+                    ctx.request.model = m;
+                }
+            }
+            next.run(ctx)
+        })
+}
 
 /// The kind of the log-only event that records the permission mode.
 pub const SANDBOX_MODE_EVENT: &str = "sandbox/mode";

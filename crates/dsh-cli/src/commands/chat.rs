@@ -6,6 +6,12 @@
 //! sent in turn (each waits for the previous turn) and the process exits when
 //! the work is done; a line that is not UTF-8 is reported and skipped.
 //!
+//! Chat commands (`/help`, `/model`, `/permission`, `/plan`, `/compact`,
+//! `/todo`, `/session`, `/clear`, `/exit`; the table is
+//! [`dsh::commands::SLASH_COMMANDS`]) run in both modes; an unknown
+//! `/word` is answered and never sent, a path like `/etc/hosts` is a
+//! message. Tab completes them on a terminal ([`crate::complete`]).
+//!
 //! A call that needs approval (an escalation out of the permission mode) is
 //! asked about on the terminal ([`crate::approve`]); the next line answers
 //! it and Ctrl-C denies it. `/plan` turns plan mode on (`/plan off` off;
@@ -25,6 +31,7 @@ use std::sync::Arc;
 use clap::Args;
 use dsh::hooks::PromptDecision;
 use dsh_agent::{Agent, AgentStatus};
+use dsh_agent_loop::AgentHandle;
 use dsh_llm::MessageSource;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
@@ -32,6 +39,7 @@ use tokio::sync::{mpsc, watch};
 use crate::app::{App, StackArgs};
 use crate::approve::TerminalPerson;
 use crate::commands::{block_on, start_agent, wait_turn_end, TurnEnds};
+use crate::complete::LineCompletion;
 use crate::render::{self, Printer, Style};
 use crate::signals::Stop;
 
@@ -65,6 +73,7 @@ async fn chat_session(args: ChatArgs) -> u8 {
     };
     let agent = handle.agent();
     let session_id = agent.session().id().to_string();
+    let mut slot = Some(handle);
     let interactive = std::io::stdin().is_terminal();
     let on_terminal = interactive && std::io::stdout().is_terminal();
     let (printer, printer_reg) = render::install(&app, &session_id, Style::detect(), on_terminal);
@@ -84,7 +93,7 @@ async fn chat_session(args: ChatArgs) -> u8 {
         let person = TerminalPerson::new(printer.clone());
         app.approver.set_person(Some(person.clone()));
         let (title, title_reg) = title_after_first_turn(&app);
-        stopped = interactive_loop(&app, &agent, &printer, &person, status_rx).await;
+        stopped = interactive_loop(&app, &mut slot, &printer, &person, status_rx).await;
         app.approver.set_person(None);
         status_reg.undo();
         title_reg.undo();
@@ -94,22 +103,28 @@ async fn chat_session(args: ChatArgs) -> u8 {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(3), task).await;
         }
     } else {
-        stopped = piped_loop(&app, &agent, &turn_ends).await;
+        stopped = piped_loop(&app, &mut slot, &printer, &turn_ends).await;
     }
     printer_reg.undo();
+    // After a failed /clear there is no agent left (and no session to name).
+    let session_id = slot.as_ref().map(|h| h.agent().session().id().to_string());
+    let cleared_failed = session_id.is_none();
     crate::commands::shutdown_bounded(async {
-        handle.dispose().await;
+        if let Some(handle) = slot {
+            handle.dispose().await;
+        }
         app.shutdown().await;
     })
     .await;
     if let Some(stop) = stopped {
         eprintln!("dsh: {}", stop.reason());
     }
-    if interactive {
-        eprintln!("session saved: {session_id} (resume with `dsh chat --resume {session_id}`)");
+    if let (true, Some(id)) = (interactive, &session_id) {
+        eprintln!("session saved: {id} (resume with `dsh chat --resume {id}`)");
     }
     match stopped {
         Some(stop) if stop != Stop::Interrupt => stop.exit_code(),
+        _ if cleared_failed => 1,
         _ => printer.output_code(),
     }
 }
@@ -178,13 +193,20 @@ impl TerminalMode {
     }
 }
 
-/// Sends each non-empty stdin line as a message and waits for its turn.
-/// Returns the signal that ended it, if one did.
-async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> Option<Stop> {
+/// Sends each non-empty stdin line as a message and waits for its turn;
+/// chat commands run in line order too. Returns the signal that ended it,
+/// if one did.
+async fn piped_loop(
+    app: &App,
+    slot: &mut Option<AgentHandle>,
+    printer: &Arc<Printer>,
+    turn_ends: &TurnEnds,
+) -> Option<Stop> {
     let mut input = tokio::io::BufReader::new(tokio::io::stdin());
     let mut signals = crate::signals::get();
     let mut line_no = 0usize;
     loop {
+        let agent = slot.as_ref()?.agent();
         let mut bytes = Vec::new();
         let read = tokio::select! {
             r = input.read_until(b'\n', &mut bytes) => r,
@@ -209,19 +231,15 @@ async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> 
         if line.trim().is_empty() {
             continue;
         }
-        if let Some(reply) = chat_command(app, agent.as_ref(), &line) {
-            eprintln!("{reply}");
+        if let Some(action) = chat_command(app, &agent, printer, &line, false).await {
+            match action {
+                Action::Reply(reply) => eprintln!("{reply}"),
+                Action::Exit => return None,
+                Action::Clear => eprintln!("{}", clear(app, slot, printer).await),
+            }
             continue;
         }
-        if let Some(reply) = plan_command(app, agent.as_ref(), &line) {
-            eprintln!("{reply}");
-            continue;
-        }
-        if let Some(focus) = compact_command(&line) {
-            eprintln!("{}", compact(app, agent, focus.as_deref(), false).await);
-            continue;
-        }
-        let blocks = match app.submit_prompt(agent, &line).await {
+        let blocks = match app.submit_prompt(&agent, &line).await {
             PromptDecision::Send(blocks) => blocks,
             PromptDecision::Blocked(reason) => {
                 eprintln!("dsh: {}", dsh::hooks::blocked_prompt_message(&reason));
@@ -243,70 +261,164 @@ async fn piped_loop(app: &App, agent: &Arc<dyn Agent>, turn_ends: &TurnEnds) -> 
     }
 }
 
-/// The reply to a chat command (`/permission [MODE]`), or `None` when
-/// `line` is a message for the model. Unknown `/words` are messages: a
-/// path like `/etc/hosts` must reach the model.
-fn chat_command(app: &App, agent: &dyn Agent, line: &str) -> Option<String> {
-    let mut words = line.split_whitespace();
-    if words.next()? != "/permission" {
-        return None;
-    }
-    let current = app.permission();
-    Some(match (words.next(), words.next()) {
-        (None, _) => format!(
-            "permission mode: {current} (change with /permission read-only|workspace-write|danger-full-access)"
-        ),
-        (Some(arg), None) => match arg.parse::<dsh::SandboxMode>() {
-            Ok(mode) if mode == current => format!("permission mode is already {mode}"),
-            Ok(mode) => {
-                app.set_permission(mode, "/permission", Some(agent));
-                format!("permission mode: {mode} (was {current})")
+/// What the loop does after a chat command.
+enum Action {
+    /// Show the reply (already worded; may span lines).
+    Reply(String),
+    /// Leave chat (`/exit`), as Ctrl-D does.
+    Exit,
+    /// Start a new session (`/clear`, see [`clear`]).
+    Clear,
+}
+
+/// Runs the chat command `line` is ([`dsh::commands::parse`]), or `None`
+/// when it is a message for the model. An unknown `/word` is answered
+/// (never sent); a path like `/etc/hosts` is a message. `running`: a turn
+/// runs (`/compact` and `/clear` wait for it to end).
+async fn chat_command(
+    app: &App,
+    agent: &Arc<dyn Agent>,
+    printer: &Printer,
+    line: &str,
+    running: bool,
+) -> Option<Action> {
+    let (name, rest) = dsh::commands::parse(line)?;
+    let reply = match name {
+        "help" => help(),
+        "model" => model_command(app, agent.as_ref(), rest),
+        "permission" => permission_command(app, agent.as_ref(), rest),
+        "plan" => plan_command(app, agent.as_ref(), rest),
+        "compact" => compact(app, agent, (!rest.is_empty()).then_some(rest), running).await,
+        "todo" => {
+            let todos = app.todos(agent.as_ref());
+            if todos.is_empty() {
+                "no todo list".to_string()
+            } else {
+                printer.checklist(&todos)
             }
-            Err(e) => format!("dsh: {e}"),
-        },
-        (Some(_), Some(_)) => {
-            "dsh: usage: /permission [read-only|workspace-write|danger-full-access]".to_string()
         }
-    })
+        "session" => session_command(app, agent.as_ref()),
+        "clear" if running => {
+            "dsh: /clear runs between turns; try again when this one has ended (Ctrl-C aborts it)"
+                .to_string()
+        }
+        "clear" => return Some(Action::Clear),
+        "exit" => return Some(Action::Exit),
+        other => format!(
+            "dsh: unknown command /{other}; commands: {}",
+            dsh::commands::names()
+        ),
+    };
+    Some(Action::Reply(reply))
 }
 
-/// Whether `line` is a `/plan` command (its first word is `/plan`). The
-/// line reader waits for such a line to be handled before it prompts
-/// again, so the prompt shows the new mode.
-fn is_plan_line(line: &str) -> bool {
-    line.split_whitespace().next() == Some("/plan")
-}
-
-/// The reply to `/plan` (plan mode on), `/plan on` or `/plan off`, or
-/// `None` when `line` is no `/plan` command. The change is logged and
-/// announced to the model ([`dsh::Stack::set_plan_mode`]).
-fn plan_command(app: &App, agent: &dyn Agent, line: &str) -> Option<String> {
-    if !is_plan_line(line) {
-        return None;
+/// `/help`: one line per command, `/name [hint]` then what it does.
+fn help() -> String {
+    let usage = |c: &dsh::commands::SlashCommand| match c.hint {
+        Some(h) => format!("/{} [{h}]", c.name),
+        None => format!("/{}", c.name),
+    };
+    let width = dsh::commands::SLASH_COMMANDS
+        .iter()
+        .map(|c| usage(c).len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::from("commands:");
+    for c in dsh::commands::SLASH_COMMANDS {
+        out.push_str(&format!("\n  {:width$}  {}", usage(c), c.description));
     }
-    let mut words = line.split_whitespace().skip(1);
-    let on = match (words.next(), words.next()) {
-        (None | Some("on"), None) => true,
-        (Some("off"), None) => false,
-        _ => return Some("dsh: usage: /plan [on|off]".to_string()),
+    out
+}
+
+/// `/model [name]`: the model in use and the ones served, or a switch.
+fn model_command(app: &App, agent: &dyn Agent, rest: &str) -> String {
+    let current = app.model();
+    if rest.is_empty() {
+        return format!(
+            "model: {current} (models: {}; switch with /model NAME)",
+            app.models().join(", ")
+        );
+    }
+    if rest.contains(char::is_whitespace) {
+        return "dsh: usage: /model [NAME]".to_string();
+    }
+    if rest == current {
+        return format!("model is already {current}");
+    }
+    match app.set_model(rest, "/model", Some(agent)) {
+        Ok(()) => format!("model: {rest} (was {current}) for the next requests"),
+        Err(e) => format!("dsh: {e}"),
+    }
+}
+
+/// `/permission [mode]`: the mode in force, or a change.
+fn permission_command(app: &App, agent: &dyn Agent, rest: &str) -> String {
+    let current = app.permission();
+    let modes = dsh::commands::PERMISSION_MODES.join("|");
+    if rest.is_empty() {
+        return format!("permission mode: {current} (change with /permission {modes})");
+    }
+    if rest.contains(char::is_whitespace) {
+        return format!("dsh: usage: /permission [{modes}]");
+    }
+    match rest.parse::<dsh::SandboxMode>() {
+        Ok(mode) if mode == current => format!("permission mode is already {mode}"),
+        Ok(mode) => {
+            app.set_permission(mode, "/permission", Some(agent));
+            format!("permission mode: {mode} (was {current})")
+        }
+        Err(e) => format!("dsh: {e}"),
+    }
+}
+
+/// The reply to `/plan` (plan mode on), `/plan on` or `/plan off`. The
+/// change is logged and announced to the model
+/// ([`dsh::Stack::set_plan_mode`]).
+fn plan_command(app: &App, agent: &dyn Agent, rest: &str) -> String {
+    let on = match rest {
+        "" | "on" => true,
+        "off" => false,
+        _ => return "dsh: usage: /plan [on|off]".to_string(),
     };
     let changed = app.set_plan_mode(on, "/plan", Some(agent));
-    Some(match (on, changed) {
+    match (on, changed) {
         (true, true) => "plan mode: on — the model explores with read-only tools and presents a plan for you to approve; write, edit and bash are denied until then (/plan off leaves plan mode)".to_string(),
         (true, false) => "plan mode is already on (/plan off leaves it)".to_string(),
         (false, true) => "plan mode: off".to_string(),
         (false, false) => "plan mode is not on (/plan turns it on)".to_string(),
-    })
+    }
 }
 
-/// `Some(focus)` when `line` is `/compact [focus]`.
-fn compact_command(line: &str) -> Option<Option<String>> {
-    let rest = line.trim().strip_prefix("/compact")?;
-    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
-        return None;
+/// `/session`: the id, the log file and the token figures (the meter's
+/// last `context/usage`, the usage the provider reported).
+fn session_command(app: &App, agent: &dyn Agent) -> String {
+    let session = agent.session();
+    let id = session.id().to_string();
+    let log = match app.session_path(&id) {
+        Some(path) => path.display().to_string(),
+        None => "not saved (sessions kept in memory)".to_string(),
+    };
+    let events: Vec<dsh_session::SessionEvent> =
+        session.events().iter().map(|e| (**e).clone()).collect();
+    let context = events.iter().rev().find_map(|e| match &e.data {
+        dsh_session::EventPayload::Other { kind, data }
+            if kind == dsh_agent_loop::CONTEXT_USAGE_KIND =>
+        {
+            let field = |k: &str| data.get(k).and_then(serde_json::Value::as_u64);
+            Some((field("tokens")?, field("window")?))
+        }
+        _ => None,
+    });
+    let context = match context {
+        Some((tokens, window)) => dsh_session::format_usage(tokens, window),
+        None => "no request yet".to_string(),
+    };
+    let totals = dsh_session::session_stats(&events).tokens;
+    let mut reported = format!("input {}, output {}", totals.input, totals.output);
+    if let Some(c) = totals.cache_read {
+        reported.push_str(&format!(", cache read {c}"));
     }
-    let focus = rest.trim();
-    Some((!focus.is_empty()).then(|| focus.to_string()))
+    format!("session: {id}\nlog: {log}\ntokens: {context}; reported {reported}")
 }
 
 /// Runs `/compact` and says what it did.
@@ -317,6 +429,25 @@ async fn compact(app: &App, agent: &Arc<dyn Agent>, focus: Option<&str>, running
     match app.compact_now(agent, focus).await {
         Ok(outcome) => crate::commands::describe_compaction(&outcome, app.resolved.context_window),
         Err(e) => format!("dsh: {e}"),
+    }
+}
+
+/// `/clear`: the old agent is disposed (its log complete on disk) and a
+/// fresh one starts in a new session; the printer follows it. Returns
+/// what to tell the user. On failure `slot` is left empty and chat ends.
+async fn clear(app: &App, slot: &mut Option<AgentHandle>, printer: &Printer) -> String {
+    let Some(old) = slot.take() else {
+        return "dsh: no session to clear".to_string();
+    };
+    let old_id = old.agent().session().id().to_string();
+    match app.clear_session(old).await {
+        Ok(handle) => {
+            let id = handle.agent().session().id().to_string();
+            printer.follow(&id);
+            *slot = Some(handle);
+            format!("new session: {id} (history cleared; {old_id} is saved, resume it with `dsh chat --resume {old_id}`)")
+        }
+        Err(e) => format!("dsh: cannot start a new session: {e}"),
     }
 }
 
@@ -341,7 +472,7 @@ fn history_path() -> Option<PathBuf> {
 /// local guess: a turn can end and the next start without the prompt seeing it.
 async fn interactive_loop(
     app: &App,
-    agent: &Arc<dyn Agent>,
+    slot: &mut Option<AgentHandle>,
     printer: &Arc<Printer>,
     person: &Arc<TerminalPerson>,
     mut status: watch::Receiver<AgentStatus>,
@@ -353,11 +484,15 @@ async fn interactive_loop(
     let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
     let reader_person = person.clone();
     let plan = app.plan.clone();
-    std::thread::spawn(move || read_lines(tx, resume_rx, reader_person, plan));
+    let completion = LineCompletion {
+        models: app.models(),
+    };
+    std::thread::spawn(move || read_lines(tx, resume_rx, reader_person, plan, completion));
     // Set while the reader waits out an aborted turn (the terminal is then
     // in cooked mode, so a further Ctrl-C arrives as SIGINT, handled below).
     let mut resume_pending = false;
     loop {
+        let agent = &slot.as_ref()?.agent();
         let input = tokio::select! {
             input = rx.recv() => input,
             stop = signals.next() => {
@@ -415,11 +550,29 @@ async fn interactive_loop(
                 resume_pending = true;
             }
             Input::Line(line) => {
-                if is_plan_line(&line) {
-                    if !person.answer_line(&line) {
-                        if let Some(reply) = plan_command(app, agent.as_ref(), &line) {
-                            eprintln!("{reply}");
+                if dsh::commands::parse(&line).is_some() {
+                    // A pending question takes the line as its answer first.
+                    let action = if person.answer_line(&line) {
+                        None
+                    } else {
+                        chat_command(app, agent, printer, &line, running).await
+                    };
+                    match action {
+                        Some(Action::Reply(reply)) => {
+                            printer.say(&crate::sanitize::visible(&reply))
                         }
+                        Some(Action::Exit) => {
+                            if running {
+                                agent.abort(Some("user exit".into()));
+                                let _ = status.wait_for(|s| *s != AgentStatus::Running).await;
+                            }
+                            return None;
+                        }
+                        Some(Action::Clear) => {
+                            let reply = clear(app, slot, printer).await;
+                            printer.say(&crate::sanitize::visible(&reply));
+                        }
+                        None => {}
                     }
                     // The reader waits for this to prompt (with the mode) again.
                     let _ = resume_tx.send(());
@@ -429,15 +582,6 @@ async fn interactive_loop(
                     continue;
                 }
                 if line.trim().is_empty() {
-                    continue;
-                }
-                if let Some(reply) = chat_command(app, agent.as_ref(), &line) {
-                    eprintln!("{reply}");
-                    continue;
-                }
-                if let Some(focus) = compact_command(&line) {
-                    let reply = compact(app, agent, focus.as_deref(), running).await;
-                    printer.notice(&crate::sanitize::visible(&reply));
                     continue;
                 }
                 let blocks = match app.submit_prompt(agent, &line).await {
@@ -467,16 +611,19 @@ fn read_lines(
     resume: std::sync::mpsc::Receiver<()>,
     person: Arc<TerminalPerson>,
     plan: Arc<dsh::plan::PlanMode>,
+    completion: LineCompletion,
 ) {
     use rustyline::error::ReadlineError;
-    let mut editor = match rustyline::DefaultEditor::new() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("dsh: cannot start the line editor: {e}");
-            let _ = tx.send(Input::Eof);
-            return;
-        }
-    };
+    let mut editor =
+        match rustyline::Editor::<LineCompletion, rustyline::history::DefaultHistory>::new() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("dsh: cannot start the line editor: {e}");
+                let _ = tx.send(Input::Eof);
+                return;
+            }
+        };
+    editor.set_helper(Some(completion));
     let history = history_path();
     if let Some(h) = &history {
         // A missing history file is normal on first use.
@@ -500,11 +647,12 @@ fn read_lines(
         };
         let stop = matches!(input, Input::Eof);
         let interrupted = matches!(input, Input::Interrupt);
-        let plan_line = matches!(&input, Input::Line(l) if is_plan_line(l));
+        // A command's reply lands before the next prompt.
+        let command = matches!(&input, Input::Line(l) if dsh::commands::parse(l).is_some());
         if tx.send(input).is_err() || stop {
             break;
         }
-        if (interrupted || plan_line) && resume.recv().is_err() {
+        if (interrupted || command) && resume.recv().is_err() {
             break;
         }
     }

@@ -1,0 +1,174 @@
+//! The chat commands (`/help`, `/model`, …): one table every front end
+//! shares. `dsh chat` dispatches and completes from it; the ACP server
+//! advertises it (`available_commands_update`). The table says what a
+//! command is, never how a front end shows it.
+//!
+//! A line is a command when it starts with `/` followed by ASCII letters
+//! and then the end of the line or whitespace ([`parse`]): `/usr/bin/ls is
+//! broken` and `/ hello` are messages for the model, `/xyz` is a command
+//! (an unknown one, which a front end reports instead of sending).
+
+/// One chat command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlashCommand {
+    /// The name, without the slash (`model`).
+    pub name: &'static str,
+    /// What it does, one sentence.
+    pub description: &'static str,
+    /// The argument it takes, when it takes one (`name`, `mode`, `focus`);
+    /// always optional.
+    pub hint: Option<&'static str>,
+}
+
+/// Every chat command, in the order `/help` lists them.
+pub const SLASH_COMMANDS: &[SlashCommand] = &[
+    SlashCommand {
+        name: "help",
+        description: "List the chat commands",
+        hint: None,
+    },
+    SlashCommand {
+        name: "model",
+        description: "Show the model and the models served, or switch to another for the next turns",
+        hint: Some("name"),
+    },
+    SlashCommand {
+        name: "permission",
+        description: "Show the permission mode, or change it (read-only, workspace-write, danger-full-access)",
+        hint: Some("mode"),
+    },
+    SlashCommand {
+        name: "plan",
+        description: "Turn plan mode on (explore and present a plan before changing anything); /plan off leaves it",
+        hint: Some("on|off"),
+    },
+    SlashCommand {
+        name: "compact",
+        description: "Compact the conversation history now, optionally focusing the summary",
+        hint: Some("focus"),
+    },
+    SlashCommand {
+        name: "todo",
+        description: "Show the current todo list",
+        hint: None,
+    },
+    SlashCommand {
+        name: "session",
+        description: "Show the session id, its log file and its token usage",
+        hint: None,
+    },
+    SlashCommand {
+        name: "clear",
+        description: "Start a new session (empty history) in the same process",
+        hint: None,
+    },
+    SlashCommand {
+        name: "exit",
+        description: "Leave the chat",
+        hint: None,
+    },
+];
+
+/// The permission modes `/permission` accepts, for completion.
+pub const PERMISSION_MODES: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
+
+/// The command in `line`: `Some((name, rest))` when the line (leading
+/// whitespace ignored) is `/` + ASCII letters + end or whitespace; `rest`
+/// is the remainder, trimmed. The name may be no command of
+/// [`SLASH_COMMANDS`] ([`find`] says). `None`: a message for the model.
+pub fn parse(line: &str) -> Option<(&str, &str)> {
+    let body = line.trim_start().strip_prefix('/')?;
+    let end = body
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(body.len());
+    let (name, rest) = body.split_at(end);
+    if name.is_empty() || !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    Some((name, rest.trim()))
+}
+
+/// The command named `name` (without the slash), if there is one.
+pub fn find(name: &str) -> Option<&'static SlashCommand> {
+    SLASH_COMMANDS.iter().find(|c| c.name == name)
+}
+
+/// The names (without the slash) of the commands starting with `prefix`
+/// (without the slash), in table order; all of them for `""`.
+pub fn complete(prefix: &str) -> Vec<&'static str> {
+    SLASH_COMMANDS
+        .iter()
+        .map(|c| c.name)
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// `/help, /model, …`: every command name with its slash, comma-separated.
+pub fn names() -> String {
+    SLASH_COMMANDS
+        .iter()
+        .map(|c| format!("/{}", c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_lists_the_nine_in_order() {
+        let names: Vec<_> = SLASH_COMMANDS.iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "help",
+                "model",
+                "permission",
+                "plan",
+                "compact",
+                "todo",
+                "session",
+                "clear",
+                "exit"
+            ]
+        );
+        assert_eq!(find("model").and_then(|c| c.hint), Some("name"));
+        assert_eq!(find("permission").and_then(|c| c.hint), Some("mode"));
+        assert_eq!(find("compact").and_then(|c| c.hint), Some("focus"));
+        assert!(find("nope").is_none());
+        assert!(SLASH_COMMANDS.iter().all(|c| !c.description.is_empty()));
+    }
+
+    #[test]
+    fn parse_takes_slash_words_only() {
+        assert_eq!(parse("/help"), Some(("help", "")));
+        assert_eq!(
+            parse("  /model  deepseek-v4-pro "),
+            Some(("model", "deepseek-v4-pro"))
+        );
+        assert_eq!(
+            parse("/compact keep the API notes"),
+            Some(("compact", "keep the API notes"))
+        );
+        assert_eq!(parse("/xyz"), Some(("xyz", "")));
+        assert_eq!(parse("/usr/bin/ls is broken"), None);
+        assert_eq!(parse("/etc/hosts"), None);
+        assert_eq!(parse("/ hello"), None);
+        assert_eq!(parse("/"), None);
+        assert_eq!(parse("/v2 api"), None);
+        assert_eq!(parse("hello /help"), None);
+        assert_eq!(parse("/plan\toff"), Some(("plan", "off")));
+    }
+
+    #[test]
+    fn complete_by_prefix_in_table_order() {
+        assert_eq!(complete("per"), ["permission"]);
+        assert_eq!(complete("p"), ["permission", "plan"]);
+        assert_eq!(complete("c"), ["compact", "clear"]);
+        assert_eq!(complete("").len(), SLASH_COMMANDS.len());
+        assert!(complete("zz").is_empty());
+        assert!(names().starts_with("/help, /model, /permission"));
+        assert!(names().ends_with("/clear, /exit"));
+    }
+}
