@@ -1,51 +1,40 @@
-//! Slash commands in ACP prompts. A client sends a command the agent
-//! advertised (`available_commands_update`) as a prompt whose text starts
-//! with `/name`; dsh answers it without a model turn, as agent text, and
-//! the prompt ends with `end_turn`.
+//! Slash commands in ACP prompts. dsh advertises the chat's command table
+//! ([`dsh::commands::SLASH_COMMANDS`]) in `available_commands_update`; a
+//! client sends one as a prompt whose text starts with `/name`, and dsh
+//! answers it without a model turn, as agent text (the prompt ends with
+//! `end_turn`). `/clear` starts a new dsh session under the same ACP
+//! session and `/exit` ends the ACP session; the server handles those two.
 
 use dsh::{SandboxMode, Stack};
 use dsh_agent::Agent;
 use std::sync::Arc;
 
-/// The commands advertised to ACP clients: `(name, description)`, those
-/// of `dsh chat` that make sense in an editor.
-pub const COMMANDS: &[(&str, &str)] = &[
-    ("help", "List the commands"),
-    (
-        "permission",
-        "Show or set the permission mode: read-only, workspace-write, danger-full-access",
-    ),
-    ("plan", "Turn plan mode on (/plan) or off (/plan off)"),
-    (
-        "compact",
-        "Compact the conversation, optionally with a focus",
-    ),
-    ("todo", "Show the todo list"),
-    (
-        "session",
-        "Show the session id, its log file and the context meter",
-    ),
-];
-
-/// `/name rest` when `text` is a command advertised here.
+/// `/name rest` when `text` is one of the chat's commands.
 pub fn parse(text: &str) -> Option<(&str, &str)> {
-    let rest = text.trim().strip_prefix('/')?;
-    let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-    COMMANDS
-        .iter()
-        .any(|(n, _)| *n == name)
-        .then(|| (name, args.trim()))
+    dsh::commands::parse(text.trim()).filter(|(name, _)| dsh::commands::find(name).is_some())
 }
 
 /// Runs command `name` with `args` on the session's stack and agent;
 /// returns the text to show.
 pub async fn run(stack: &Stack, agent: &Arc<dyn Agent>, name: &str, args: &str) -> String {
     match name {
-        "help" => COMMANDS
+        "help" => dsh::commands::SLASH_COMMANDS
             .iter()
-            .map(|(n, d)| format!("/{n}: {d}"))
+            .map(|c| match c.hint {
+                Some(h) => format!("/{} [{h}]: {}", c.name, c.description),
+                None => format!("/{}: {}", c.name, c.description),
+            })
             .collect::<Vec<_>>()
             .join("\n"),
+        "model" if args.is_empty() => format!(
+            "model: {} (models: {})",
+            stack.model(),
+            stack.models().join(", ")
+        ),
+        "model" => match stack.set_model(args, "/model", Some(agent.as_ref())) {
+            Ok(()) => format!("model: {args} for the next requests"),
+            Err(e) => e.to_string(),
+        },
         "permission" if args.is_empty() => {
             format!("permission mode: {}", stack.permission().as_str())
         }
@@ -96,8 +85,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_advertised_commands_parse() {
+    fn only_the_chats_commands_parse() {
         assert_eq!(parse("/plan off"), Some(("plan", "off")));
+        assert_eq!(parse("/clear"), Some(("clear", "")));
         assert_eq!(parse("  /help"), Some(("help", "")));
         assert_eq!(
             parse("/compact  the parser "),

@@ -25,13 +25,14 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    AgentCapabilities, AvailableCommand, AvailableCommandsUpdate, CancelNotification,
-    ContentBlock as AcpBlock, CurrentModeUpdate, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse,
-    PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
-    ToolCallUpdate, ToolCallUpdateFields,
+    AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
+    CancelNotification, ContentBlock as AcpBlock, CurrentModeUpdate, InitializeRequest,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
+    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionMode,
+    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
+    UnstructuredCommandInput,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use dsh::{SandboxMode, Settings, Stack};
@@ -58,9 +59,16 @@ pub const MODES: &[(&str, &str)] = &[
 struct Live {
     stack: Arc<Stack>,
     handle: Mutex<Option<AgentHandle>>,
-    agent: Arc<dyn dsh_agent::Agent>,
+    /// The dsh agent (a new one after `/clear`).
+    agent: Mutex<Arc<dyn dsh_agent::Agent>>,
     /// The listener streaming the agent's events to the client.
     stream: Mutex<dsh_kernel::Registration>,
+}
+
+impl Live {
+    fn agent(&self) -> Arc<dyn dsh_agent::Agent> {
+        lock(&self.agent).clone()
+    }
 }
 
 /// The server's state.
@@ -167,7 +175,7 @@ pub async fn serve(
         .on_receive_notification(
             async move |n: CancelNotification, _cx| {
                 if let Some(live) = s6.live(n.session_id.to_string().as_str()) {
-                    live.agent.abort(Some("cancelled by the client".into()));
+                    live.agent().abort(Some("cancelled by the client".into()));
                 }
                 Ok(())
             },
@@ -196,9 +204,17 @@ fn invalid_params(message: String) -> agent_client_protocol::Error {
 
 /// Sends the slash commands dsh's chat knows (`available_commands_update`).
 fn announce_commands(cx: &Conn, session: &str) {
-    let commands: Vec<AvailableCommand> = commands::COMMANDS
+    let commands: Vec<AvailableCommand> = dsh::commands::SLASH_COMMANDS
         .iter()
-        .map(|(name, description)| AvailableCommand::new(*name, *description))
+        .map(|c| {
+            let command = AvailableCommand::new(c.name, c.description);
+            match c.hint {
+                Some(hint) => command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(hint),
+                )),
+                None => command,
+            }
+        })
         .collect();
     let _ = cx.send_notification(SessionNotification::new(
         session.to_string(),
@@ -249,7 +265,7 @@ impl Server {
             updates::replay(cx, &id, &seed);
         }
         let stack = Arc::new(stack);
-        let stream = updates::stream(cx.clone(), id.clone(), &stack);
+        let stream = updates::stream(cx.clone(), id.clone(), id.clone(), &stack);
         stack.approver.set_person(Some(Arc::new(Asker {
             cx: cx.clone(),
             session: id.clone(),
@@ -261,7 +277,7 @@ impl Server {
             Arc::new(Live {
                 stack,
                 handle: Mutex::new(Some(handle)),
-                agent,
+                agent: Mutex::new(agent),
                 stream: Mutex::new(stream),
             }),
         );
@@ -277,15 +293,23 @@ impl Server {
             .ok_or_else(|| format!("no session \"{id}\" (create it with session/new)"))?;
         let text = prompt_text(&req.prompt);
         if let Some((name, args)) = commands::parse(&text) {
-            let reply = commands::run(&live.stack, &live.agent, name, args).await;
+            let reply = match name {
+                "clear" => self.clear(cx, &id, &live).await,
+                "exit" => {
+                    self.end(&id).await;
+                    "session ended; open a new one to go on".to_string()
+                }
+                _ => commands::run(&live.stack, &live.agent(), name, args).await,
+            };
             updates::say(cx, &id, &reply);
             return Ok(StopReason::EndTurn);
         }
+        let agent = live.agent();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let tx = Mutex::new(Some(tx));
         let finish = Arc::new(Mutex::new(None));
         let seen = finish.clone();
-        let main = live.agent.id().clone();
+        let main = agent.id().clone();
         let listener = live.stack.agents.hooks().event.on(move |e| {
             if *e.agent.id() != main {
                 return;
@@ -304,14 +328,14 @@ impl Server {
                 _ => {}
             }
         });
-        let content = match live.stack.submit_prompt(&live.agent, &text).await {
+        let content = match live.stack.submit_prompt(&agent, &text).await {
             dsh::hooks::PromptDecision::Send(content) => content,
             dsh::hooks::PromptDecision::Blocked(reason) => {
                 listener.undo();
                 return Err(format!("the prompt was blocked by a hook: {reason}"));
             }
         };
-        if let Err(e) = live.agent.send(content, MessageSource::User) {
+        if let Err(e) = agent.send(content, MessageSource::User) {
             listener.undo();
             return Err(e.to_string());
         }
@@ -321,13 +345,47 @@ impl Server {
         Ok(stop_reason(reason.as_ref(), finish.as_ref()))
     }
 
+    /// `/clear`: a new dsh session (empty history) under the same ACP
+    /// session; the old one is saved.
+    async fn clear(&self, cx: &Conn, acp_id: &str, live: &Live) -> String {
+        let old = lock(&live.handle).take();
+        let Some(old) = old else {
+            return "cannot clear: the session has no agent".to_string();
+        };
+        let old_id = old.agent().session().id().to_string();
+        match live.stack.clear_session(old).await {
+            Ok(handle) => {
+                let agent = handle.agent();
+                let new_id = agent.session().id().to_string();
+                *lock(&live.agent) = agent;
+                *lock(&live.handle) = Some(handle);
+                let stream =
+                    updates::stream(cx.clone(), acp_id.to_string(), new_id.clone(), &live.stack);
+                std::mem::replace(&mut *lock(&live.stream), stream).undo();
+                format!("new session: {new_id} (history cleared; {old_id} is saved)")
+            }
+            Err(e) => format!("cannot clear: {e}"),
+        }
+    }
+
+    /// `/exit`: ends the ACP session (its agent disposed, its stack shut
+    /// down once the running prompt let go of it).
+    async fn end(&self, acp_id: &str) {
+        let live = lock(&self.sessions).remove(acp_id);
+        if let Some(live) = live {
+            // The prompt running `/exit` holds the session: close it after.
+            tokio::spawn(close(live, "/exit"));
+        }
+    }
+
     /// `session/set_mode`: a permission preset (leaving plan mode) or plan
     /// mode.
     fn set_mode(&self, cx: &Conn, session: &str, mode: &str) -> Result<(), String> {
         let live = self
             .live(session)
             .ok_or_else(|| format!("no session \"{session}\""))?;
-        let agent = live.agent.as_ref();
+        let agent = live.agent();
+        let agent = agent.as_ref();
         if mode == "plan" {
             live.stack.set_plan_mode(true, "acp", Some(agent));
         } else {
@@ -350,35 +408,44 @@ impl Server {
     /// stack down (logs flushed, MCP servers and commands stopped).
     async fn shutdown(&self) {
         let all: Vec<Arc<Live>> = lock(&self.sessions).drain().map(|(_, l)| l).collect();
-        for mut live in all {
-            live.agent.abort(Some("the client disconnected".into()));
-            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-            let live = loop {
-                match Arc::try_unwrap(live) {
-                    Ok(live) => break Some(live),
-                    Err(still) if tokio::time::Instant::now() < deadline => {
-                        live = still;
-                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                    }
-                    Err(_) => break None,
-                }
-            };
-            let Some(live) = live else {
-                tracing::warn!(target: "dsh_acp", "a session was still in use at shutdown");
-                continue;
-            };
-            let handle = lock(&live.handle).take();
-            if let Some(h) = handle {
-                h.dispose().await;
+        for live in all {
+            close(live, "the client disconnected").await;
+        }
+    }
+}
+
+/// Ends a session: aborts its turn, waits (up to 5 s) for prompt tasks to
+/// let go of it, disposes the agent and shuts the stack down (logs
+/// flushed, MCP servers and commands stopped).
+async fn close(mut live: Arc<Live>, why: &str) {
+    live.agent().abort(Some(why.to_string()));
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    let live = loop {
+        match Arc::try_unwrap(live) {
+            Ok(live) => break Some(live),
+            Err(still) if tokio::time::Instant::now() < deadline => {
+                live = still;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
-            match live.stream.into_inner() {
-                Ok(r) => r.undo(),
-                Err(poisoned) => poisoned.into_inner().undo(),
-            }
-            match Arc::try_unwrap(live.stack) {
-                Ok(stack) => stack.shutdown().await,
-                Err(_) => tracing::warn!(target: "dsh_acp", "a stack was still in use at shutdown"),
-            }
+            Err(_) => break None,
+        }
+    };
+    let Some(live) = live else {
+        tracing::warn!(target: "dsh_acp", "a session was still in use when it closed");
+        return;
+    };
+    let handle = lock(&live.handle).take();
+    if let Some(h) = handle {
+        h.dispose().await;
+    }
+    match live.stream.into_inner() {
+        Ok(r) => r.undo(),
+        Err(poisoned) => poisoned.into_inner().undo(),
+    }
+    match Arc::try_unwrap(live.stack) {
+        Ok(stack) => stack.shutdown().await,
+        Err(_) => {
+            tracing::warn!(target: "dsh_acp", "a stack was still in use when its session closed")
         }
     }
 }

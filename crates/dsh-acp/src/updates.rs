@@ -154,14 +154,14 @@ fn plan_update(data: &Value) -> Option<SessionUpdate> {
     Some(SessionUpdate::Plan(Plan::new(entries)))
 }
 
-/// Streams the session `id` of `stack` to the client from now on; undo
-/// stops it.
-pub(crate) fn stream(cx: Conn, id: String, stack: &Arc<Stack>) -> Registration {
+/// Streams the dsh session `dsh_id` of `stack` to the client as updates
+/// of ACP session `id` from now on; undo stops it.
+pub(crate) fn stream(cx: Conn, id: String, dsh_id: String, stack: &Arc<Stack>) -> Registration {
     let cwd = stack.resolved.cwd.clone();
     // The text of each file a write or edit is about to change.
     let before: Mutex<HashMap<String, (PathBuf, Option<String>)>> = Mutex::new(HashMap::new());
     stack.store.on_event().on(move |(session, event)| {
-        if session.id().as_str() != id {
+        if session.id().as_str() != dsh_id {
             return;
         }
         match &event.data {

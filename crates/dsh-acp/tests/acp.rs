@@ -538,17 +538,55 @@ async fn advertised_slash_commands_run_without_a_model_turn() {
             s.clear();
             prompt(&cx, &id, "/todo").await;
             assert_eq!(s.text(), "no todo list");
+            s.clear();
+            prompt(&cx, &id, "/model").await;
+            assert_eq!(s.text(), "model: echo (models: echo)");
+            s.clear();
+            prompt(&cx, &id, "/model nope").await;
+            assert!(
+                s.text().starts_with("unknown model \"nope\""),
+                "{}",
+                s.text()
+            );
+            // /clear: a new dsh session under the same ACP session, which goes on.
+            s.clear();
+            prompt(&cx, &id, "/clear").await;
+            assert!(s.text().starts_with("new session: s-"), "{}", s.text());
+            assert!(s.text().contains(&format!("{id} is saved")), "{}", s.text());
+            s.clear();
+            assert_eq!(
+                prompt(&cx, &id, "echo after clear").await,
+                StopReason::EndTurn
+            );
+            assert!(
+                s.text().ends_with("The echo tool says: after clear"),
+                "{}",
+                s.text()
+            );
+            // /exit ends it: the next prompt is an error.
+            prompt(&cx, &id, "/exit").await;
+            let after = cx
+                .send_request(PromptRequest::new(
+                    id.clone(),
+                    vec![ContentBlock::Text(TextContent::new("echo gone"))],
+                ))
+                .block_task()
+                .await;
+            assert!(after.is_err(), "{after:?}");
             Ok(())
         },
     )
     .await;
+    // The first session's log: no turn ran in it.
     let sessions = home.path().join("sessions");
-    let log = std::fs::read_dir(&sessions)
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&sessions)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .unwrap();
-    let text = std::fs::read_to_string(log).unwrap();
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    logs.sort();
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    let text = std::fs::read_to_string(&logs[0]).unwrap();
     // No turn ran: the log has no user message.
     assert!(!text.contains("\"type\":\"user/message\""), "{text}");
     assert!(text.contains("\"mode\":\"read-only\""), "{text}");
