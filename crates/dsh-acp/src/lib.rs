@@ -10,13 +10,17 @@
 //! how it ended), `session/cancel` and `session/set_mode` (the permission
 //! presets and plan mode). While a turn runs, its events stream to the
 //! client ([`updates`]); an approval question becomes
-//! `session/request_permission`.
+//! `session/request_permission`. A client that serves files
+//! (`fs.readTextFile`/`fs.writeTextFile`) gets the file tools' reads and
+//! writes ([`files`]); bash still runs locally (the terminal capability is
+//! not used).
 //!
 //! Nothing but protocol messages is written to stdout: logs go to stderr.
 
 #![warn(missing_docs)]
 
 pub mod commands;
+mod files;
 pub mod updates;
 
 use std::collections::HashMap;
@@ -26,13 +30,13 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
-    CancelNotification, ContentBlock as AcpBlock, CurrentModeUpdate, InitializeRequest,
-    InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
-    NewSessionResponse, PermissionOption, PermissionOptionKind, PromptCapabilities, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionMode,
-    SessionModeState, SessionNotification, SessionUpdate, SetSessionModeRequest,
-    SetSessionModeResponse, StopReason, ToolCallUpdate, ToolCallUpdateFields,
-    UnstructuredCommandInput,
+    CancelNotification, ContentBlock as AcpBlock, CurrentModeUpdate, FileSystemCapabilities,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer,
+    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
+    PromptCapabilities, PromptRequest, PromptResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate,
+    ToolCallUpdateFields, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use dsh::{SandboxMode, Settings, Stack};
@@ -42,6 +46,8 @@ use dsh_kernel::BoxFuture;
 use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventPayload, TurnEndReason};
 use dsh_tools::{Approval, Question, ToolCall};
+
+use crate::files::ClientFiles;
 
 /// The connection to the client, as handlers and tasks see it.
 type Conn = agent_client_protocol::v1::ConnectionTo<Client>;
@@ -63,6 +69,9 @@ struct Live {
     agent: Mutex<Arc<dyn dsh_agent::Agent>>,
     /// The listener streaming the agent's events to the client.
     stream: Mutex<dsh_kernel::Registration>,
+    /// The client's files, when it serves them (the file tools go through
+    /// them).
+    files: Option<Arc<ClientFiles>>,
 }
 
 impl Live {
@@ -77,6 +86,8 @@ struct Server {
     /// session's `cwd` replaces `settings.cwd`.
     settings: Settings,
     sessions: Mutex<HashMap<String, Arc<Live>>>,
+    /// What the client's `initialize` said it serves of its file system.
+    client_fs: Mutex<FileSystemCapabilities>,
 }
 
 /// Serves ACP over `transport` until the client disconnects, then shuts
@@ -91,6 +102,7 @@ pub async fn serve(
     let server = Arc::new(Server {
         settings,
         sessions: Mutex::new(HashMap::new()),
+        client_fs: Mutex::new(FileSystemCapabilities::default()),
     });
     let (s1, s2, s3, s4, s5, s6) = (
         server.clone(),
@@ -105,7 +117,7 @@ pub async fn serve(
         .name("dsh")
         .on_receive_request(
             async move |req: InitializeRequest, responder, _cx| {
-                let _ = &s1;
+                *lock(&s1.client_fs) = req.client_capabilities.fs.clone();
                 responder.respond(initialize_response(&req))
             },
             agent_client_protocol::on_receive_request!(),
@@ -265,7 +277,11 @@ impl Server {
             updates::replay(cx, &id, &seed);
         }
         let stack = Arc::new(stack);
-        let stream = updates::stream(cx.clone(), id.clone(), id.clone(), &stack);
+        let files = ClientFiles::of(cx, &id, &lock(&self.client_fs)).map(Arc::new);
+        if let Some(f) = &files {
+            stack.files.set_editor(Some(f.clone()));
+        }
+        let stream = updates::stream(cx.clone(), id.clone(), id.clone(), &stack, files.clone());
         stack.approver.set_person(Some(Arc::new(Asker {
             cx: cx.clone(),
             session: id.clone(),
@@ -279,6 +295,7 @@ impl Server {
                 handle: Mutex::new(Some(handle)),
                 agent: Mutex::new(agent),
                 stream: Mutex::new(stream),
+                files,
             }),
         );
         Ok((id, modes))
@@ -359,8 +376,13 @@ impl Server {
                 let new_id = agent.session().id().to_string();
                 *lock(&live.agent) = agent;
                 *lock(&live.handle) = Some(handle);
-                let stream =
-                    updates::stream(cx.clone(), acp_id.to_string(), new_id.clone(), &live.stack);
+                let stream = updates::stream(
+                    cx.clone(),
+                    acp_id.to_string(),
+                    new_id.clone(),
+                    &live.stack,
+                    live.files.clone(),
+                );
                 std::mem::replace(&mut *lock(&live.stream), stream).undo();
                 format!("new session: {new_id} (history cleared; {old_id} is saved)")
             }

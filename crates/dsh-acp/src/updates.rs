@@ -5,8 +5,10 @@
 //! `in_progress`, a title from the tool and its arguments, a `kind`, the
 //! file as its location for file tools, the arguments as `rawInput`), its
 //! result `tool_call_update` (`completed` or `failed`, the result text; for
-//! a successful `write` or `edit`, a `diff` item with the file's text
-//! before and after); `todo/update` becomes a `plan`.
+//! a successful `write`, `edit` or `str_replace_editor` change, a `diff`
+//! item with the file's text before and after: as the client took it when
+//! it serves files, else as read from the disk around the call);
+//! `todo/update` becomes a `plan`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,9 +25,11 @@ use dsh_kernel::sync::lock;
 use dsh_kernel::Registration;
 use dsh_llm::{ContentBlock, MessageSource, StreamChunk};
 use dsh_session::{EventPayload, SessionEvent};
+use dsh_tool_fs::EditorFiles;
 use dsh_tools::{ToolCall, ToolResult};
 use serde_json::Value;
 
+use crate::files::ClientFiles;
 use crate::Conn;
 
 /// The ACP kind of a dsh tool.
@@ -155,8 +159,15 @@ fn plan_update(data: &Value) -> Option<SessionUpdate> {
 }
 
 /// Streams the dsh session `dsh_id` of `stack` to the client as updates
-/// of ACP session `id` from now on; undo stops it.
-pub(crate) fn stream(cx: Conn, id: String, dsh_id: String, stack: &Arc<Stack>) -> Registration {
+/// of ACP session `id` from now on; undo stops it. `files`: the client's
+/// files, whose writes carry their own before and after.
+pub(crate) fn stream(
+    cx: Conn,
+    id: String,
+    dsh_id: String,
+    stack: &Arc<Stack>,
+    files: Option<Arc<ClientFiles>>,
+) -> Registration {
     let cwd = stack.resolved.cwd.clone();
     // The text of each file a write or edit is about to change.
     let before: Mutex<HashMap<String, (PathBuf, Option<String>)>> = Mutex::new(HashMap::new());
@@ -180,11 +191,14 @@ pub(crate) fn stream(cx: Conn, id: String, dsh_id: String, stack: &Arc<Stack>) -
             },
             EventPayload::ToolCall(c) => {
                 let call = &c.call;
-                if matches!(call.name.as_str(), "write" | "edit") {
-                    if let Some(path) = file_path(call, &cwd) {
-                        let old = std::fs::read_to_string(&path).ok();
-                        lock(&before).insert(call.call_id.as_str().to_string(), (path, old));
-                    }
+                if let Some(path) = changed_file(call, &cwd) {
+                    // The client's writes carry their old text; the disk's
+                    // is read now.
+                    let old = match &files {
+                        Some(f) if f.writes() => None,
+                        _ => std::fs::read_to_string(&path).ok(),
+                    };
+                    lock(&before).insert(call.call_id.as_str().to_string(), (path, old));
                 }
                 notify(
                     &cx,
@@ -198,6 +212,10 @@ pub(crate) fn stream(cx: Conn, id: String, dsh_id: String, stack: &Arc<Stack>) -
                     .remove(result.call_id.as_str())
                     .filter(|_| !result.is_error)
                     .and_then(|(path, old)| {
+                        if let Some(f) = files.as_ref().filter(|f| f.writes()) {
+                            let (old, new) = f.take_change(&path)?;
+                            return Some(Diff::new(path, new).old_text(old));
+                        }
                         let new = std::fs::read_to_string(&path).ok()?;
                         Some(Diff::new(path, new).old_text(old))
                     });
@@ -213,9 +231,16 @@ pub(crate) fn stream(cx: Conn, id: String, dsh_id: String, stack: &Arc<Stack>) -
     })
 }
 
-fn file_path(call: &ToolCall, cwd: &Path) -> Option<PathBuf> {
+/// The file a call changes: `write`'s and `edit`'s `file_path`,
+/// `str_replace_editor`'s `path` for every command but `view`.
+fn changed_file(call: &ToolCall, cwd: &Path) -> Option<PathBuf> {
     let args: Value = serde_json::from_str(&call.arguments).ok()?;
-    Some(cwd.join(args.get("file_path")?.as_str()?))
+    let key = match call.name.as_str() {
+        "write" | "edit" => "file_path",
+        "str_replace_editor" if args.get("command")? != "view" => "path",
+        _ => return None,
+    };
+    Some(cwd.join(args.get(key)?.as_str()?))
 }
 
 /// Replays a saved session to the client: the user's messages, the

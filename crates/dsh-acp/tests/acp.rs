@@ -7,18 +7,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, InitializeRequest, LoadSessionRequest, McpServer,
-    McpServerStdio, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    PromptRequest, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
     SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, TextContent,
-    ToolCallContent, ToolCallStatus,
+    ToolCallContent, ToolCallStatus, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams, Client};
@@ -30,6 +31,11 @@ struct Seen {
     updates: Mutex<Vec<SessionUpdate>>,
     asked: Mutex<Vec<RequestPermissionRequest>>,
     answers: Mutex<VecDeque<&'static str>>,
+    /// The client's open buffers (only a client that advertises `fs` is
+    /// asked for them).
+    buffers: Mutex<HashMap<PathBuf, String>>,
+    /// The fs requests it got: `read <path>` / `write <path>`.
+    fs_log: Mutex<Vec<String>>,
 }
 
 impl Seen {
@@ -77,7 +83,7 @@ where
         settings(home),
         ByteStreams::new(server_write.compat_write(), server_read.compat()),
     ));
-    let (s1, s2) = (seen.clone(), seen.clone());
+    let (s1, s2, s3, s4) = (seen.clone(), seen.clone(), seen.clone(), seen.clone());
     let client = Client
         .v1()
         .name("dsh-acp-test")
@@ -99,6 +105,34 @@ where
                     None => RequestPermissionOutcome::Cancelled,
                 };
                 responder.respond(RequestPermissionResponse::new(outcome))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ReadTextFileRequest, responder, _cx| {
+                s3.fs_log
+                    .lock()
+                    .unwrap()
+                    .push(format!("read {}", req.path.display()));
+                let text = s3.buffers.lock().unwrap().get(&req.path).cloned();
+                match text.or_else(|| std::fs::read_to_string(&req.path).ok()) {
+                    Some(t) => responder.respond(ReadTextFileResponse::new(t)),
+                    None => responder.respond_with_error(
+                        agent_client_protocol::Error::invalid_params()
+                            .data(serde_json::json!({"message": "no such file"})),
+                    ),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: WriteTextFileRequest, responder, _cx| {
+                s4.fs_log
+                    .lock()
+                    .unwrap()
+                    .push(format!("write {}", req.path.display()));
+                s4.buffers.lock().unwrap().insert(req.path, req.content);
+                responder.respond(WriteTextFileResponse::new())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -590,4 +624,156 @@ async fn advertised_slash_commands_run_without_a_model_turn() {
     // No turn ran: the log has no user message.
     assert!(!text.contains("\"type\":\"user/message\""), "{text}");
     assert!(text.contains("\"mode\":\"read-only\""), "{text}");
+}
+
+/// The agent's text of the last `tool_call_update` carrying text.
+fn last_result(updates: &[SessionUpdate]) -> (Option<ToolCallStatus>, String) {
+    updates
+        .iter()
+        .rev()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(t) => t.fields.content.as_ref().map(|c| {
+                let text = c
+                    .iter()
+                    .filter_map(|c| match c {
+                        ToolCallContent::Content(c) => match &c.content {
+                            ContentBlock::Text(t) => Some(t.text.clone()),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect::<String>();
+                (t.fields.status, text)
+            }),
+            _ => None,
+        })
+        .expect("a tool_call_update")
+}
+
+fn last_diff(updates: &[SessionUpdate]) -> Option<agent_client_protocol::v1::schema::Diff> {
+    updates.iter().rev().find_map(|u| match u {
+        SessionUpdate::ToolCallUpdate(t) => t.fields.content.as_ref().and_then(|c| {
+            c.iter().find_map(|c| match c {
+                ToolCallContent::Diff(d) => Some(d.clone()),
+                _ => None,
+            })
+        }),
+        _ => None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_serves_files_gets_the_file_tools_reads_and_writes() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        seen.clone(),
+        move |cx: ConnectionTo<Agent>| async move {
+            let fs = FileSystemCapabilities::new()
+                .read_text_file(true)
+                .write_text_file(true);
+            cx.send_request(
+                InitializeRequest::new(ProtocolVersion::V1)
+                    .client_capabilities(ClientCapabilities::new().fs(fs)),
+            )
+            .block_task()
+            .await
+            .unwrap();
+            let id = cx
+                .send_request(NewSessionRequest::new(dir.clone()))
+                .block_task()
+                .await
+                .unwrap()
+                .session_id
+                .to_string();
+            let file = dir.join("a.txt");
+            std::fs::write(&file, "on disk\n").unwrap();
+            // The user has unsaved changes in the editor.
+            s.buffers
+                .lock()
+                .unwrap()
+                .insert(file.clone(), "in the buffer, one\n".into());
+
+            s.clear();
+            prompt(&cx, &id, r#"call read {"file_path":"a.txt"}"#).await;
+            let (status, text) = last_result(&s.updates());
+            assert_eq!(status, Some(ToolCallStatus::Completed));
+            assert!(text.contains("in the buffer, one"), "{text}");
+            assert_eq!(
+                *s.fs_log.lock().unwrap(),
+                [format!("read {}", file.display())]
+            );
+
+            // The edit lands in the editor (with the diff it took); the disk
+            // is the editor's to save.
+            s.clear();
+            let edit = r#"call edit {"file_path":"a.txt","old_string":"one","new_string":"two"}"#;
+            assert_eq!(prompt(&cx, &id, edit).await, StopReason::EndTurn);
+            assert_eq!(s.buffers.lock().unwrap()[&file], "in the buffer, two\n");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "on disk\n");
+            let diff = last_diff(&s.updates()).expect("a diff");
+            assert_eq!(diff.path, file);
+            assert_eq!(diff.old_text.as_deref(), Some("in the buffer, one\n"));
+            assert_eq!(diff.new_text, "in the buffer, two\n");
+
+            // The user types again: the buffer is newer than what the model
+            // read, and the guard says so.
+            s.buffers
+                .lock()
+                .unwrap()
+                .insert(file.clone(), "in the buffer, three\n".into());
+            s.clear();
+            let edit = r#"call edit {"file_path":"a.txt","old_string":"two","new_string":"four"}"#;
+            prompt(&cx, &id, edit).await;
+            let (status, text) = last_result(&s.updates());
+            assert_eq!(status, Some(ToolCallStatus::Failed));
+            assert!(text.contains("changed since you read it"), "{text}");
+            assert_eq!(s.buffers.lock().unwrap()[&file], "in the buffer, three\n");
+
+            // A new file is the client's to create: its diff has no old text.
+            s.clear();
+            prompt(
+                &cx,
+                &id,
+                r#"call write {"file_path":"new.txt","content":"fresh\n"}"#,
+            )
+            .await;
+            assert_eq!(s.buffers.lock().unwrap()[&dir.join("new.txt")], "fresh\n");
+            assert!(!dir.join("new.txt").exists());
+            let diff = last_diff(&s.updates()).expect("a diff");
+            assert_eq!((diff.old_text, diff.new_text.as_str()), (None, "fresh\n"));
+            Ok(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_fs_is_never_asked_for_files() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        seen.clone(),
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            std::fs::write(dir.join("b.txt"), "disk\n").unwrap();
+            prompt(&cx, &id, r#"call read {"file_path":"b.txt"}"#).await;
+            let edit =
+                r#"call edit {"file_path":"b.txt","old_string":"disk","new_string":"edited"}"#;
+            prompt(&cx, &id, edit).await;
+            assert_eq!(
+                std::fs::read_to_string(dir.join("b.txt")).unwrap(),
+                "edited\n"
+            );
+            assert!(s.fs_log.lock().unwrap().is_empty());
+            Ok(())
+        },
+    )
+    .await;
 }

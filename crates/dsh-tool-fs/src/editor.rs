@@ -12,7 +12,7 @@ use dsh_tools::{
 use serde::{Deserialize, Serialize};
 
 use crate::guard::{self, Guard, Memory};
-use crate::{edit, io_error, load_fresh, store, write_err, Fence};
+use crate::{edit, io_error, load_fresh, store, window, write_err, Io};
 
 /// Most characters of output; the rest is replaced by a marker.
 pub const MAX_EDITOR_CHARS: usize = 16_000;
@@ -138,13 +138,13 @@ fn view_is_safe(arguments: &str) -> Concurrency {
     }
 }
 
-pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
+pub(crate) fn editor_tool(memory: Arc<Memory>, io: Io) -> Arc<dyn Tool> {
     define_tool(
         "str_replace_editor",
         EDITOR_DESCRIPTION,
         move |args: EditorArgs, ctx: ToolContext| {
             let memory = memory.clone();
-            let fence = fence.clone();
+            let io = io.clone();
             async move {
                 let path = PathBuf::from(&args.path);
                 if !path.is_absolute() {
@@ -161,10 +161,10 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
                     memory: &memory,
                 };
                 if !matches!(args.command, EditorCommand::View) {
-                    fence.check(&path)?;
+                    io.fence.check(&path)?;
                 }
                 let text = match args.command {
-                    EditorCommand::View => view(&guard, &path, args.view_range.as_deref())?,
+                    EditorCommand::View => view(&guard, &io, &path, args.view_range.as_deref()).await?,
                     EditorCommand::Create => {
                         let content = args.file_text.ok_or_else(|| missing("file_text", "create"))?;
                         if std::fs::symlink_metadata(&path).is_ok() {
@@ -180,7 +180,7 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
                             std::fs::create_dir_all(parent).map_err(|e| write_err(parent, &e))?;
                         }
                         let key = guard::key_of(&path);
-                        store(&guard, &fence, &path, &key, &content, edit::Ending::Lf)?;
+                        store(&guard, &io, &path, &key, None, &content).await?;
                         format!("File created successfully at: {}", path.display())
                     }
                     EditorCommand::StrReplace => {
@@ -192,7 +192,7 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
                             ));
                         }
                         let new = args.new_str.unwrap_or_default();
-                        let (key, original) = load_fresh(&guard, &path)?;
+                        let (key, original) = load_fresh(&guard, &io.files, &path).await?;
                         let ending = edit::dominant_ending(&original);
                         let text = edit::to_lf(&original);
                         let (old, new) = (edit::to_lf(&old), edit::to_lf(&new));
@@ -206,7 +206,8 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
                             }
                             [at] => {
                                 let replaced = format!("{}{new}{}", &text[..*at], &text[at + old.len()..]);
-                                store(&guard, &fence, &path, &key, &replaced, ending)?;
+                                let out = edit::with_ending(&replaced, ending);
+                                store(&guard, &io, &path, &key, Some(&original), &out).await?;
                                 let line = edit::line_of(&text, *at);
                                 let end = line + new.lines().count().max(1) - 1;
                                 format!(
@@ -231,7 +232,7 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
                     EditorCommand::Insert => {
                         let line = args.insert_line.ok_or_else(|| missing("insert_line", "insert"))?;
                         let new = args.new_str.ok_or_else(|| missing("new_str", "insert"))?;
-                        let (key, original) = load_fresh(&guard, &path)?;
+                        let (key, original) = load_fresh(&guard, &io.files, &path).await?;
                         let ending = edit::dominant_ending(&original);
                         let text = edit::to_lf(&original);
                         let lines: Vec<&str> = text.lines().collect();
@@ -255,7 +256,8 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
                         if text.ends_with('\n') || text.is_empty() {
                             joined.push('\n');
                         }
-                        store(&guard, &fence, &path, &key, &joined, ending)?;
+                        let out = edit::with_ending(&joined, ending);
+                        store(&guard, &io, &path, &key, Some(&original), &out).await?;
                         let added = new.lines().count().max(1);
                         format!(
                             "The file {} has been edited. A snippet of the result:\n{}Review the changes and edit again if needed.",
@@ -272,9 +274,13 @@ pub(crate) fn editor_tool(memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
     .into_arc()
 }
 
-fn view(guard: &Guard<'_>, path: &Path, range: Option<&[i64]>) -> Result<String, ToolError> {
-    let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
-    if meta.is_dir() {
+async fn view(
+    guard: &Guard<'_>,
+    io: &Io,
+    path: &Path,
+    range: Option<&[i64]>,
+) -> Result<String, ToolError> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         if range.is_some() {
             return Err(ToolError::new(
                 codes::INVALID_ARGS,
@@ -313,17 +319,7 @@ fn view(guard: &Guard<'_>, path: &Path, range: Option<&[i64]>) -> Result<String,
             (start, limit)
         }
     };
-    let key = guard::key_of(path);
-    let window = match crate::read::read_window(path, &key, offset, limit) {
-        Ok(w) => w,
-        Err(crate::read::ReadError::NotText) => {
-            return Err(ToolError::new(
-                codes::FS_NOT_TEXT,
-                format!("{} is not a text file", path.display()),
-            ))
-        }
-        Err(crate::read::ReadError::Io(e)) => return Err(io_error(path, &e)),
-    };
+    let window = window(&io.files, guard.ctx, path, offset, limit).await?;
     guard.record(&window.version);
     Ok(window.text)
 }

@@ -126,23 +126,36 @@ pub(crate) fn current(path: &Path, key: &str) -> std::io::Result<Version> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(version_of(key, &meta, hasher))
+    Ok(version_of(key, meta.len(), mtime_ms(&meta), hasher))
 }
 
 /// The version of contents already in memory (`meta` read with them).
 pub(crate) fn version_of_bytes(key: &str, meta: &std::fs::Metadata, bytes: &[u8]) -> Version {
     let mut hasher = Sha256::new();
     hasher.update(bytes);
-    version_of(key, meta, hasher)
+    version_of(key, meta.len(), mtime_ms(meta), hasher)
 }
 
-/// A version from metadata and a finished hash.
-pub(crate) fn version_of(key: &str, meta: &std::fs::Metadata, hasher: Sha256) -> Version {
-    let mtime_ms = meta
-        .modified()
+/// The version of a text an editor served or took: its length and hash,
+/// with the disk's modification time when the file is on disk (0 when
+/// not; the guard compares contents only).
+pub(crate) fn version_of_text(key: &str, path: &Path, text: &str) -> Version {
+    let mut hasher = Sha256::new();
+    hasher.update(text.as_bytes());
+    let mtime = std::fs::metadata(path).map_or(0, |m| mtime_ms(&m));
+    version_of(key, text.len() as u64, mtime, hasher)
+}
+
+/// Modification time of `meta`, Unix ms (0 when unknown).
+pub(crate) fn mtime_ms(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A version from a length, a modification time and a finished hash.
+pub(crate) fn version_of(key: &str, len: u64, mtime_ms: u64, hasher: Sha256) -> Version {
     let digest = hasher.finalize();
     let mut sha256 = String::with_capacity(64);
     for b in digest.iter() {
@@ -150,7 +163,7 @@ pub(crate) fn version_of(key: &str, meta: &std::fs::Metadata, hasher: Sha256) ->
     }
     Version {
         path: key.to_string(),
-        len: meta.len(),
+        len,
         mtime_ms,
         sha256,
         at_ms: now_ms(),

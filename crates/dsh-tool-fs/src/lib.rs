@@ -17,6 +17,10 @@
 //!   existing file needs an observation (`FS_NOT_OBSERVED`: read it first)
 //!   whose contents still match the disk (`FS_STALE_VERSION`: read it
 //!   again).
+//! - **Editor files**: when an editor serves files ([`FileAccess`], set by
+//!   the ACP server for a client with `fs.readTextFile`/`fs.writeTextFile`),
+//!   reads come from its buffers and writes go to it; the guard compares
+//!   contents, so it works the same on either side.
 //!
 //! Every failure is a coded error result (`FS_*`, see `docs/error-codes.md`);
 //! nothing panics and nothing is half-written.
@@ -27,6 +31,7 @@ mod atomic;
 mod edit;
 mod editor;
 mod fence;
+mod files;
 mod guard;
 mod read;
 
@@ -44,6 +49,7 @@ use serde::{Deserialize, Serialize};
 
 pub use editor::{EditorArgs, EditorCommand, EDITOR_DESCRIPTION, MAX_EDITOR_CHARS};
 pub use fence::Fence;
+pub use files::{EditorFiles, FileAccess, EDITOR_TIMEOUT};
 pub use guard::{Version, OBSERVED_KIND};
 pub use read::{MAX_LINES, MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
 
@@ -165,12 +171,28 @@ pub fn install_fenced(
     keep: impl Fn(&str) -> bool,
     fence: Fence,
 ) -> Result<Registration, ToolError> {
+    install_with(registry, root, keep, fence, FileAccess::disk())
+}
+
+/// [`install_fenced`] reading and writing through `files` (the disk, or an
+/// editor once [`FileAccess::set_editor`] is called on any clone).
+///
+/// # Errors
+/// As [`install`].
+pub fn install_with(
+    registry: &ToolRegistry,
+    root: PathBuf,
+    keep: impl Fn(&str) -> bool,
+    fence: Fence,
+    files: FileAccess,
+) -> Result<Registration, ToolError> {
     let memory = Arc::new(Memory::default());
+    let io = Io { fence, files };
     let tools = [
-        read_tool(root.clone(), memory.clone()),
-        write_tool(root.clone(), memory.clone(), fence.clone()),
-        edit_tool(root, memory.clone(), fence.clone()),
-        editor::editor_tool(memory, fence),
+        read_tool(root.clone(), memory.clone(), io.files.clone()),
+        write_tool(root.clone(), memory.clone(), io.clone()),
+        edit_tool(root, memory.clone(), io.clone()),
+        editor::editor_tool(memory, io),
     ];
     let kept = tools.into_iter().filter(|t| keep(&t.schema().name));
     registry.register_all(kept)
@@ -217,35 +239,60 @@ fn is_directory(path: &Path) -> ToolError {
     )
 }
 
-fn read_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
+/// The window `offset..` (at most `limit` lines) of the file at `path`,
+/// from the editor when it serves reads (falling back to the disk when it
+/// cannot read a file that is there), else from the disk.
+///
+/// # Errors
+/// `FS_IS_DIRECTORY`, `FS_NOT_FOUND`, `FS_NOT_TEXT`, `FS_IO`, `ABORTED`.
+async fn window(
+    files: &FileAccess,
+    ctx: &ToolContext,
+    path: &Path,
+    offset: u64,
+    limit: u64,
+) -> Result<read::Window, ToolError> {
+    let disk = std::fs::metadata(path);
+    if disk.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
+        return Err(is_directory(path));
+    }
+    let key = guard::key_of(path);
+    let shown = match files::editor_text(files, ctx, path).await? {
+        Some(Ok(text)) => {
+            let mtime = disk.as_ref().map_or(0, guard::mtime_ms);
+            read::text_window(&text, &key, mtime, offset, limit)
+        }
+        // The editor could not read it: the disk says why, or has it.
+        Some(Err(_)) | None => match disk {
+            Ok(_) => read::read_window(path, &key, offset, limit),
+            Err(e) => return Err(io_error(path, &e)),
+        },
+    };
+    shown.map_err(|e| match e {
+        read::ReadError::NotText => ToolError::new(
+            codes::FS_NOT_TEXT,
+            format!(
+                "{} is not a text file (it holds a NUL byte in its first 8 KiB)",
+                path.display()
+            ),
+        ),
+        read::ReadError::Io(e) => io_error(path, &e),
+    })
+}
+
+fn read_tool(root: PathBuf, memory: Arc<Memory>, files: FileAccess) -> Arc<dyn Tool> {
     define_tool(
         "read",
         READ_DESCRIPTION,
         move |args: ReadArgs, ctx: ToolContext| {
             let root = root.clone();
             let memory = memory.clone();
+            let files = files.clone();
             async move {
                 let path = guard::resolve(&root, &args.file_path);
-                let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
-                if meta.is_dir() {
-                    return Err(is_directory(&path));
-                }
-                let key = guard::key_of(&path);
                 let offset = args.offset.unwrap_or(1);
                 let limit = args.limit.unwrap_or(MAX_LINES);
-                let window = match read::read_window(&path, &key, offset, limit) {
-                    Ok(w) => w,
-                    Err(read::ReadError::NotText) => {
-                        return Err(ToolError::new(
-                            codes::FS_NOT_TEXT,
-                            format!(
-                                "{} is not a text file (it holds a NUL byte in its first 8 KiB)",
-                                path.display()
-                            ),
-                        ))
-                    }
-                    Err(read::ReadError::Io(e)) => return Err(io_error(&path, &e)),
-                };
+                let window = window(&files, &ctx, &path, offset, limit).await?;
                 Guard {
                     ctx: &ctx,
                     memory: &memory,
@@ -259,11 +306,50 @@ fn read_tool(root: PathBuf, memory: Arc<Memory>) -> Arc<dyn Tool> {
     .into_arc()
 }
 
+/// Where the writing tools read and write: the fence on their writes and
+/// the side (disk or editor) they use.
+#[derive(Clone)]
+pub(crate) struct Io {
+    pub(crate) fence: Fence,
+    pub(crate) files: FileAccess,
+}
+
+/// `FS_IO` for an editor that could not do `what` (`read`, `write`).
+fn editor_failed(path: &Path, what: &str, why: &str) -> ToolError {
+    ToolError::new(
+        codes::FS_IO,
+        format!(
+            "the editor could not {what} {}: {why} (the file was not changed)",
+            path.display()
+        ),
+    )
+}
+
 /// Checks that the existing file at `path` may be changed: observed by
-/// this session and unchanged since. Returns its current version.
-fn check_fresh(guard: &Guard<'_>, path: &Path, key: &str) -> Result<guard::Version, ToolError> {
-    let now = guard::current(path, key).map_err(|e| io_error(path, &e))?;
-    check_against(guard, path, key, now)
+/// this session and unchanged since. Returns the text it holds now when
+/// the editor will take the write (for its diff view).
+async fn check_fresh(
+    guard: &Guard<'_>,
+    files: &FileAccess,
+    path: &Path,
+    key: &str,
+) -> Result<Option<String>, ToolError> {
+    let (now, text) = match files::editor_text(files, guard.ctx, path).await? {
+        Some(Ok(text)) => (guard::version_of_text(key, path, &text), Some(text)),
+        Some(Err(why)) => return Err(editor_failed(path, "read", &why)),
+        None if files.writer().is_some() => {
+            let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
+            let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
+            let now = guard::version_of_bytes(key, &meta, &bytes);
+            (now, Some(String::from_utf8_lossy(&bytes).into_owned()))
+        }
+        None => (
+            guard::current(path, key).map_err(|e| io_error(path, &e))?,
+            None,
+        ),
+    };
+    check_against(guard, path, key, now)?;
+    Ok(text)
 }
 
 /// [`check_fresh`] with the current version already known.
@@ -296,14 +382,28 @@ fn check_against(
 }
 
 /// The text of an existing UTF-8 file this session may change (observed,
-/// unchanged since), read once: the guard hashes the bytes the change
-/// works on. Returns the guard key and the text.
-fn load_fresh(guard: &Guard<'_>, path: &Path) -> Result<(String, String), ToolError> {
-    let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
-    if meta.is_dir() {
+/// unchanged since), read once (from the editor when it serves reads): the
+/// guard hashes the text the change works on. Returns the guard key and
+/// the text.
+async fn load_fresh(
+    guard: &Guard<'_>,
+    files: &FileAccess,
+    path: &Path,
+) -> Result<(String, String), ToolError> {
+    let meta = std::fs::metadata(path);
+    if meta.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
         return Err(is_directory(path));
     }
     let key = guard::key_of(path);
+    match files::editor_text(files, guard.ctx, path).await? {
+        Some(Ok(text)) => {
+            check_against(guard, path, &key, guard::version_of_text(&key, path, &text))?;
+            return Ok((key, text));
+        }
+        Some(Err(why)) if meta.is_ok() => return Err(editor_failed(path, "read", &why)),
+        Some(Err(_)) | None => {}
+    }
+    let meta = meta.map_err(|e| io_error(path, &e))?;
     let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
     check_against(
         guard,
@@ -320,18 +420,28 @@ fn load_fresh(guard: &Guard<'_>, path: &Path) -> Result<(String, String), ToolEr
     Ok((key, text))
 }
 
-/// Writes `text` (LF) in `ending` atomically and records the version of
-/// what was written (hashed in memory, not read back).
-fn store(
+/// Writes `out` to `path` — through the editor when it takes writes
+/// (`old`: the text it replaces, `None` for a new file), else atomically
+/// on disk — and records the version of what was written (hashed in
+/// memory, not read back). The fence is checked again just before.
+async fn store(
     guard: &Guard<'_>,
-    fence: &Fence,
+    io: &Io,
     path: &Path,
     key: &str,
-    text: &str,
-    ending: edit::Ending,
+    old: Option<&str>,
+    out: &str,
 ) -> Result<(), ToolError> {
-    let out = edit::with_ending(text, ending);
-    atomic::write_atomic(path, out.as_bytes(), &|p| fence.recheck(p))
+    if let Some(editor) = io.files.writer() {
+        io.fence.recheck(path).map_err(|e| write_err(path, &e))?;
+        let request = editor.write_text(path, old.map(str::to_string), out.to_string());
+        files::ask(guard.ctx, path, "writing", request)
+            .await?
+            .map_err(|why| editor_failed(path, "write", &why))?;
+        guard.record(&guard::version_of_text(key, path, out));
+        return Ok(());
+    }
+    atomic::write_atomic(path, out.as_bytes(), &|p| io.fence.recheck(p))
         .map_err(|(p, e)| write_err(&p, &e))?;
     let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
     guard.record(&guard::version_of_bytes(key, &meta, out.as_bytes()));
@@ -370,43 +480,39 @@ fn call_fence(
     })
 }
 
-fn write_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
+fn write_tool(root: PathBuf, memory: Arc<Memory>, io: Io) -> Arc<dyn Tool> {
     define_tool(
         "write",
         WRITE_DESCRIPTION,
         move |args: WriteArgs, ctx: ToolContext| {
             let root = root.clone();
             let memory = memory.clone();
-            let fence = fence.clone();
+            let io = io.clone();
             async move {
-                let fence = call_fence(&fence, &ctx, args.sandbox_permissions)?;
+                let io = Io {
+                    fence: call_fence(&io.fence, &ctx, args.sandbox_permissions)?,
+                    files: io.files,
+                };
                 let path = guard::resolve(&root, &args.file_path);
-                fence.check(&path)?;
+                io.fence.check(&path)?;
                 let guard = Guard {
                     ctx: &ctx,
                     memory: &memory,
                 };
-                let existed = match std::fs::metadata(&path) {
+                let (existed, old) = match std::fs::metadata(&path) {
                     Ok(m) if m.is_dir() => return Err(is_directory(&path)),
                     Ok(_) => {
-                        check_fresh(&guard, &path, &guard::key_of(&path))?;
-                        true
+                        let key = guard::key_of(&path);
+                        (true, check_fresh(&guard, &io.files, &path, &key).await?)
                     }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => (false, None),
                     Err(e) => return Err(io_error(&path, &e)),
                 };
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent).map_err(|e| write_err(parent, &e))?;
                 }
-                atomic::write_atomic(&path, args.content.as_bytes(), &|p| fence.recheck(p))
-                    .map_err(|(p, e)| write_err(&p, &e))?;
                 let key = guard::key_of(&path);
-                let meta = std::fs::metadata(&path).map_err(|e| io_error(&path, &e))?;
-                guard.record(&guard::version_of_bytes(
-                    &key,
-                    &meta,
-                    args.content.as_bytes(),
-                ));
+                store(&guard, &io, &path, &key, old.as_deref(), &args.content).await?;
                 let lines = args.content.lines().count();
                 let verb = if existed { "Replaced" } else { "Created" };
                 Ok(vec![ContentBlock::text(format!(
@@ -420,11 +526,11 @@ fn write_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool>
     .into_arc()
 }
 
-fn edit_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> {
+fn edit_tool(root: PathBuf, memory: Arc<Memory>, io: Io) -> Arc<dyn Tool> {
     define_tool("edit", EDIT_DESCRIPTION, move |args: EditArgs, ctx: ToolContext| {
         let root = root.clone();
         let memory = memory.clone();
-        let fence = fence.clone();
+        let io = io.clone();
         async move {
             if args.old_string == args.new_string {
                 return Err(ToolError::new(
@@ -432,14 +538,17 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> 
                     "invalid arguments: \"new_string\" must differ from \"old_string\"",
                 ));
             }
-            let fence = call_fence(&fence, &ctx, args.sandbox_permissions)?;
+            let io = Io {
+                fence: call_fence(&io.fence, &ctx, args.sandbox_permissions)?,
+                files: io.files,
+            };
             let path = guard::resolve(&root, &args.file_path);
-            fence.check(&path)?;
+            io.fence.check(&path)?;
             let guard = Guard {
                 ctx: &ctx,
                 memory: &memory,
             };
-            let (key, original) = load_fresh(&guard, &path)?;
+            let (key, original) = load_fresh(&guard, &io.files, &path).await?;
             let ending = edit::dominant_ending(&original);
             let text = edit::to_lf(&original);
             let old = edit::to_lf(&args.old_string);
@@ -481,7 +590,8 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>, fence: Fence) -> Arc<dyn Tool> 
                 })
                 .collect();
             let diff = edit::unified_diff(&path.display().to_string(), &text, &replaced, &changes);
-            store(&guard, &fence, &path, &key, &replaced, ending)?;
+            let out = edit::with_ending(&replaced, ending);
+            store(&guard, &io, &path, &key, Some(&original), &out).await?;
             Ok(vec![ContentBlock::text(format!(
                 "Edited {} ({} replacement{})\n{diff}",
                 path.display(),

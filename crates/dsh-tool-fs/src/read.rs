@@ -2,12 +2,12 @@
 //! huge file never loads the file), hashing it on the way for the guard.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::guard::{version_of, Version};
+use crate::guard::{mtime_ms, version_of, Version};
 
 /// Default and largest `limit`.
 pub const MAX_LINES: u64 = 2000;
@@ -45,7 +45,31 @@ pub(crate) fn read_window(
 ) -> Result<Window, ReadError> {
     let file = File::open(path)?;
     let meta = file.metadata()?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let reader = BufReader::with_capacity(64 * 1024, file);
+    window_of(reader, key, mtime_ms(&meta), offset, limit)
+}
+
+/// [`read_window`] of a text an editor served (`mtime_ms` from the disk,
+/// 0 when the file is not there).
+pub(crate) fn text_window(
+    text: &str,
+    key: &str,
+    mtime_ms: u64,
+    offset: u64,
+    limit: u64,
+) -> Result<Window, ReadError> {
+    window_of(text.as_bytes(), key, mtime_ms, offset, limit)
+}
+
+/// The window of lines `offset ..` of what `reader` yields, and the
+/// version of all of it (every byte is hashed and counted).
+fn window_of(
+    mut reader: impl BufRead,
+    key: &str,
+    mtime_ms: u64,
+    offset: u64,
+    limit: u64,
+) -> Result<Window, ReadError> {
     {
         let head = reader.fill_buf()?;
         if memchr::memchr(0, &head[..head.len().min(SNIFF_BYTES)]).is_some() {
@@ -53,6 +77,7 @@ pub(crate) fn read_window(
         }
     }
     let mut hasher = Sha256::new();
+    let mut len: u64 = 0;
     let mut out = String::new();
     let mut line = Vec::new();
     let mut n: u64 = 0;
@@ -69,6 +94,7 @@ pub(crate) fn read_window(
             break;
         }
         hasher.update(&line);
+        len += read as u64;
         n += 1;
         if n < offset || n > last_wanted || byte_capped {
             continue;
@@ -108,6 +134,7 @@ pub(crate) fn read_window(
     let mut rest = Vec::new();
     reader.read_to_end(&mut rest)?;
     hasher.update(&rest);
+    len += rest.len() as u64;
     let total = n;
     if total == 0 {
         out.push_str("(empty file)\n");
@@ -135,6 +162,6 @@ pub(crate) fn read_window(
     }
     Ok(Window {
         text: out,
-        version: version_of(key, &meta, hasher),
+        version: version_of(key, len, mtime_ms, hasher),
     })
 }

@@ -55,6 +55,10 @@ pub struct Stack {
     pub subagents: Arc<crate::subagents::Subagents>,
     /// The writable roots of the file tools, kept equal to the sandbox's.
     pub fence: Fence,
+    /// Where the file tools read and write: the disk until a front end
+    /// routes them through an editor (`dsh acp` does for a client that
+    /// serves files).
+    pub files: dsh_tool_fs::FileAccess,
     /// The approver on the tool registry (policy, grants, the person).
     pub approver: Arc<SessionApprover>,
     /// The plan-mode switch (see [`Stack::plan_mode`]).
@@ -225,6 +229,7 @@ impl Stack {
         // For a write approved to escalate to `workspace-write`; the
         // working directory never changes, so neither do these.
         fence.set_workspace_roots(roots_of(SandboxMode::WorkspaceWrite, &resolved.cwd));
+        let files = dsh_tool_fs::FileAccess::disk();
         let approver = Arc::new(SessionApprover::new(resolved.approval, None));
         scope.add(tools.set_approver(approver.clone()));
         scope.add(crate::escalation::install(&tools, executor.clone()));
@@ -234,6 +239,7 @@ impl Stack {
             scope.add(
                 crate::tools::BuiltinTools {
                     fence: fence.clone(),
+                    files: files.clone(),
                     executor: dyn_exec,
                     jobs: jobs.clone(),
                     root: resolved.cwd.clone(),
@@ -319,6 +325,7 @@ impl Stack {
             jobs,
             subagents,
             fence,
+            files,
             approver,
             plan,
             hooks,

@@ -25,6 +25,7 @@ fn reads_and_searches_are_safe_everything_else_runs_alone() {
         executor,
         jobs: Default::default(),
         fence: dsh_tool_fs::Fence::open(),
+        files: dsh_tool_fs::FileAccess::disk(),
         root: dir.path().to_path_buf(),
         only: Some(
             dsh::tools::BUILTIN_TOOLS

@@ -27,6 +27,7 @@ fn strict_registry() -> (Arc<ToolRegistry>, Kernel, tempfile::TempDir) {
             executor,
             jobs: Default::default(),
             fence: dsh_tool_fs::Fence::open(),
+            files: dsh_tool_fs::FileAccess::disk(),
             root: dir.path().to_path_buf(),
             only: None,
             offline: true,

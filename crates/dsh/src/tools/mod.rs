@@ -68,6 +68,9 @@ pub struct BuiltinTools {
     pub jobs: Arc<dsh_jobs::JobTable>,
     /// Where `write`, `edit` and `str_replace_editor` may write.
     pub fence: dsh_tool_fs::Fence,
+    /// Where the file tools read and write: the disk, or an editor (see
+    /// [`dsh_tool_fs::FileAccess`]).
+    pub files: dsh_tool_fs::FileAccess,
     /// The working directory the file tools resolve relative paths against.
     pub root: std::path::PathBuf,
     /// The tools to register (names from [`BUILTIN_TOOLS`]); when `None`,
@@ -120,11 +123,12 @@ impl Plugin for BuiltinTools {
                 &keep,
             )?);
             regs.push(dsh_jobs::install(&registry, self.jobs, &keep)?);
-            regs.push(dsh_tool_fs::install_fenced(
+            regs.push(dsh_tool_fs::install_with(
                 &registry,
                 self.root.clone(),
                 &keep,
                 self.fence,
+                self.files,
             )?);
             regs.push(dsh_tool_search::install_only(&registry, self.root, &keep)?);
             if keep("skill") && !self.skills.is_empty() {
