@@ -72,6 +72,9 @@ struct Live {
     /// The client's files, when it serves them (the file tools go through
     /// them).
     files: Option<Arc<ClientFiles>>,
+    /// Counts `session/cancel`s, so a prompt sees a cancel that came
+    /// before its turn started.
+    cancels: tokio::sync::watch::Sender<u64>,
 }
 
 impl Live {
@@ -164,8 +167,13 @@ pub async fn serve(
         .on_receive_request(
             async move |req: PromptRequest, responder, cx: Conn| {
                 let server = s4.clone();
+                // Before the prompt's task starts: a cancel handled after
+                // this point counts for this prompt.
+                let cancels = server
+                    .live(req.session_id.to_string().as_str())
+                    .map(|l| l.cancels.subscribe());
                 cx.clone().spawn(async move {
-                    match server.prompt(&cx, &req).await {
+                    match server.prompt(&cx, &req, cancels).await {
                         Ok(stop) => responder.respond(PromptResponse::new(stop)),
                         Err(message) => responder.respond_with_error(invalid_params(message)),
                     }
@@ -187,7 +195,8 @@ pub async fn serve(
         .on_receive_notification(
             async move |n: CancelNotification, _cx| {
                 if let Some(live) = s6.live(n.session_id.to_string().as_str()) {
-                    live.agent().abort(Some("cancelled by the client".into()));
+                    live.cancels.send_modify(|n| *n += 1);
+                    live.agent().abort(Some(CANCELLED.into()));
                 }
                 Ok(())
             },
@@ -296,6 +305,7 @@ impl Server {
                 agent: Mutex::new(agent),
                 stream: Mutex::new(stream),
                 files,
+                cancels: tokio::sync::watch::Sender::new(0),
             }),
         );
         Ok((id, modes))
@@ -303,7 +313,15 @@ impl Server {
 
     /// Runs one turn and maps how it ended to a stop reason; a slash
     /// command ([`commands`]) is answered without a turn.
-    async fn prompt(&self, cx: &Conn, req: &PromptRequest) -> Result<StopReason, String> {
+    /// `cancels` follows the session's cancels from the moment the request
+    /// arrived: one before the turn starts ends the prompt `cancelled`
+    /// without a turn, or aborts the turn as soon as it runs.
+    async fn prompt(
+        &self,
+        cx: &Conn,
+        req: &PromptRequest,
+        cancels: Option<tokio::sync::watch::Receiver<u64>>,
+    ) -> Result<StopReason, String> {
         let id = req.session_id.to_string();
         let live = self
             .live(&id)
@@ -352,11 +370,16 @@ impl Server {
                 return Err(format!("the prompt was blocked by a hook: {reason}"));
             }
         };
+        let mut cancels = cancels.unwrap_or_else(|| live.cancels.subscribe());
+        if cancels.has_changed().unwrap_or(false) {
+            listener.undo();
+            return Ok(StopReason::Cancelled);
+        }
         if let Err(e) = agent.send(content, MessageSource::User) {
             listener.undo();
             return Err(e.to_string());
         }
-        let reason = rx.await.ok();
+        let reason = until_end(rx, &mut cancels, agent.as_ref()).await;
         listener.undo();
         let finish = lock(&finish).take();
         Ok(stop_reason(reason.as_ref(), finish.as_ref()))
@@ -432,6 +455,34 @@ impl Server {
         let all: Vec<Arc<Live>> = lock(&self.sessions).drain().map(|(_, l)| l).collect();
         for live in all {
             close(live, "the client disconnected").await;
+        }
+    }
+}
+
+/// The reason an abort by the client gives.
+const CANCELLED: &str = "cancelled by the client";
+
+/// Waits for the turn's end (`end`). A cancel (`cancels` changes) aborts
+/// the turn; an abort only reaches a running step, so it is repeated every
+/// 10 ms until the turn the prompt queued has started and ended.
+async fn until_end(
+    mut end: tokio::sync::oneshot::Receiver<TurnEndReason>,
+    cancels: &mut tokio::sync::watch::Receiver<u64>,
+    agent: &dyn dsh_agent::Agent,
+) -> Option<TurnEndReason> {
+    let mut cancelled = false;
+    loop {
+        tokio::select! {
+            reason = &mut end => return reason.ok(),
+            changed = cancels.changed(), if !cancelled => {
+                // A closed channel (the session is gone) aborts too.
+                let _ = changed;
+                cancelled = true;
+                agent.abort(Some(CANCELLED.into()));
+            }
+            () = tokio::time::sleep(std::time::Duration::from_millis(10)), if cancelled => {
+                agent.abort(Some(CANCELLED.into()));
+            }
         }
     }
 }

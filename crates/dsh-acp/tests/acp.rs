@@ -777,3 +777,45 @@ async fn a_client_without_fs_is_never_asked_for_files() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_sent_right_after_the_prompt_still_cancels_it() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let dir = cwd.path().to_path_buf();
+    let marker = dir.join("ran");
+    let m = marker.clone();
+    with_client(
+        home.path(),
+        seen,
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            for _ in 0..5 {
+                // No wait between the two: the cancel is handled before the
+                // turn has started.
+                let sent = cx.send_request(PromptRequest::new(
+                    id.clone(),
+                    vec![ContentBlock::Text(TextContent::new(format!(
+                        "run sleep 30; touch {}",
+                        m.display()
+                    )))],
+                ));
+                let reply = tokio::spawn(sent.block_task());
+                cx.send_notification(CancelNotification::new(id.clone()))
+                    .unwrap();
+                let response = tokio::time::timeout(Duration::from_secs(2), reply)
+                    .await
+                    .expect("the prompt returned within 2 s")
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(response.stop_reason, StopReason::Cancelled);
+            }
+            // The session still works after the cancels.
+            assert_eq!(prompt(&cx, &id, "echo after").await, StopReason::EndTurn);
+            Ok(())
+        },
+    )
+    .await;
+    assert!(!marker.exists(), "a cancelled command ran to its end");
+}
