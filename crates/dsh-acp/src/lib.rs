@@ -546,14 +546,13 @@ fn stdio_server(server: &McpServer) -> Option<dsh_mcp::McpServerConfig> {
     let McpServer::Stdio(s) = server else {
         return None;
     };
-    let mut config = dsh_mcp::McpServerConfig::new(s.name.clone(), s.command.display().to_string());
-    config.args = s.args.clone();
-    config.env = s
-        .env
-        .iter()
-        .map(|v| (v.name.clone(), v.value.clone()))
-        .collect();
-    Some(config)
+    let config = dsh_mcp::McpServerConfig::new(s.name.clone(), s.command.display().to_string())
+        .args(s.args.clone());
+    Some(
+        s.env
+            .iter()
+            .fold(config, |c, v| c.env(v.name.clone(), v.value.clone())),
+    )
 }
 
 /// The prompt as text: text blocks as they are, resource links as

@@ -494,7 +494,7 @@ async fn the_clients_mcp_servers_are_started_and_their_tools_called() {
 
 /// The registry name of MCP tool `tool` of server `server`.
 fn mcp_name(server: &str, tool: &str) -> String {
-    dsh_mcp::tool_name(server, tool)
+    dsh_mcp::tool_name(dsh_mcp::DEFAULT_TOOL_PREFIX, server, tool)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

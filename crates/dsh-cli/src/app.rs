@@ -21,8 +21,9 @@ pub(crate) struct StackArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// An MCP server whose tools the agent gets, as NAME=COMMAND ARGS…
-    /// (split like a shell; repeatable; overrides a configured server of the same name).
-    #[arg(long = "mcp", value_name = "NAME=COMMAND ARGS…")]
+    /// (split like a shell) or NAME=URL (http:// or https://, streamable
+    /// HTTP); repeatable; overrides a configured server of the same name.
+    #[arg(long = "mcp", value_name = "NAME=COMMAND ARGS…|NAME=URL")]
     pub mcp: Vec<String>,
     /// Trust the working directory's dsh.toml for this run (its MCP servers,
     /// base_url, system_prompt… apply) without recording it; see `dsh trust`.

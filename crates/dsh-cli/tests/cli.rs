@@ -711,10 +711,15 @@ async fn mcp_servers_from_the_flag_and_the_config() {
     let sb = Sandbox::new();
     let flag = format!("fx={}", fixture.display());
     let mut c = sb.dsh();
-    c.args(["run", "--mcp", &flag, r#"call fx__add {"a": 2, "b": 3}"#]);
+    c.args([
+        "run",
+        "--mcp",
+        &flag,
+        r#"call mcp__fx__add {"a": 2, "b": 3}"#,
+    ]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.stdout, "The fx__add tool returned:\n5\n");
+    assert_eq!(out.stdout, "The mcp__fx__add tool returned:\n5\n");
 
     std::fs::write(
         sb.path().join("dsh.toml"),
@@ -730,7 +735,7 @@ async fn mcp_servers_from_the_flag_and_the_config() {
     let out = output(c).await;
     assert_eq!(out.code, 1, "a server failed to start: {}", out.stdout);
     assert!(out.stdout.contains("cfg\trunning\t"), "{}", out.stdout);
-    assert!(out.stdout.contains("cfg__add"), "{}", out.stdout);
+    assert!(out.stdout.contains("mcp__cfg__add"), "{}", out.stdout);
     assert!(out.stdout.contains("broken\tfailed"), "{}", out.stdout);
     assert!(
         out.stderr.contains("/nonexistent/mcp-server"),
@@ -743,11 +748,61 @@ async fn mcp_servers_from_the_flag_and_the_config() {
     c.args([
         "run",
         "--trust-project",
-        r#"call cfg__add {"a": 1, "b": 1}"#,
+        r#"call mcp__cfg__add {"a": 1, "b": 1}"#,
     ]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.stdout, "The cfg__add tool returned:\n2\n");
+    assert_eq!(out.stdout, "The mcp__cfg__add tool returned:\n2\n");
+
+    // `mcp_tool_prefix = ""` keeps the older `<server>__<tool>` names.
+    std::fs::write(
+        sb.path().join("dsh.toml"),
+        format!(
+            "mcp_tool_prefix = \"\"\n[mcp.servers.cfg]\ncommand = \"{}\"\n",
+            fixture.display()
+        ),
+    )
+    .unwrap();
+    let mut c = sb.dsh();
+    c.args([
+        "run",
+        "--trust-project",
+        r#"call cfg__add {"a": 2, "b": 2}"#,
+    ]);
+    let out = output(c).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "The cfg__add tool returned:\n4\n");
+}
+
+#[tokio::test]
+async fn an_mcp_server_over_http_from_the_flag() {
+    let fixture = mcp_fixture();
+    let mut server = std::process::Command::new(&fixture)
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut addr = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut addr,
+    )
+    .unwrap();
+    let sb = Sandbox::new();
+    let flag = format!("web=http://{}/mcp", addr.trim());
+    let mut c = sb.dsh();
+    c.args([
+        "run",
+        "--mcp",
+        &flag,
+        r#"call mcp__web__add {"a": 20, "b": 22}"#,
+    ]);
+    let out = output(c).await;
+    let _ = server.kill(); // it may have exited already
+    let _ = server.wait();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "The mcp__web__add tool returned:\n42\n");
 }
 
 #[tokio::test]
@@ -776,14 +831,14 @@ async fn tool_listings_say_who_validates_the_arguments() {
             .map(|t| t["validation"].clone())
     };
     assert_eq!(check("bash"), Some("dsh".into()));
-    assert_eq!(check("loc__add"), Some("local".into()));
-    assert_eq!(check("srv__add"), Some("server".into()));
+    assert_eq!(check("mcp__loc__add"), Some("local".into()));
+    assert_eq!(check("mcp__srv__add"), Some("server".into()));
     // A bad call to a locally validated server never leaves dsh.
     let mut c = sb.dsh();
     c.args([
         "run",
         "--trust-project",
-        r#"call loc__add {"a": "x", "b": 1}"#,
+        r#"call mcp__loc__add {"a": "x", "b": 1}"#,
     ]);
     let out = output(c).await;
     assert!(
@@ -795,12 +850,12 @@ async fn tool_listings_say_who_validates_the_arguments() {
     c.args(["mcp", "list", "--trust-project"]);
     let out = output(c).await;
     assert!(
-        out.stdout.contains("  loc__add\targs: local"),
+        out.stdout.contains("  mcp__loc__add\targs: local"),
         "{}",
         out.stdout
     );
     assert!(
-        out.stdout.contains("  srv__add\targs: server"),
+        out.stdout.contains("  mcp__srv__add\targs: server"),
         "{}",
         out.stdout
     );

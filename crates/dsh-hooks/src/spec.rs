@@ -67,7 +67,10 @@ pub enum Dialect {
 }
 
 /// The Claude Code name of a dsh tool, where there is one: the built-in
-/// tools by their Claude Code names, MCP tools as `mcp__<server>__<tool>`.
+/// tools by their Claude Code names, MCP tools as `mcp__<server>__<tool>`
+/// (dsh's default MCP names already have that form and have no other name:
+/// `None`; the older `<server>__<tool>` names, `mcp_tool_prefix = ""`, get
+/// the `mcp__` prefix).
 pub fn claude_code_name(tool: &str) -> Option<String> {
     let known = match tool {
         "bash" => "Bash",
@@ -428,6 +431,12 @@ mod tests {
         assert_eq!(count("edit"), 2);
         assert_eq!(count("read"), 1);
         assert_eq!(count("mem__store"), 2, "MCP tools as mcp__<server>__<tool>");
+        assert_eq!(
+            count("mcp__mem__store"),
+            2,
+            "dsh's own MCP names match as they are"
+        );
+        assert_eq!(count("mcp__other__store"), 1);
         assert_eq!(set.matching(HookEvent::Stop, None).count(), 0);
     }
 

@@ -184,6 +184,10 @@ async fn claude_json_hooks_see_claude_code_tool_names() {
     hooks.pre_tool_use(&w.ctx(), "no_such_tool", "{}").await;
     assert_eq!(w.read_json("in.json")["tool_name"], "no_such_tool");
     // An MCP tool gets the mcp__ prefix.
+    // dsh's own MCP names already have that form.
+    hooks.pre_tool_use(&w.ctx(), "mcp__mem__store", "{}").await;
+    assert_eq!(w.read_json("in.json")["tool_name"], "mcp__mem__store");
+    // The older form (`mcp_tool_prefix = ""`) gets the prefix.
     hooks.pre_tool_use(&w.ctx(), "mem__store", "{}").await;
     assert_eq!(w.read_json("in.json")["tool_name"], "mcp__mem__store");
 

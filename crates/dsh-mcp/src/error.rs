@@ -4,26 +4,29 @@
 /// (re-exported from the one table in `dsh_protocol::codes`).
 pub mod codes {
     pub use dsh_protocol::codes::{
-        MCP_CALL_FAILED, MCP_INVALID_CONFIG, MCP_SERVER_EXITED, MCP_START_FAILED, MCP_TOOL_ERROR,
-        RESULT_TOO_LARGE, TIMEOUT,
+        MCP_CALL_FAILED, MCP_INVALID_CONFIG, MCP_SERVER_EXITED, MCP_SERVER_UNAVAILABLE,
+        MCP_START_FAILED, MCP_TOOL_ERROR, RESULT_TOO_LARGE, TIMEOUT,
     };
 }
 
 /// Why an MCP server could not be configured or started.
 ///
-/// Every message names the server and, for start failures, the command line,
-/// so a user with several servers sees which one broke and how it was run.
+/// Every message names the server and, for start failures, the command line
+/// or the URL, so a user with several servers sees which one broke and how
+/// it was reached. Header values never appear in a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum McpError {
-    /// Spawning, the `initialize` handshake or the first `tools/list` failed
-    /// (`MCP_START_FAILED`). `reason` includes the last lines the server
+    /// Spawning or connecting, the `initialize` handshake or the first
+    /// `tools/list` failed, or a header names an unset environment variable
+    /// (`MCP_START_FAILED`). `reason` includes the last lines a stdio server
     /// wrote to stderr when there were any.
-    #[error("MCP server \"{server}\" (command: {command}) failed to start: {reason}")]
+    #[error("MCP server \"{server}\" ({target}) failed to start: {reason}")]
     StartFailed {
         /// The server's configured name.
         server: String,
-        /// The command line, shell-quoted.
-        command: String,
+        /// `command: <command line, shell-quoted>` or `url: <url>`
+        /// ([`McpTransport::describe`](crate::McpTransport::describe)).
+        target: String,
         /// What went wrong.
         reason: String,
     },

@@ -1,45 +1,45 @@
-//! [`McpServer`]: one MCP server process, its connection, and the tools it
-//! has registered.
+//! [`McpServer`]: one MCP server, its current connection, the tools it has
+//! registered, and the supervisor that restarts it when its connection
+//! drops.
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
 
 use dsh_kernel::Registration;
 use dsh_llm::ToolSchema;
-use dsh_process::{describe_exit, spawn_leader, GroupMode, ProcessGroup, Signal};
 use dsh_tools::{ToolError, ToolRegistry};
-use rmcp::service::RunningService;
-use rmcp::{Peer, RoleClient, ServiceExt};
-use tokio::io::BufReader;
-use tokio::process::{Child, ChildStderr, Command};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::McpServerConfig;
+use crate::config::{McpServerConfig, McpTransport};
+use crate::connection::{connect, Ending, Link, Live};
 use crate::error::{codes, McpError};
-use crate::frames::{bound_messages, read_line, Oversize, MAX_STDERR_LINE};
-use crate::tools::{resync_loop, sync_tools, Handler};
-
-/// How long a stopping server gets after its stdin is closed, and again
-/// after `SIGTERM`, before it is killed.
-const STOP_GRACE: Duration = Duration::from_secs(2);
-/// Lines of stderr kept for start-up error messages.
-const STDERR_TAIL: usize = 20;
+use crate::frames::Oversize;
+use crate::tools::{resync_loop, sync_tools};
 
 /// Where a server is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpServerState {
-    /// Spawned, handshake or first listing under way.
+    /// Spawned or connecting, handshake or first listing under way.
     Starting,
     /// Initialized; its tools are registered.
     Running,
-    /// The process ended (crash, exit, or [`McpServer::shutdown`]); its tools
-    /// are unregistered. The exit code is `None` when a signal ended it.
+    /// Its connection dropped (a crash, a closed pipe, a failed HTTP
+    /// request) and it is being started again: `attempt` (from 1) is the
+    /// attempt waited for or under way. Its tools stay registered; calls
+    /// fail at once with `MCP_SERVER_UNAVAILABLE`.
+    Restarting {
+        /// The attempt waited for or under way, from 1.
+        attempt: u32,
+        /// The most attempts that will be made.
+        of: u32,
+    },
+    /// The process ended or the connection closed for good (shutdown, or a
+    /// drop with restarts off); its tools are unregistered. The exit code
+    /// is `None` when a signal ended it or for an HTTP server.
     Exited(Option<i32>),
-    /// Start-up failed (the message says why).
+    /// Start-up failed, or every restart attempt did (the message says
+    /// why); its tools are unregistered.
     Failed(String),
 }
 
@@ -48,8 +48,11 @@ impl fmt::Display for McpServerState {
         match self {
             McpServerState::Starting => f.write_str("starting"),
             McpServerState::Running => f.write_str("running"),
+            McpServerState::Restarting { attempt, of } => {
+                write!(f, "restarting (attempt {attempt} of {of})")
+            }
             McpServerState::Exited(Some(code)) => write!(f, "exited (code {code})"),
-            McpServerState::Exited(None) => f.write_str("exited (signal)"),
+            McpServerState::Exited(None) => f.write_str("exited"),
             McpServerState::Failed(msg) => write!(f, "failed: {msg}"),
         }
     }
@@ -66,20 +69,27 @@ pub struct SkippedTool {
     pub reason: String,
 }
 
-/// One running MCP server whose tools are registered raw in a
-/// [`ToolRegistry`] as `<server>__<tool>`.
+/// One MCP server whose tools are registered raw in a [`ToolRegistry`] as
+/// `<prefix>__<server>__<tool>` (see [`tool_name`](crate::tool_name)).
 ///
 /// Calls through the registry forward the model's arguments untouched (the
 /// server validates them; the harness only rejects unparsable JSON and
 /// non-objects). Every failure is an error result the model can read:
 /// `MCP_TOOL_ERROR` (`isError`), `MCP_CALL_FAILED` (JSON-RPC error),
-/// `TIMEOUT`, `ABORTED`, `MCP_SERVER_EXITED`.
+/// `TIMEOUT`, `ABORTED`, `RESULT_TOO_LARGE`, `MCP_SERVER_UNAVAILABLE`,
+/// `MCP_SERVER_EXITED`.
 ///
-/// When the process exits or closes its stdio, its tools are unregistered
-/// (`tools/change` fires) and calls in flight end with `MCP_SERVER_EXITED`.
-/// `notifications/tools/list_changed` re-syncs the registered tools.
-/// Dropping the handle stops the server in the background; prefer
-/// [`McpServer::shutdown`], which waits.
+/// When the connection drops — a stdio server exits or closes its stdio,
+/// an HTTP request is refused or its stream breaks — and no shutdown was
+/// asked for, the server is started again following its
+/// [`RestartPolicy`](crate::RestartPolicy) (state
+/// [`McpServerState::Restarting`]): its tools stay registered, calls in
+/// flight and calls meanwhile end with `MCP_SERVER_UNAVAILABLE`, and once it
+/// is back its tools are re-synced. After the last failed attempt the tools
+/// are unregistered (`tools/change` fires) and calls end with
+/// `MCP_SERVER_EXITED`. `notifications/tools/list_changed` re-syncs the
+/// registered tools. Dropping the handle stops the server in the
+/// background; prefer [`McpServer::shutdown`], which waits.
 pub struct McpServer {
     shared: Arc<Shared>,
 }
@@ -95,135 +105,61 @@ impl fmt::Debug for McpServer {
 }
 
 impl McpServer {
-    /// Spawns the server over stdio (environment: `config.env` plus
-    /// `PATH`/`HOME`, in its own process group), runs the `initialize`
-    /// handshake, lists its tools (following pagination) and registers each
-    /// in `registry`. Start-up is bounded by `config.timeout`.
+    /// Starts the server — a stdio server is spawned (environment: its
+    /// `env` plus `PATH`/`HOME`, in its own process group); an HTTP server
+    /// is connected to, with its headers' `${VAR}` expanded from dsh's
+    /// environment — runs the `initialize` handshake, lists its tools
+    /// (following pagination) and registers each in `registry`. Start-up is
+    /// bounded by `config.timeout`; a failed start is not retried.
     ///
     /// Tools whose name collides (two server tools that sanitise alike, or a
     /// tool already in the registry) are skipped with a warning and listed
     /// by [`McpServer::skipped`].
     ///
     /// # Errors
-    /// `MCP_START_FAILED` naming the server and the command line, with the
-    /// cause (spawn error, exit status, handshake error, timeout) and the
-    /// last lines of the server's stderr. The child is gone when this
-    /// returns an error.
+    /// `MCP_START_FAILED` naming the server and the command line or URL,
+    /// with the cause (spawn error, exit status, HTTP error, handshake
+    /// error, an unset header variable, timeout) and the last lines of a
+    /// stdio server's stderr. The child is gone when this returns an error.
     pub async fn start(
         config: McpServerConfig,
         registry: &Arc<ToolRegistry>,
     ) -> Result<McpServer, McpError> {
-        let fail = |reason: String| McpError::StartFailed {
-            server: config.name.clone(),
-            command: config.command_line(),
-            reason,
-        };
-        let (mut child, group) = spawn(&config).map_err(|e| {
-            fail(match e.kind() {
-                std::io::ErrorKind::NotFound => format!(
-                    "cannot run \"{}\": no such program (is it installed and in PATH?)",
-                    config.command
-                ),
-                std::io::ErrorKind::PermissionDenied => {
-                    format!("cannot run \"{}\": permission denied", config.command)
-                }
-                _ => format!("cannot spawn the process: {e}"),
-            })
-        })?;
-        let pid = child.id();
-        // Cancel safety: if this future is dropped before the server is
-        // handed to its supervisor (Ctrl-C during start-up), the whole group
-        // is killed, not just the leader `kill_on_drop` reaches.
-        let mut group_guard = GroupGuard(Some(group));
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = stop(&mut child, group, false).await; // best effort: it is unusable anyway
-            return Err(fail("the process has no stdio pipes".to_string()));
-        };
         let shared = Arc::new(Shared {
-            config: config.clone(),
+            config,
             registry: Arc::downgrade(registry),
             state: Mutex::new(McpServerState::Starting),
             mounted: Mutex::new(Vec::new()),
             skipped: Mutex::new(Vec::new()),
-            peer: OnceLock::new(),
+            link: Mutex::new(None),
             exited: CancellationToken::new(),
-            exit_description: OnceLock::new(),
+            exit_description: Mutex::new(None),
             shutdown: CancellationToken::new(),
             done: CancellationToken::new(),
             stderr_tail: Mutex::new(VecDeque::new()),
             oversize: Arc::default(),
-            pid,
+            pid: Mutex::new(None),
         });
-        let stderr_task = child
-            .stderr
-            .take()
-            .map(|err| tokio::spawn(log_stderr(shared.clone(), err)));
-
-        let resync = Arc::new(Notify::new());
-        let handler = Handler {
-            server: config.name.clone(),
-            resync: resync.clone(),
-        };
-        let started = tokio::time::timeout(config.timeout, async {
-            let running = handler
-                .serve((
-                    bound_messages(
-                        config.name.clone(),
-                        stdout,
-                        config.max_message_bytes,
-                        shared.oversize.clone(),
-                    ),
-                    stdin,
-                ))
-                .await
-                .map_err(|e| format!("the initialize handshake failed: {e}"))?;
-            let tools = running
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| format!("tools/list failed: {e}"))?;
-            Ok::<_, String>((running, tools))
-        })
-        .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "no answer to initialize/tools/list within {} ms (timeout)",
-                config.timeout.as_millis()
-            ))
-        });
-        let (running, tools) = match started {
+        let (live, tools) = match connect(&shared).await {
             Ok(ok) => ok,
-            Err(mut reason) => {
-                let status = stop(&mut child, group, false).await;
-                if let Some(task) = stderr_task {
-                    // The pipe closes with the process; the bound guards
-                    // against a grandchild that keeps it open.
-                    let _ = tokio::time::timeout(Duration::from_millis(500), task).await;
-                }
-                if let Ok(status) = status {
-                    reason.push_str(&format!("; the server {}", describe_exit(status)));
-                }
-                let tail = shared.stderr_tail();
-                if !tail.is_empty() {
-                    reason.push_str(&format!("; its stderr ended with:\n{tail}"));
-                }
+            Err(reason) => {
                 *lock(&shared.state) = McpServerState::Failed(reason.clone());
-                return Err(fail(reason));
+                return Err(McpError::StartFailed {
+                    server: shared.config.name.clone(),
+                    target: shared.config.transport.describe(),
+                    reason,
+                });
             }
         };
-        let _ = shared.peer.set(running.peer().clone()); // set once, here
-        *lock(&shared.state) = McpServerState::Running;
-        sync_tools(&shared, tools);
+        shared.go_live(&live, tools);
         tracing::info!(
             target: "dsh_mcp",
-            server = %config.name,
-            pid = pid.unwrap_or_default(),
+            server = %shared.config.name,
+            pid = shared.pid().unwrap_or_default(),
             tools = ?shared.tool_names(),
             "MCP server started"
         );
-        group_guard.disarm();
-        tokio::spawn(supervise(shared.clone(), child, group, running));
-        tokio::spawn(resync_loop(shared.clone(), resync));
+        tokio::spawn(supervise(shared.clone(), live));
         Ok(McpServer { shared })
     }
 
@@ -243,7 +179,7 @@ impl McpServer {
     }
 
     /// The registry names of its registered tools, in registration order
-    /// (empty once it exited).
+    /// (kept while restarting; empty once it exited).
     pub fn tools(&self) -> Vec<String> {
         self.shared.tool_names()
     }
@@ -253,22 +189,26 @@ impl McpServer {
         lock(&self.shared.skipped).clone()
     }
 
-    /// The server's process id (its process group id too).
+    /// The process id of a stdio server's current process (its process
+    /// group id too); `None` for an HTTP server.
     pub fn pid(&self) -> Option<u32> {
-        self.shared.pid
+        self.shared.pid()
     }
 
-    /// Stops the server: closes its stdin, then after a grace period sends
-    /// `SIGTERM`, then `SIGKILL` (to its whole process group); unregisters
-    /// its tools; returns when the process has been reaped. Idempotent; also
-    /// returns at once for a server that already exited.
+    /// Stops the server: a stdio server's stdin is closed, then after a
+    /// grace period its process group gets `SIGTERM`, then `SIGKILL`; an
+    /// HTTP server's session is closed. A restart waiting or under way is
+    /// ended at once (no process is left). Unregisters its tools; returns
+    /// when the process has been reaped. Idempotent; also returns at once
+    /// for a server that already exited.
     pub async fn shutdown(&self) {
         self.shared.shutdown.cancel();
         self.shared.done.cancelled().await;
     }
 
-    /// Resolves when the server has exited and its tools are unregistered
-    /// (crash, exit or shutdown).
+    /// Resolves when the server is gone for good and its tools are
+    /// unregistered (shutdown, a drop with restarts off, or every restart
+    /// attempt failed).
     pub async fn exited(&self) {
         self.shared.done.cancelled().await;
     }
@@ -276,26 +216,9 @@ impl McpServer {
 
 impl Drop for McpServer {
     fn drop(&mut self) {
-        // Stops the process in the background (the supervisor task kills
+        // Stops the server in the background (the supervisor task kills
         // and reaps it and unregisters the tools).
         self.shared.shutdown.cancel();
-    }
-}
-
-/// SIGKILLs a process group when dropped, unless disarmed.
-struct GroupGuard(Option<ProcessGroup>);
-
-impl GroupGuard {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(group) = self.0.take() {
-            group.signal(Signal::SIGKILL);
-        }
     }
 }
 
@@ -336,11 +259,13 @@ pub(crate) struct Shared {
     pub(crate) state: Mutex<McpServerState>,
     pub(crate) mounted: Mutex<Vec<Mounted>>,
     pub(crate) skipped: Mutex<Vec<SkippedTool>>,
-    pub(crate) peer: OnceLock<Peer<RoleClient>>,
-    /// Cancelled when the process is gone or its stdio closed.
+    /// The current connection; `None` while restarting and once exited.
+    pub(crate) link: Mutex<Option<Arc<Link>>>,
+    /// Cancelled when the server is gone for good (no restart follows).
     pub(crate) exited: CancellationToken,
-    /// "exited with code 3", set before `exited` is cancelled.
-    pub(crate) exit_description: OnceLock<String>,
+    /// How the last connection ended ("exited with code 3"), set before
+    /// its link's `ended` is cancelled.
+    pub(crate) exit_description: Mutex<Option<String>>,
     /// Asks the supervisor to stop the server.
     pub(crate) shutdown: CancellationToken,
     /// Cancelled when the supervisor has reaped the child and unregistered
@@ -349,7 +274,8 @@ pub(crate) struct Shared {
     pub(crate) stderr_tail: Mutex<VecDeque<String>>,
     /// Too-large messages dropped without a request id.
     pub(crate) oversize: Arc<Oversize>,
-    pub(crate) pid: Option<u32>,
+    /// The current process of a stdio server.
+    pub(crate) pid: Mutex<Option<u32>>,
 }
 
 /// One registered tool.
@@ -368,7 +294,15 @@ impl Shared {
         lock(&self.mounted).iter().map(|m| m.name.clone()).collect()
     }
 
-    fn stderr_tail(&self) -> String {
+    pub(crate) fn pid(&self) -> Option<u32> {
+        *lock(&self.pid)
+    }
+
+    pub(crate) fn is_http(&self) -> bool {
+        matches!(self.config.transport, McpTransport::Http { .. })
+    }
+
+    pub(crate) fn stderr_tail(&self) -> String {
         lock(&self.stderr_tail)
             .iter()
             .cloned()
@@ -376,19 +310,85 @@ impl Shared {
             .join("\n")
     }
 
+    /// The current connection, when there is one.
+    pub(crate) fn link(&self) -> Option<Arc<Link>> {
+        lock(&self.link).clone()
+    }
+
+    /// Makes `live` the current connection: state `Running`, tools synced
+    /// with `tools`, a re-sync task for `tools/list_changed`.
+    fn go_live(self: &Arc<Self>, live: &Live, tools: Vec<rmcp::model::Tool>) {
+        *lock(&self.link) = Some(live.link.clone());
+        *lock(&self.state) = McpServerState::Running;
+        sync_tools(self, tools);
+        tokio::spawn(resync_loop(
+            self.clone(),
+            live.link.clone(),
+            live.resync.clone(),
+        ));
+    }
+
+    fn how_it_ended(&self) -> String {
+        lock(&self.exit_description)
+            .clone()
+            .unwrap_or_else(|| "closed its connection".to_string())
+    }
+
+    /// `MCP_SERVER_EXITED`: the server is gone for good.
     pub(crate) fn exited_error(&self) -> ToolError {
-        let how = self
-            .exit_description
-            .get()
-            .map(String::as_str)
-            .unwrap_or("closed its connection");
         ToolError::new(
             codes::MCP_SERVER_EXITED,
             format!(
-                "MCP server \"{}\" {how}; its tools are no longer available",
-                self.config.name
+                "MCP server \"{}\" {}; its tools are no longer available",
+                self.config.name,
+                self.how_it_ended()
             ),
         )
+    }
+
+    /// What a call gets when the connection it used is gone:
+    /// `MCP_SERVER_UNAVAILABLE` while a restart is coming or done,
+    /// `MCP_SERVER_EXITED` when none will happen.
+    pub(crate) fn dropped_error(&self) -> ToolError {
+        let state = lock(&self.state).clone();
+        let name = &self.config.name;
+        match state {
+            McpServerState::Restarting { attempt, of } => ToolError::new(
+                codes::MCP_SERVER_UNAVAILABLE,
+                format!(
+                    "MCP server \"{name}\" {}; dsh is reconnecting (attempt {attempt} of {of}); its tools stay available, retry the call later",
+                    self.how_it_ended()
+                ),
+            ),
+            McpServerState::Running | McpServerState::Starting => ToolError::new(
+                codes::MCP_SERVER_UNAVAILABLE,
+                format!(
+                    "MCP server \"{name}\" {} during the call and has been reconnected; retry the call",
+                    self.how_it_ended()
+                ),
+            ),
+            McpServerState::Exited(_) | McpServerState::Failed(_) => self.exited_error(),
+        }
+    }
+
+    /// Unregisters every tool (outside the lock: `tools/change` listeners
+    /// may ask for `tools()`).
+    fn unmount_all(&self) {
+        let mounted = std::mem::take(&mut *lock(&self.mounted));
+        for m in mounted.into_iter().rev() {
+            m.registration.undo();
+        }
+    }
+
+    /// The end: `state`, no connection, tools unregistered, `done`. Calls
+    /// still on the last connection learn of it through its `ended`, which
+    /// the caller cancels after this, so they see the final state.
+    fn finish(&self, state: McpServerState) {
+        *lock(&self.state) = state;
+        *lock(&self.link) = None;
+        self.exited.cancel();
+        self.unmount_all();
+        self.done.cancel();
     }
 }
 
@@ -398,112 +398,86 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn spawn(config: &McpServerConfig) -> std::io::Result<(Child, ProcessGroup)> {
-    let mut cmd = Command::new(&config.command);
-    cmd.args(&config.args).env_clear();
-    for key in ["PATH", "HOME"] {
-        if let Some(value) = std::env::var_os(key) {
-            cmd.env(key, value);
-        }
-    }
-    cmd.envs(&config.env);
-    if let Some(cwd) = &config.cwd {
-        cmd.current_dir(cwd);
-    }
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // Its own process group: a terminal Ctrl-C (meant for dsh) does not
-    // reach it, and stopping it also stops the processes it started
-    // (`npx` → `node`).
-    spawn_leader(&mut cmd, GroupMode::NewProcessGroup)
-}
-
-/// Reads the server's stderr line by line into the log (and the tail kept
-/// for start-up errors) until the pipe closes.
-async fn log_stderr(shared: Arc<Shared>, stderr: ChildStderr) {
-    let mut reader = BufReader::new(stderr);
+/// Owns the server's connections: waits for the current one to end; on a
+/// shutdown request stops for good; on a drop restarts the server following
+/// the restart policy, or gives up.
+async fn supervise(shared: Arc<Shared>, mut live: Live) {
+    let name = shared.config.name.clone();
+    let policy = shared.config.restart;
     loop {
-        let read = match read_line(&mut reader, MAX_STDERR_LINE, 0).await {
-            Ok(Some(read)) => read,
-            Ok(None) => break,
-            Err(e) => {
-                tracing::debug!(target: "dsh_mcp::stderr", server = %shared.config.name, "reading stderr failed: {e}");
-                break;
+        let link = live.link.clone();
+        let Ending {
+            requested,
+            code,
+            how,
+        } = live.end(&shared).await;
+        *lock(&shared.exit_description) = Some(how.clone());
+        *lock(&shared.link) = None;
+        if requested || shared.shutdown.is_cancelled() {
+            tracing::info!(target: "dsh_mcp", server = %name, "MCP server stopped ({how})");
+            shared.finish(McpServerState::Exited(code));
+            link.ended.cancel();
+            return;
+        }
+        if policy.max_attempts == 0 {
+            tracing::warn!(target: "dsh_mcp", server = %name, "MCP server {how}; its tools are unregistered");
+            shared.finish(McpServerState::Exited(code));
+            link.ended.cancel();
+            return;
+        }
+        *lock(&shared.state) = McpServerState::Restarting {
+            attempt: 1,
+            of: policy.max_attempts,
+        };
+        link.ended.cancel();
+        tracing::warn!(target: "dsh_mcp", server = %name, "MCP server {how}; reconnecting (up to {} attempts)", policy.max_attempts);
+        let mut attempt = 1;
+        live = loop {
+            let delay = policy.delay(attempt);
+            let outcome = tokio::select! {
+                () = shared.shutdown.cancelled() => None,
+                outcome = async {
+                    tokio::time::sleep(delay).await;
+                    connect(&shared).await
+                } => Some(outcome),
+            };
+            match outcome {
+                // Dropping the connect future killed whatever it spawned.
+                None => {
+                    tracing::info!(target: "dsh_mcp", server = %name, "MCP server stopped while reconnecting");
+                    shared.finish(McpServerState::Exited(code));
+                    return;
+                }
+                Some(Ok((next, tools))) => {
+                    shared.go_live(&next, tools);
+                    tracing::info!(
+                        target: "dsh_mcp",
+                        server = %name,
+                        pid = shared.pid().unwrap_or_default(),
+                        attempt,
+                        tools = ?shared.tool_names(),
+                        "MCP server reconnected"
+                    );
+                    break next;
+                }
+                Some(Err(reason)) => {
+                    tracing::warn!(target: "dsh_mcp", server = %name, "reconnecting attempt {attempt} of {} failed: {reason}", policy.max_attempts);
+                    if attempt >= policy.max_attempts {
+                        let why = format!(
+                            "{how}, and {attempt} attempts to start it again failed (the last: {reason})"
+                        );
+                        tracing::warn!(target: "dsh_mcp", server = %name, "giving up on MCP server; its tools are unregistered");
+                        *lock(&shared.exit_description) = Some(why.clone());
+                        shared.finish(McpServerState::Failed(why));
+                        return;
+                    }
+                    attempt += 1;
+                    *lock(&shared.state) = McpServerState::Restarting {
+                        attempt,
+                        of: policy.max_attempts,
+                    };
+                }
             }
         };
-        let text = String::from_utf8_lossy(&read.head);
-        let mut line = text.trim_end_matches('\r').to_string();
-        if read.cut() {
-            line.push_str(&format!("… ({} bytes, cut)", read.len));
-        }
-        tracing::info!(target: "dsh_mcp::stderr", server = %shared.config.name, "{line}");
-        let mut tail = lock(&shared.stderr_tail);
-        if tail.len() == STDERR_TAIL {
-            tail.pop_front();
-        }
-        tail.push_back(line);
     }
-}
-
-/// Owns the child: waits for it to exit, its connection to close, or a
-/// shutdown request; then reaps it, marks the server exited and
-/// unregisters its tools.
-async fn supervise(
-    shared: Arc<Shared>,
-    mut child: Child,
-    group: ProcessGroup,
-    running: RunningService<RoleClient, Handler>,
-) {
-    let service = running.cancellation_token();
-    // Boxed so that dropping it below ends the connection's task.
-    let mut waiting = Box::pin(running.waiting());
-    let status = tokio::select! {
-        status = child.wait() => status,
-        _ = &mut waiting => {
-            tracing::warn!(target: "dsh_mcp", server = %shared.config.name, "MCP server closed its connection; stopping it");
-            stop(&mut child, group, false).await
-        }
-        () = shared.shutdown.cancelled() => {
-            // Closing the connection closes the server's stdin: the polite
-            // way to ask a stdio MCP server to exit.
-            service.cancel();
-            stop(&mut child, group, true).await
-        }
-    };
-    // Whatever the leader left behind in its group goes too.
-    group.signal(Signal::SIGKILL);
-    let (code, how) = match &status {
-        Ok(status) => (status.code(), describe_exit(*status)),
-        Err(e) => (None, format!("could not be waited for ({e})")),
-    };
-    let requested = shared.shutdown.is_cancelled();
-    let _ = shared.exit_description.set(how.clone()); // set once, here
-    *lock(&shared.state) = McpServerState::Exited(code);
-    shared.exited.cancel();
-    if requested {
-        tracing::info!(target: "dsh_mcp", server = %shared.config.name, "MCP server stopped ({how})");
-    } else {
-        tracing::warn!(target: "dsh_mcp", server = %shared.config.name, "MCP server {how}; its tools are unregistered");
-    }
-    let mounted = std::mem::take(&mut *lock(&shared.mounted));
-    // Undo outside the lock: `tools/change` listeners may ask for `tools()`.
-    for m in mounted.into_iter().rev() {
-        m.registration.undo();
-    }
-    // Ends the connection task (closed already unless the process outlived it).
-    drop(waiting);
-    shared.done.cancel();
-}
-
-/// Stops `child`: when `polite`, first waits for it to exit on its own
-/// (its stdin was closed); then `SIGTERM` to its group, then `SIGKILL`.
-async fn stop(child: &mut Child, group: ProcessGroup, polite: bool) -> std::io::Result<ExitStatus> {
-    if polite {
-        if let Ok(status) = tokio::time::timeout(STOP_GRACE, child.wait()).await {
-            return status;
-        }
-    }
-    dsh_process::stop(child, group, STOP_GRACE).await
 }

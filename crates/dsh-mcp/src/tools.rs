@@ -9,14 +9,19 @@ use dsh_tools::{
     json_kind, raw_tool, ArgsCheck, Concurrency, ConcurrencyRule, ToolArgsError, ToolError,
 };
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
+    PingRequest, Tool as McpTool,
 };
 use rmcp::service::NotificationContext;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+use rmcp::transport::DynamicTransportError;
 use rmcp::{ClientHandler, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::config::McpServerConfig;
+use crate::connection::Link;
 use crate::content;
 use crate::error::codes;
 use crate::frames::TOO_LARGE_MARKER;
@@ -50,19 +55,17 @@ impl ClientHandler for Handler {
     }
 }
 
-/// Re-lists the tools on every `tools/list_changed` until the server exits.
-pub(crate) async fn resync_loop(shared: Arc<Shared>, resync: Arc<Notify>) {
+/// Re-lists the tools on every `tools/list_changed` until the connection
+/// `link` ends.
+pub(crate) async fn resync_loop(shared: Arc<Shared>, link: Arc<Link>, resync: Arc<Notify>) {
     loop {
         tokio::select! {
-            () = shared.exited.cancelled() => return,
+            () = link.ended.cancelled() => return,
             () = resync.notified() => {}
         }
-        let Some(peer) = shared.peer.get().cloned() else {
-            return;
-        };
         let listed = tokio::select! {
-            () = shared.exited.cancelled() => return,
-            r = tokio::time::timeout(shared.config.timeout, peer.list_all_tools()) => r,
+            () = link.ended.cancelled() => return,
+            r = tokio::time::timeout(shared.config.timeout, link.peer.list_all_tools()) => r,
         };
         match listed {
             Ok(Ok(tools)) => sync_tools(&shared, tools),
@@ -93,11 +96,7 @@ pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
                 .as_ref()
                 .and_then(|a| a.read_only_hint)
                 .unwrap_or(false);
-            (
-                t.name.to_string(),
-                schema_of(&shared.config.name, t),
-                read_only,
-            )
+            (t.name.to_string(), schema_of(&shared.config, t), read_only)
         })
         .collect();
     let stale: Vec<Mounted> = {
@@ -163,7 +162,7 @@ pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
 }
 
 /// What the model is shown: the server's JSON Schema as given.
-fn schema_of(server: &str, tool: &McpTool) -> ToolSchema {
+fn schema_of(config: &McpServerConfig, tool: &McpTool) -> ToolSchema {
     let description = tool
         .description
         .as_deref()
@@ -171,7 +170,7 @@ fn schema_of(server: &str, tool: &McpTool) -> ToolSchema {
         .or_else(|| tool.title.clone())
         .unwrap_or_default();
     ToolSchema {
-        name: tool_name(server, &tool.name),
+        name: tool_name(&config.tool_prefix, &config.name, &tool.name),
         description,
         parameters: Value::Object((*tool.input_schema).clone()),
         strict: None,
@@ -245,21 +244,23 @@ async fn call(
     if shared.exited.is_cancelled() {
         return Err(shared.exited_error());
     }
-    let Some(peer) = shared.peer.get().cloned() else {
-        return Err(shared.exited_error());
+    let Some(link) = shared.link() else {
+        return Err(shared.dropped_error());
     };
     let timeout = shared.config.timeout;
     let dropped_before = shared.oversize.dropped();
     // Dropping this future before the response (cancel, timeout, exit)
     // makes rmcp send `notifications/cancelled` for the request.
-    let request = peer.call_tool(CallToolRequestParams::new(remote).with_arguments(args));
+    let request = link
+        .peer
+        .call_tool(CallToolRequestParams::new(remote).with_arguments(args));
     let outcome = tokio::select! {
         biased;
         () = cancel.cancelled() => {
             return Err(ToolError::aborted(format!("tool \"{name}\" was aborted; the MCP server was told to cancel the call")));
         }
         outcome = request => outcome,
-        () = shared.exited.cancelled() => return Err(shared.exited_error()),
+        () = link.ended.cancelled() => return Err(shared.dropped_error()),
         () = tokio::time::sleep(timeout) => {
             if shared.oversize.dropped() > dropped_before {
                 return Err(too_large(
@@ -284,12 +285,51 @@ async fn call(
             content::error_text(&result),
         )),
         Ok(result) => Ok(content::blocks(&result)),
-        Err(ServiceError::TransportClosed) => {
-            // The supervisor is about to notice; wait briefly so the message
-            // can say how the server ended.
-            let _ = tokio::time::timeout(Duration::from_secs(1), shared.exited.cancelled()).await;
-            Err(shared.exited_error())
+        Err(ServiceError::TransportClosed) if shared.is_http() => {
+            // The response stream closed before the result. Either the
+            // server is gone, or it is fine and only this stream broke
+            // (an event above max_message_bytes ends it too): a ping tells.
+            let ping = link
+                .peer
+                .send_request(ClientRequest::PingRequest(PingRequest::default()));
+            let alive = tokio::select! {
+                () = link.ended.cancelled() => false,
+                r = tokio::time::timeout(timeout.min(PING_TIMEOUT), ping) => matches!(r, Ok(Ok(_))),
+            };
+            if alive {
+                return Err(ToolError::new(
+                    codes::MCP_CALL_FAILED,
+                    format!(
+                        "the response of tool \"{name}\" (MCP server \"{}\") ended before its result; the server is still up. A response above max_message_bytes ({}) ends it this way: ask for less (a narrower query, a page or a range)",
+                        shared.config.name, shared.config.max_message_bytes
+                    ),
+                ));
+            }
+            Err(connection_lost(
+                shared,
+                &link,
+                "stopped answering (its response stream closed)".to_string(),
+            )
+            .await)
         }
+        Err(ServiceError::TransportClosed) => {
+            Err(connection_lost(shared, &link, "closed its connection".to_string()).await)
+        }
+        Err(ServiceError::TransportSend(e)) => match http_failure(&e) {
+            HttpFailure::TooLarge => Err(too_large(
+                shared,
+                name,
+                &format!(
+                    "the HTTP response was above max_message_bytes ({})",
+                    shared.config.max_message_bytes
+                ),
+            )),
+            HttpFailure::Dropped(why) => Err(connection_lost(shared, &link, why).await),
+            HttpFailure::Other => Err(ToolError::new(
+                codes::MCP_CALL_FAILED,
+                format!("calling MCP server \"{}\" failed: {e}", shared.config.name),
+            )),
+        },
         Err(ServiceError::McpError(e)) if e.message.starts_with(TOO_LARGE_MARKER) => {
             Err(too_large(
                 shared,
@@ -309,6 +349,78 @@ async fn call(
             format!("calling MCP server \"{}\" failed: {e}", shared.config.name),
         )),
     }
+}
+
+/// How long a liveness ping after a broken response stream may take.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The connection a call used is gone: an HTTP connection is marked broken
+/// (the supervisor restarts the server); a stdio one ends on its own. Waits
+/// briefly for the supervisor so the error can say what comes next.
+async fn connection_lost(shared: &Shared, link: &Link, why: String) -> ToolError {
+    if shared.is_http() {
+        link.break_with(why);
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(1), link.ended.cancelled()).await;
+    if !link.ended.is_cancelled() && !shared.shutdown.is_cancelled() {
+        // The supervisor is slow to notice; a restart will follow.
+        return ToolError::new(
+            codes::MCP_SERVER_UNAVAILABLE,
+            format!(
+                "MCP server \"{}\" closed its connection; dsh is reconnecting, retry the call later",
+                shared.config.name
+            ),
+        );
+    }
+    shared.dropped_error()
+}
+
+/// What a failed HTTP request means.
+enum HttpFailure {
+    /// The response was above the size limit.
+    TooLarge,
+    /// The server cannot be reached or lost the session: why.
+    Dropped(String),
+    /// Anything else (an HTTP error status, a malformed answer, auth).
+    Other,
+}
+
+fn http_failure(e: &DynamicTransportError) -> HttpFailure {
+    type HttpError = StreamableHttpError<reqwest::Error>;
+    let Some(err) = e.error.downcast_ref::<HttpError>() else {
+        return HttpFailure::Other;
+    };
+    match err {
+        HttpError::ResponseBodyTooLarge { .. } => HttpFailure::TooLarge,
+        HttpError::Client(c) if c.is_redirect() || c.is_builder() => HttpFailure::Other,
+        HttpError::Client(c) => {
+            HttpFailure::Dropped(format!("cannot be reached ({})", error_chain(c)))
+        }
+        HttpError::SessionExpired => {
+            HttpFailure::Dropped("lost its session (HTTP 404: it restarted?)".to_string())
+        }
+        HttpError::Io(_)
+        | HttpError::Sse(_)
+        | HttpError::UnexpectedEndOfStream
+        | HttpError::TransportChannelClosed
+        | HttpError::SessionRecoveryTimeout => {
+            HttpFailure::Dropped(format!("stopped answering ({err})"))
+        }
+        _ => HttpFailure::Other,
+    }
+}
+
+/// `e` and its sources, joined by `: ` (reqwest's own message hides the
+/// cause, e.g. "connection refused").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// `RESULT_TOO_LARGE` for tool `name`: `what` says how large.

@@ -35,8 +35,8 @@ async fn the_model_calls_mcp_tools_through_the_agent_loop() {
     let agents = Arc::new(AgentRegistry::new());
     let tools = Arc::new(ToolRegistry::new());
     let model = Arc::new(ScriptedAdapter::new([
-        call("c1", "fx__add", r#"{"a": 20, "b": 22}"#),
-        call("c2", "fx__fail", r#"{"message": "no such file"}"#),
+        call("c1", "mcp__fx__add", r#"{"a": 20, "b": 22}"#),
+        call("c2", "mcp__fx__fail", r#"{"message": "no such file"}"#),
         say("the answer is 42"),
     ]));
     let _regs = [
@@ -117,7 +117,7 @@ async fn the_model_calls_mcp_tools_through_the_agent_loop() {
     let requests = model.requests();
     assert_eq!(requests.len(), 3);
     let shown = requests[0].tools.as_deref().unwrap_or_default();
-    assert!(shown.iter().any(|t| t.name == "fx__add"), "{shown:?}");
+    assert!(shown.iter().any(|t| t.name == "mcp__fx__add"), "{shown:?}");
     handle.dispose().await;
     server.shutdown().await;
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dsh_llm::ContentBlock;
-use dsh_mcp::{codes, McpServer, McpServerConfig, McpServerState};
+use dsh_mcp::{codes, McpServer, McpServerConfig, McpServerState, RestartPolicy};
 use dsh_tools::{CallEnv, ToolCall, ToolContext, ToolRegistry, ToolResult};
 use tokio::sync::mpsc;
 
@@ -19,20 +19,21 @@ const FIXTURE: &str = env!("CARGO_BIN_EXE_dsh-mcp-fixture");
 
 /// Every tool of the fixture, in listing order (it lists two per page).
 /// `twin_tool` is missing: it collides with `twin.tool` after sanitising.
-const FIXTURE_TOOLS: [&str; 13] = [
-    "fx__add",
-    "fx__echo",
-    "fx__fail",
-    "fx__sleep",
-    "fx__crash",
-    "fx__grow",
-    "fx__image",
-    "fx__env",
-    "fx__stubborn",
-    "fx__big",
-    "fx__shout",
-    "fx__twin_tool",
-    "fx__doomed",
+const FIXTURE_TOOLS: [&str; 14] = [
+    "mcp__fx__add",
+    "mcp__fx__echo",
+    "mcp__fx__fail",
+    "mcp__fx__sleep",
+    "mcp__fx__crash",
+    "mcp__fx__grow",
+    "mcp__fx__image",
+    "mcp__fx__env",
+    "mcp__fx__header",
+    "mcp__fx__stubborn",
+    "mcp__fx__big",
+    "mcp__fx__shout",
+    "mcp__fx__twin_tool",
+    "mcp__fx__doomed",
 ];
 
 async fn guard<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
@@ -101,7 +102,7 @@ async fn registers_every_tool_across_pages_with_schemas_forwarded_raw() {
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert_eq!(
         (skipped[0].tool.as_str(), skipped[0].name.as_str()),
-        ("twin_tool", "fx__twin_tool")
+        ("twin_tool", "mcp__fx__twin_tool")
     );
     assert!(
         skipped[0].reason.contains("\"twin.tool\""),
@@ -109,7 +110,7 @@ async fn registers_every_tool_across_pages_with_schemas_forwarded_raw() {
         skipped[0].reason
     );
     assert_eq!(
-        exec(&registry, "fx__twin_tool", "{}").await.text(),
+        exec(&registry, "mcp__fx__twin_tool", "{}").await.text(),
         "twin.tool"
     );
     // A tool its server marks read-only runs alongside other safe calls;
@@ -121,10 +122,13 @@ async fn registers_every_tool_across_pages_with_schemas_forwarded_raw() {
             arguments: "{}".into(),
         })
     };
-    assert_eq!(concurrency("fx__add"), dsh_tools::Concurrency::Safe);
-    assert_eq!(concurrency("fx__echo"), dsh_tools::Concurrency::Exclusive);
+    assert_eq!(concurrency("mcp__fx__add"), dsh_tools::Concurrency::Safe);
+    assert_eq!(
+        concurrency("mcp__fx__echo"),
+        dsh_tools::Concurrency::Exclusive
+    );
     let add = registry
-        .get("fx__add")
+        .get("mcp__fx__add")
         .expect("registered")
         .schema()
         .clone();
@@ -140,7 +144,7 @@ async fn registers_every_tool_across_pages_with_schemas_forwarded_raw() {
 async fn calls_map_results_and_errors() {
     let (registry, server) = start(fixture("fx")).await;
 
-    let ok = exec(&registry, "fx__add", r#"{"a": 2, "b": 3.5}"#).await;
+    let ok = exec(&registry, "mcp__fx__add", r#"{"a": 2, "b": 3.5}"#).await;
     assert!(!ok.is_error, "{ok:?}");
     assert_eq!(ok.text(), "5.5");
     assert_eq!(ok.call_id, "c1");
@@ -148,21 +152,21 @@ async fn calls_map_results_and_errors() {
     // Arguments are not validated by the harness: the server sees them as sent.
     let echo = exec(
         &registry,
-        "fx__echo",
+        "mcp__fx__echo",
         r#"{"x": [1, {"y": null}], "z": "s"}"#,
     )
     .await;
     assert_eq!(echo.text(), r#"{"x":[1,{"y":null}],"z":"s"}"#);
-    let empty = exec(&registry, "fx__echo", "").await;
+    let empty = exec(&registry, "mcp__fx__echo", "").await;
     assert_eq!(empty.text(), "{}");
 
-    let fail = exec(&registry, "fx__fail", r#"{"message": "disk full"}"#).await;
+    let fail = exec(&registry, "mcp__fx__fail", r#"{"message": "disk full"}"#).await;
     assert!(fail.is_error);
     assert_eq!(fail.code(), Some(codes::MCP_TOOL_ERROR));
     assert_eq!(fail.text(), "Error: disk full");
 
     // The server rejects bad arguments itself (JSON-RPC invalid params).
-    let bad = exec(&registry, "fx__add", r#"{"a": "two"}"#).await;
+    let bad = exec(&registry, "mcp__fx__add", r#"{"a": "two"}"#).await;
     assert_eq!(bad.code(), Some(codes::MCP_CALL_FAILED));
     assert!(
         bad.text().contains("add needs numbers a and b"),
@@ -170,13 +174,13 @@ async fn calls_map_results_and_errors() {
         bad.text()
     );
 
-    let invalid = exec(&registry, "fx__add", r#"{"a": 1,"#).await;
+    let invalid = exec(&registry, "mcp__fx__add", r#"{"a": 1,"#).await;
     assert_eq!(invalid.code(), Some("INVALID_JSON"));
-    let array = exec(&registry, "fx__add", "[1, 2]").await;
+    let array = exec(&registry, "mcp__fx__add", "[1, 2]").await;
     assert_eq!(array.code(), Some("INVALID_ARGS"));
     assert!(array.text().contains("must be a JSON object, not an array"));
 
-    let image = exec(&registry, "fx__image", "{}").await;
+    let image = exec(&registry, "mcp__fx__image", "{}").await;
     assert!(!image.is_error);
     match &image.content[0] {
         ContentBlock::Image(img) => {
@@ -196,7 +200,7 @@ async fn calls_map_results_and_errors() {
 
     // Still healthy after all that.
     assert_eq!(
-        exec(&registry, "fx__add", r#"{"a": 1, "b": 1}"#)
+        exec(&registry, "mcp__fx__add", r#"{"a": 1, "b": 1}"#)
             .await
             .text(),
         "2"
@@ -213,7 +217,7 @@ async fn a_call_past_the_timeout_is_a_timeout_result_and_the_server_keeps_workin
         file.display().to_string()
     );
     let began = Instant::now();
-    let result = exec(&registry, "fx__sleep", &args).await;
+    let result = exec(&registry, "mcp__fx__sleep", &args).await;
     let took = began.elapsed();
     assert_eq!(result.code(), Some(codes::TIMEOUT), "{result:?}");
     assert!(result.text().contains("300 ms"), "{}", result.text());
@@ -224,7 +228,7 @@ async fn a_call_past_the_timeout_is_a_timeout_result_and_the_server_keeps_workin
     })
     .await;
     assert_eq!(
-        exec(&registry, "fx__add", r#"{"a": 1, "b": 2}"#)
+        exec(&registry, "mcp__fx__add", r#"{"a": 1, "b": 2}"#)
             .await
             .text(),
         "3"
@@ -239,25 +243,25 @@ async fn a_result_above_max_message_bytes_is_too_large_at_once_and_the_server_ke
     // that a wait for it would show.
     let (registry, server) = start(fixture("fx").timeout(Duration::from_secs(60))).await;
     let started = Instant::now();
-    let r = exec(&registry, "fx__big", r#"{"bytes": 20000000}"#).await;
+    let r = exec(&registry, "mcp__fx__big", r#"{"bytes": 20000000}"#).await;
     assert!(r.is_error, "{r:?}");
     assert_eq!(r.code(), Some(codes::RESULT_TOO_LARGE), "{r:?}");
     let text = r.text();
     assert!(text.contains("max_message_bytes (16777216)"), "{text}");
-    assert!(text.contains("fx__big"), "{text}");
+    assert!(text.contains("mcp__fx__big"), "{text}");
     assert!(started.elapsed() < Duration::from_secs(30), "not a timeout");
     // Just under a configured limit passes; the connection is intact.
-    let ok = exec(&registry, "fx__add", r#"{"a": 1, "b": 2}"#).await;
+    let ok = exec(&registry, "mcp__fx__add", r#"{"a": 1, "b": 2}"#).await;
     assert_eq!(ok.text(), "3");
     server.shutdown().await;
 
     let mut small = fixture("fx");
     small.max_message_bytes = 2000;
     let (registry, server) = start(small).await;
-    let fits = exec(&registry, "fx__big", r#"{"bytes": 1000}"#).await;
+    let fits = exec(&registry, "mcp__fx__big", r#"{"bytes": 1000}"#).await;
     assert!(!fits.is_error, "{fits:?}");
     assert_eq!(fits.text().len(), 1000);
-    let over = exec(&registry, "fx__big", r#"{"bytes": 3000}"#).await;
+    let over = exec(&registry, "mcp__fx__big", r#"{"bytes": 3000}"#).await;
     assert_eq!(over.code(), Some(codes::RESULT_TOO_LARGE), "{over:?}");
     server.shutdown().await;
 }
@@ -268,9 +272,12 @@ async fn validate_args_checks_calls_locally_with_the_usual_wording() {
     config.validate_args = true;
     let (registry, server) = start(config).await;
     let checks = registry.schemas_with_checks();
-    let add = checks.iter().find(|(s, _)| s.name == "fx__add").unwrap();
+    let add = checks
+        .iter()
+        .find(|(s, _)| s.name == "mcp__fx__add")
+        .unwrap();
     assert_eq!(add.1, dsh_tools::ArgsCheck::Local);
-    let r = exec(&registry, "fx__add", r#"{"a": "one"}"#).await;
+    let r = exec(&registry, "mcp__fx__add", r#"{"a": "one"}"#).await;
     assert_eq!(r.code(), Some("INVALID_ARGS"), "{r:?}");
     assert_eq!(
         r.failure.as_ref().unwrap().violations,
@@ -279,7 +286,7 @@ async fn validate_args_checks_calls_locally_with_the_usual_wording() {
             r#"missing required property "b""#
         ]
     );
-    let ok = exec(&registry, "fx__add", r#"{"a": 1, "b": 2}"#).await;
+    let ok = exec(&registry, "mcp__fx__add", r#"{"a": 1, "b": 2}"#).await;
     assert_eq!(ok.text(), "3");
     server.shutdown().await;
 
@@ -287,10 +294,14 @@ async fn validate_args_checks_calls_locally_with_the_usual_wording() {
     let (registry, server) = start(fixture("fx")).await;
     let checks = registry.schemas_with_checks();
     assert_eq!(
-        checks.iter().find(|(s, _)| s.name == "fx__add").unwrap().1,
+        checks
+            .iter()
+            .find(|(s, _)| s.name == "mcp__fx__add")
+            .unwrap()
+            .1,
         dsh_tools::ArgsCheck::Server
     );
-    let r = exec(&registry, "fx__add", r#"{"a": "one"}"#).await;
+    let r = exec(&registry, "mcp__fx__add", r#"{"a": "one"}"#).await;
     assert_eq!(r.code(), Some(codes::MCP_CALL_FAILED), "{r:?}");
     server.shutdown().await;
 }
@@ -305,7 +316,7 @@ async fn cancelling_a_call_aborts_it_and_tells_the_server() {
     );
     let env = CallEnv::default();
     let cancel = env.cancel.clone();
-    let running = tokio::spawn(registry.execute(&ToolCall::new("c9", "fx__sleep", args), env));
+    let running = tokio::spawn(registry.execute(&ToolCall::new("c9", "mcp__fx__sleep", args), env));
     eventually("the sleep to start", || {
         std::fs::read_to_string(&file).is_ok_and(|s| s == "started")
     })
@@ -320,7 +331,7 @@ async fn cancelling_a_call_aborts_it_and_tells_the_server() {
     .await;
     assert_eq!(server.state(), McpServerState::Running);
     assert_eq!(
-        exec(&registry, "fx__add", r#"{"a": 4, "b": 4}"#)
+        exec(&registry, "mcp__fx__add", r#"{"a": 4, "b": 4}"#)
             .await
             .text(),
         "8"
@@ -329,57 +340,209 @@ async fn cancelling_a_call_aborts_it_and_tells_the_server() {
     server.shutdown().await;
 }
 
+/// Restarts quickly, but slowly enough that a call answered right after
+/// the drop sees the server restarting.
+fn quick_restarts(attempts: u32) -> RestartPolicy {
+    RestartPolicy {
+        initial_delay: Duration::from_millis(300),
+        max_delay: Duration::from_millis(600),
+        max_attempts: attempts,
+    }
+}
+
+/// Polls the server's state (every 10 ms, up to the test deadline) until
+/// `want` holds.
+async fn until_state(server: &McpServer, what: &str, want: impl Fn(&McpServerState) -> bool) {
+    guard(what, async {
+        while !want(&server.state()) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crash_ends_in_flight_calls_and_unregisters_the_tools() {
-    let (registry, server) = start(fixture("fx")).await;
+async fn a_crashed_stdio_server_is_restarted_with_its_tools_kept() {
+    let (registry, server) = start(fixture("fx").restart(quick_restarts(3))).await;
     let pid = server.pid().expect("a pid");
     let (mut changed, _reg) = changes(&registry);
-    let stale = registry.get("fx__add").expect("registered");
+    let stale = registry.get("mcp__fx__add").expect("registered");
     let file = marker("crash");
     let args = format!(
         r#"{{"ms": 30000, "marker": {:?}}}"#,
         file.display().to_string()
     );
-    let in_flight =
-        tokio::spawn(registry.execute(&ToolCall::new("c2", "fx__sleep", args), CallEnv::default()));
+    let in_flight = tokio::spawn(registry.execute(
+        &ToolCall::new("c2", "mcp__fx__sleep", args),
+        CallEnv::default(),
+    ));
     eventually("the sleep to start", || {
         std::fs::read_to_string(&file).is_ok_and(|s| s == "started")
     })
     .await;
 
-    let crash = exec(&registry, "fx__crash", r#"{"code": 7}"#).await;
+    let crash = exec(&registry, "mcp__fx__crash", r#"{"code": 7}"#).await;
+    assert_eq!(
+        crash.code(),
+        Some(codes::MCP_SERVER_UNAVAILABLE),
+        "{crash:?}"
+    );
+    let text = crash.text();
+    assert!(text.contains("\"fx\" exited with code 7"), "{text}");
+    assert!(text.contains("reconnecting (attempt 1 of 3)"), "{text}");
+    let slept = guard("the in-flight call", in_flight)
+        .await
+        .expect("no panic");
+    assert_eq!(
+        slept.code(),
+        Some(codes::MCP_SERVER_UNAVAILABLE),
+        "{slept:?}"
+    );
+    // Meanwhile the tools stay registered and calls fail at once.
+    assert_eq!(
+        server.state(),
+        McpServerState::Restarting { attempt: 1, of: 3 }
+    );
+    assert_eq!(server.state().to_string(), "restarting (attempt 1 of 3)");
+    assert_eq!(registry.names(), FIXTURE_TOOLS);
+    let early = exec(&registry, "mcp__fx__add", r#"{"a": 1, "b": 1}"#).await;
+    assert_eq!(
+        early.code(),
+        Some(codes::MCP_SERVER_UNAVAILABLE),
+        "{early:?}"
+    );
+    assert!(!process_alive(pid));
+
+    until_state(&server, "the restart", |s| *s == McpServerState::Running).await;
+    let new_pid = server.pid().expect("a pid");
+    assert_ne!(new_pid, pid);
+    assert!(process_alive(new_pid));
+    assert_eq!(
+        exec(&registry, "mcp__fx__add", r#"{"a": 1, "b": 1}"#)
+            .await
+            .text(),
+        "2"
+    );
+    // A tool handle kept from before works with the new process.
+    let ctx = ToolContext::detached("c3", "mcp__fx__add");
+    let blocks = guard("stale call", stale.call(r#"{"a": 2, "b": 2}"#, ctx))
+        .await
+        .expect("works again");
+    assert_eq!(blocks.content[0].as_text(), Some("4"));
+    // The same tools came back: none was unregistered or registered again.
+    assert_eq!(server.tools(), FIXTURE_TOOLS);
+    assert!(changed.try_recv().is_err(), "tools/change fired");
+    let _ = std::fs::remove_file(&file);
+    server.shutdown().await;
+    assert!(!process_alive(new_pid));
+    assert!(registry.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_cannot_start_again_is_given_up_and_its_tools_unregistered() {
+    // Starts the fixture once; every later start exits at once with code 5.
+    let flag = marker("give-up");
+    let _ = std::fs::remove_file(&flag);
+    let script = format!(
+        "if [ -e '{0}' ]; then echo 'fixture: not again' >&2; exit 5; fi; touch '{0}'; exec '{FIXTURE}'",
+        flag.display()
+    );
+    let config = McpServerConfig::new("fx", "sh")
+        .args(["-c", &script])
+        .restart(RestartPolicy {
+            initial_delay: Duration::from_millis(20),
+            max_delay: Duration::from_millis(40),
+            max_attempts: 3,
+        });
+    let (registry, server) = start(config).await;
+    let stale = registry.get("mcp__fx__add").expect("registered");
+    let (mut changed, _reg) = changes(&registry);
+    let crash = exec(&registry, "mcp__fx__crash", "{}").await;
+    assert!(crash.is_error, "{crash:?}");
+    guard("giving up", server.exited()).await;
+    let McpServerState::Failed(why) = server.state() else {
+        panic!("expected Failed, got {:?}", server.state())
+    };
+    assert!(why.contains("3 attempts"), "{why}");
+    assert!(why.contains("exited with code 5"), "{why}");
+    assert!(why.contains("not again"), "stderr is in the reason: {why}");
+    assert!(registry.is_empty(), "{:?}", registry.names());
+    guard("tools/change", changed.recv())
+        .await
+        .expect("change fired");
+    let ctx = ToolContext::detached("c3", "mcp__fx__add");
+    let err = guard("stale call", stale.call("{}", ctx))
+        .await
+        .expect_err("server gone");
+    assert_eq!(err.code(), codes::MCP_SERVER_EXITED);
+    assert!(err.message().contains("3 attempts"), "{}", err.message());
+    assert_eq!(
+        exec(&registry, "mcp__fx__add", "{}").await.code(),
+        Some("UNKNOWN_TOOL")
+    );
+    let _ = std::fs::remove_file(&flag);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_restarts_a_crash_unregisters_the_tools() {
+    let (registry, server) = start(fixture("fx").restart(RestartPolicy::NEVER)).await;
+    let pid = server.pid().expect("a pid");
+    let crash = exec(&registry, "mcp__fx__crash", r#"{"code": 7}"#).await;
     assert_eq!(crash.code(), Some(codes::MCP_SERVER_EXITED), "{crash:?}");
     assert!(
         crash.text().contains("\"fx\" exited with code 7"),
         "{}",
         crash.text()
     );
-    let slept = guard("the in-flight call", in_flight)
-        .await
-        .expect("no panic");
-    assert_eq!(slept.code(), Some(codes::MCP_SERVER_EXITED), "{slept:?}");
-
     guard("exit", server.exited()).await;
     assert_eq!(server.state(), McpServerState::Exited(Some(7)));
-    assert!(server.tools().is_empty());
-    assert!(registry.is_empty(), "{:?}", registry.names());
-    guard("tools/change", changed.recv())
-        .await
-        .expect("change fired");
+    assert!(registry.is_empty());
     assert!(!process_alive(pid));
+}
 
-    // A tool handle kept from before answers too, without hanging.
-    let ctx = ToolContext::detached("c3", "fx__add");
-    let err = guard("stale call", stale.call("{}", ctx))
-        .await
-        .expect_err("server gone");
-    assert_eq!(err.code(), codes::MCP_SERVER_EXITED);
-    // And the name is unknown now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_the_backoff_ends_it_at_once() {
+    let (registry, server) = start(fixture("fx").restart(RestartPolicy {
+        initial_delay: Duration::from_secs(30),
+        max_delay: Duration::from_secs(30),
+        max_attempts: 10,
+    }))
+    .await;
+    let crash = exec(&registry, "mcp__fx__crash", "{}").await;
     assert_eq!(
-        exec(&registry, "fx__add", "{}").await.code(),
-        Some("UNKNOWN_TOOL")
+        crash.code(),
+        Some(codes::MCP_SERVER_UNAVAILABLE),
+        "{crash:?}"
     );
-    let _ = std::fs::remove_file(&file);
+    let began = Instant::now();
+    guard("shutdown", server.shutdown()).await;
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(
+        matches!(server.state(), McpServerState::Exited(_)),
+        "{:?}",
+        server.state()
+    );
+    assert!(registry.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_tool_prefix_gives_the_older_names() {
+    let (registry, server) = start(fixture("fx").tool_prefix("")).await;
+    assert!(
+        registry.names().iter().all(|n| n.starts_with("fx__")),
+        "{:?}",
+        registry.names()
+    );
+    assert_eq!(
+        exec(&registry, "fx__add", r#"{"a": 2, "b": 2}"#)
+            .await
+            .text(),
+        "4"
+    );
     server.shutdown().await;
 }
 
@@ -387,20 +550,25 @@ async fn a_crash_ends_in_flight_calls_and_unregisters_the_tools() {
 async fn list_changed_resyncs_the_registered_tools() {
     let (registry, server) = start(fixture("fx")).await;
     let (mut changed, _reg) = changes(&registry);
-    assert_eq!(exec(&registry, "fx__grow", "{}").await.text(), "grown");
+    assert_eq!(exec(&registry, "mcp__fx__grow", "{}").await.text(), "grown");
     guard("the re-sync", async {
         loop {
             changed.recv().await.expect("registry alive");
             let names = registry.names();
-            if names.iter().any(|n| n == "fx__extra") && !names.iter().any(|n| n == "fx__doomed") {
+            if names.iter().any(|n| n == "mcp__fx__extra")
+                && !names.iter().any(|n| n == "mcp__fx__doomed")
+            {
                 break;
             }
         }
     })
     .await;
-    assert_eq!(exec(&registry, "fx__extra", "{}").await.text(), "extra");
-    assert!(server.tools().contains(&"fx__extra".to_string()));
-    assert!(!server.tools().contains(&"fx__doomed".to_string()));
+    assert_eq!(
+        exec(&registry, "mcp__fx__extra", "{}").await.text(),
+        "extra"
+    );
+    assert!(server.tools().contains(&"mcp__fx__extra".to_string()));
+    assert!(!server.tools().contains(&"mcp__fx__doomed".to_string()));
     assert_eq!(server.tools().len(), FIXTURE_TOOLS.len());
     server.shutdown().await;
 }
@@ -470,7 +638,7 @@ async fn a_bad_command_is_a_start_error_naming_server_and_command() {
     assert!(results[0].1.is_err());
     let fx = results[1].1.as_ref().expect("fx starts");
     assert_eq!(
-        exec(&registry, "fx__add", r#"{"a": 1, "b": 1}"#)
+        exec(&registry, "mcp__fx__add", r#"{"a": 1, "b": 1}"#)
             .await
             .text(),
         "2"
@@ -487,7 +655,7 @@ async fn the_server_sees_only_its_configured_environment() {
     let env = |name: &str| {
         let registry = &registry;
         let args = format!(r#"{{"name": "{name}"}}"#);
-        async move { exec(registry, "fx__env", &args).await.text() }
+        async move { exec(registry, "mcp__fx__env", &args).await.text() }
     };
     assert_eq!(env("DSH_MCP_TEST_SECRET").await, "<unset>");
     assert_eq!(env("VISIBLE").await, "yes");
@@ -520,7 +688,7 @@ async fn shutdown_kills_a_server_that_ignores_eof_and_sigterm() {
     let (registry, server) = start(fixture("fx")).await;
     let pid = server.pid().expect("a pid");
     assert_eq!(
-        exec(&registry, "fx__stubborn", "{}").await.text(),
+        exec(&registry, "mcp__fx__stubborn", "{}").await.text(),
         "stubborn"
     );
     let began = Instant::now();
@@ -582,11 +750,11 @@ async fn public_everything_server() {
         .await
         .expect("server-everything starts");
     assert!(
-        server.tools().iter().any(|t| t == "everything__echo"),
+        server.tools().iter().any(|t| t == "mcp__everything__echo"),
         "{:?}",
         server.tools()
     );
-    let echo = exec(&registry, "everything__echo", r#"{"message": "hi"}"#).await;
+    let echo = exec(&registry, "mcp__everything__echo", r#"{"message": "hi"}"#).await;
     assert!(!echo.is_error, "{echo:?}");
     assert!(echo.text().contains("hi"));
     server.shutdown().await;

@@ -89,7 +89,7 @@ fn server_stderr_is_logged_with_the_server_name() {
 fn a_huge_stderr_line_is_cut_before_it_is_logged() {
     let log = logged_run(
         |registry| async move {
-            let call = dsh_tools::ToolCall::new("c1", "loud__shout", r#"{"bytes": 3000000}"#);
+            let call = dsh_tools::ToolCall::new("c1", "mcp__loud__shout", r#"{"bytes": 3000000}"#);
             let r = registry.execute(&call, dsh_tools::CallEnv::default()).await;
             assert_eq!(r.text(), "shouted");
         },

@@ -283,6 +283,8 @@ codes! {
         "The MCP server's response was larger than max_message_bytes; it was not read into memory.";
     MCP_SERVER_EXITED = "MCP_SERVER_EXITED", "mcp", false, RespondToModel,
         "The MCP server exited; its tools were unregistered.";
+    MCP_SERVER_UNAVAILABLE = "MCP_SERVER_UNAVAILABLE", "mcp", true, RespondToModel,
+        "The MCP server's connection dropped and dsh is reconnecting (500 ms doubling to 30 s, at most 10 attempts); its tools stay registered, retry the call later.";
 }
 
 /// The code table as Markdown: what `docs/error-codes.md` holds.

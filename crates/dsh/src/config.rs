@@ -67,6 +67,11 @@ pub struct FileConfig {
     /// MCP servers.
     #[serde(default)]
     pub mcp: McpSection,
+    /// `mcp_tool_prefix` at the top level: the same key as
+    /// `[mcp] mcp_tool_prefix`. [`parse`] moves it there (and rejects the
+    /// two set to different values), so after parsing it is always `None`;
+    /// read [`McpSection::mcp_tool_prefix`].
+    pub mcp_tool_prefix: Option<String>,
     /// `[[hooks.<Event>]]`: command hooks (Claude Code's protocol).
     pub hooks: Option<dsh_hooks::HooksSection>,
     /// The `hooks.json` beside this file (Claude Code's format), when there
@@ -280,10 +285,16 @@ pub struct BashSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpSection {
-    /// `[mcp.servers.NAME]` tables: `command`, `args`, `env`, `cwd`,
-    /// `timeout_ms`, `enabled`.
+    /// `[mcp.servers.NAME]` tables (see [`dsh_mcp::McpServerSpec`]): a
+    /// stdio server (`command`, `args`, `env`, `cwd`) or an HTTP one
+    /// (`url`, `headers`, `bearer_token_env_var`), and `timeout_ms`,
+    /// `max_message_bytes`, `validate_args`, `enabled`.
     #[serde(default)]
     pub servers: BTreeMap<String, dsh_mcp::McpServerSpec>,
+    /// The first part of MCP tool names (default `"mcp"`:
+    /// `mcp__<server>__<tool>`); `""` gives the older `<server>__<tool>`.
+    /// Also accepted at the top level of `dsh.toml`.
+    pub mcp_tool_prefix: Option<String>,
 }
 
 impl FileConfig {
@@ -399,7 +410,11 @@ impl FileConfig {
                 keep_spill_files: ub.keep_spill_files.or(lb.keep_spill_files),
                 env_passthrough: ub.env_passthrough.or(lb.env_passthrough),
             },
-            mcp: McpSection { servers },
+            mcp: McpSection {
+                servers,
+                mcp_tool_prefix: upper.mcp.mcp_tool_prefix.or(self.mcp.mcp_tool_prefix),
+            },
+            mcp_tool_prefix: upper.mcp_tool_prefix.or(self.mcp_tool_prefix),
             // Hooks add up: the lower file's run, then the upper's.
             hooks: match (self.hooks, upper.hooks) {
                 (Some(l), Some(u)) => Some(l.join(u)),
@@ -518,12 +533,26 @@ pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<LoadedConfig, ConfigE
     Ok(LoadedConfig { base, project })
 }
 
-/// Parses a `dsh.toml` text.
+/// Parses a `dsh.toml` text. A top-level `mcp_tool_prefix` is moved into
+/// [`McpSection::mcp_tool_prefix`].
 ///
 /// # Errors
-/// toml's message (it names the offending key and line).
+/// toml's message (it names the offending key and line); `mcp_tool_prefix`
+/// set both at the top level and in `[mcp]` to different values.
 pub fn parse(text: &str) -> Result<FileConfig, String> {
-    toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())
+    let mut file: FileConfig =
+        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+    if let Some(top) = file.mcp_tool_prefix.take() {
+        match &file.mcp.mcp_tool_prefix {
+            Some(inner) if *inner != top => {
+                return Err(format!(
+                    "`mcp_tool_prefix = {top:?}` (top level) and `[mcp] mcp_tool_prefix = {inner:?}` disagree; set it in one place"
+                ))
+            }
+            _ => file.mcp.mcp_tool_prefix = Some(top),
+        }
+    }
+    Ok(file)
 }
 
 /// `hooks.json` in the directory of the `dsh.toml` at `path`.
@@ -783,6 +812,53 @@ command = "touch"
             merged.mcp.servers.keys().collect::<Vec<_>>(),
             ["one", "two"]
         );
+    }
+
+    #[test]
+    fn mcp_tool_prefix_is_read_at_the_top_level_or_in_mcp() {
+        let top = parse("mcp_tool_prefix = \"\"\n").unwrap();
+        assert_eq!(top.mcp.mcp_tool_prefix.as_deref(), Some(""));
+        assert_eq!(top.mcp_tool_prefix, None, "moved into [mcp]");
+        let inner = parse("[mcp]\nmcp_tool_prefix = \"x\"\n").unwrap();
+        assert_eq!(inner.mcp.mcp_tool_prefix.as_deref(), Some("x"));
+        let same = parse("mcp_tool_prefix = \"x\"\n[mcp]\nmcp_tool_prefix = \"x\"\n").unwrap();
+        assert_eq!(same.mcp.mcp_tool_prefix.as_deref(), Some("x"));
+        let e = parse("mcp_tool_prefix = \"\"\n[mcp]\nmcp_tool_prefix = \"mcp\"\n").unwrap_err();
+        assert!(
+            e.contains("(top level)") && e.contains("[mcp] mcp_tool_prefix"),
+            "{e}"
+        );
+        assert_eq!(parse("").unwrap().mcp.mcp_tool_prefix, None);
+        // A scalar: the upper file wins when it sets it.
+        let merged = parse("mcp_tool_prefix = \"\"\n")
+            .unwrap()
+            .overlay(parse("model = \"echo\"\n").unwrap());
+        assert_eq!(merged.mcp.mcp_tool_prefix.as_deref(), Some(""));
+        let merged = parse("mcp_tool_prefix = \"\"\n")
+            .unwrap()
+            .overlay(parse("[mcp]\nmcp_tool_prefix = \"t\"\n").unwrap());
+        assert_eq!(merged.mcp.mcp_tool_prefix.as_deref(), Some("t"));
+        // Harmless: an untrusted project may set it.
+        let project = parse("[mcp]\nmcp_tool_prefix = \"\"\n").unwrap();
+        assert!(project.unsafe_keys().is_empty());
+        assert_eq!(
+            project.without_unsafe_keys().mcp.mcp_tool_prefix.as_deref(),
+            Some("")
+        );
+    }
+
+    #[test]
+    fn http_mcp_servers_parse_and_bad_ones_name_the_key() {
+        let cfg = parse(
+            "[mcp.servers.gh]\nurl = \"https://example.com/mcp\"\nheaders = { X-Team = \"${TEAM}\" }\nbearer_token_env_var = \"GH_TOKEN\"\n",
+        )
+        .unwrap();
+        let spec = &cfg.mcp.servers["gh"];
+        assert_eq!(spec.url.as_deref(), Some("https://example.com/mcp"));
+        assert_eq!(spec.bearer_token_env_var.as_deref(), Some("GH_TOKEN"));
+        assert_eq!(cfg.unsafe_keys(), ["mcp"]);
+        let e = parse("[mcp.servers.gh]\nurl = \"https://h/\"\nheader = {}\n").unwrap_err();
+        assert!(e.contains("header"), "{e}");
     }
 
     #[test]

@@ -74,6 +74,11 @@ pub struct Resolved {
     pub max_steps: u32,
     /// MCP servers from the file and the settings, in order.
     pub mcp: Vec<dsh_mcp::McpServerConfig>,
+    /// The first part of MCP tool names (`mcp_tool_prefix`, default
+    /// `"mcp"`); [`Stack::start_mcp`](crate::Stack::start_mcp) gives it to
+    /// every server it starts, including ones added to `mcp` after
+    /// resolution.
+    pub mcp_tool_prefix: String,
     /// Cap on the text of one tool result kept in the session, in bytes.
     pub max_result_bytes: usize,
     /// Cap on tool calls in one model step.
@@ -232,18 +237,23 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         })?),
         None => None,
     };
+    let mcp_tool_prefix = file
+        .mcp
+        .mcp_tool_prefix
+        .clone()
+        .unwrap_or_else(|| dsh_mcp::DEFAULT_TOOL_PREFIX.to_string());
     let mut mcp: Vec<dsh_mcp::McpServerConfig> = Vec::new();
     for (name, spec) in &file.mcp.servers {
         let cfg = spec
             .clone()
             .into_config(name)
             .map_err(|e| StackError::Usage(format!("{config_name}: {e}")))?;
-        mcp.push(cfg);
+        mcp.push(cfg.tool_prefix(mcp_tool_prefix.clone()));
     }
     for flag in &settings.mcp {
         let cfg = dsh_mcp::parse_mcp_flag(flag).map_err(|e| StackError::Usage(e.to_string()))?;
         mcp.retain(|c| c.name != cfg.name);
-        mcp.push(cfg);
+        mcp.push(cfg.tool_prefix(mcp_tool_prefix.clone()));
     }
     let mut bash = LocalBashConfig {
         cwd: Some(cwd.clone()),
@@ -314,6 +324,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         max_steps: file.max_steps.unwrap_or(100),
         context_window,
         mcp,
+        mcp_tool_prefix,
         max_result_bytes: file.max_result_bytes.unwrap_or(DEFAULT_MAX_RESULT_BYTES),
         max_tool_calls: file.max_tool_calls.unwrap_or(DEFAULT_MAX_TOOL_CALLS),
         max_step_output_bytes: file

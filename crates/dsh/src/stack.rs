@@ -497,7 +497,7 @@ impl Stack {
     }
 
     /// Starts the configured MCP servers concurrently and registers their
-    /// tools. A server that fails to start is left out (the others and the
+    /// tools, named with the resolved `mcp_tool_prefix`. A server that fails to start is left out (the others and the
     /// agent work); returns the failures as `(name, message)`, in the order
     /// they happened.
     ///
@@ -507,7 +507,13 @@ impl Stack {
     /// with their process groups.
     pub async fn start_mcp(&mut self) -> Vec<(String, String)> {
         use futures_util::StreamExt;
-        let configs = self.resolved.mcp.clone();
+        let prefix = &self.resolved.mcp_tool_prefix;
+        let configs: Vec<_> = self
+            .resolved
+            .mcp
+            .iter()
+            .map(|c| c.clone().tool_prefix(prefix.clone()))
+            .collect();
         let tools = self.tools.clone();
         let mut failures = Vec::new();
         let mut starts = std::pin::pin!(dsh_mcp::start_each(configs, &tools));

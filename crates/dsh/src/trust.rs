@@ -192,11 +192,29 @@ impl TrustStore {
 pub fn describe_unsafe(file: &FileConfig) -> Vec<String> {
     let mut lines = Vec::new();
     for (name, spec) in &file.mcp.servers {
-        let mut cmd = format!("{:?}", spec.command);
-        for a in &spec.args {
-            cmd.push_str(&format!(" {a:?}"));
+        match (&spec.command, &spec.url) {
+            (Some(command), _) => {
+                let mut cmd = format!("{command:?}");
+                for a in &spec.args {
+                    cmd.push_str(&format!(" {a:?}"));
+                }
+                lines.push(format!("mcp server {name:?} runs the command {cmd}"));
+            }
+            (None, Some(url)) => {
+                // Header names only: their values may be secrets.
+                let mut sent: Vec<String> = spec.headers.keys().map(|k| format!("{k:?}")).collect();
+                if let Some(var) = &spec.bearer_token_env_var {
+                    sent.push(format!("a bearer token from ${var}"));
+                }
+                let with = if sent.is_empty() {
+                    String::new()
+                } else {
+                    format!(" sending {}", sent.join(", "))
+                };
+                lines.push(format!("mcp server {name:?} connects to {url:?}{with}"));
+            }
+            (None, None) => lines.push(format!("mcp server {name:?} (no command or url)")),
         }
-        lines.push(format!("mcp server {name:?} runs the command {cmd}"));
     }
     if let Some(section) = &file.hooks {
         for (event, hook) in section.entries() {

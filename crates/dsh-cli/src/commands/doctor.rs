@@ -80,14 +80,14 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
         println!("  (none)");
     }
     for s in &resolved.mcp {
-        let state = if !s.enabled {
-            "disabled".to_string()
-        } else if which(&s.command) {
-            "enabled".to_string()
-        } else {
-            format!("enabled, but `{}` is not found", s.command)
+        let state = match s.program() {
+            _ if !s.enabled => "disabled".to_string(),
+            Some(command) if !which(command) => {
+                format!("enabled, but `{command}` is not found")
+            }
+            _ => "enabled".to_string(),
         };
-        println!("  {}: {} {} ({state})", s.name, s.command, s.args.join(" "));
+        println!("  {}: {} ({state})", s.name, s.target());
     }
     for w in &resolved.warnings {
         println!("warning: {w}");

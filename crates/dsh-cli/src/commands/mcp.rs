@@ -51,7 +51,7 @@ pub(crate) fn run(args: McpArgs) -> u8 {
         }
         let mut out = String::new();
         if configured.is_empty() {
-            out.push_str("no MCP servers configured (add [mcp.servers.NAME] to dsh.toml or pass --mcp NAME=COMMAND)\n");
+            out.push_str("no MCP servers configured (add [mcp.servers.NAME] to dsh.toml or pass --mcp NAME=COMMAND or --mcp NAME=URL)\n");
         }
         for (name, enabled) in &configured {
             let line = if !enabled {

@@ -1,8 +1,10 @@
 //! The MCP server the `dsh-mcp` tests drive (built only with the `fixture`
 //! feature, which the crate's self dev-dependency turns on for tests).
 //!
-//! Speaks MCP over stdio with the rmcp server side. Its tools, listed two
-//! per page so that clients must follow `nextCursor`:
+//! Speaks MCP over stdio with the rmcp server side; with `--http ADDR`
+//! (e.g. `--http 127.0.0.1:0`) it serves the streamable HTTP transport at
+//! `http://ADDR/mcp` instead and prints the bound address on stdout. Its
+//! tools, listed two per page so that clients must follow `nextCursor`:
 //! - `add {a, b}` → the sum as text;
 //! - `echo {…}` → the raw arguments it received, as JSON text;
 //! - `fail {message?}` → an `isError` result;
@@ -16,6 +18,8 @@
 //! - `stubborn` → from now on ignores `SIGTERM` and keeps running after its
 //!   stdin closes (only `SIGKILL` stops it);
 //! - `env {name}` → the value of an environment variable, or `<unset>`;
+//! - `header {name}` → the value of that header of the HTTP request, or
+//!   `<unset>` (always `<unset>` over stdio);
 //! - `twin.tool` and `twin_tool` (same registry name), `doomed`, and after
 //!   `grow` `extra` → their own name as text.
 
@@ -98,6 +102,11 @@ impl Fixture {
             tool(
                 "env",
                 "Reads an environment variable",
+                obj(json!({"name": {"type": "string"}}), json!(["name"])),
+            ),
+            tool(
+                "header",
+                "Reads a header of the HTTP request",
                 obj(json!({"name": {"type": "string"}}), json!(["name"])),
             ),
             tool(
@@ -199,6 +208,16 @@ impl Fixture {
                     std::env::var(var).unwrap_or_else(|_| "<unset>".into()),
                 ))
             }
+            "header" => {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+                let value = ctx
+                    .extensions
+                    .get::<axum::http::request::Parts>()
+                    .and_then(|parts| parts.headers.get(name))
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("<unset>");
+                Ok(text(value))
+            }
             "stubborn" => {
                 // SAFETY: SIG_IGN installs no handler code.
                 #[allow(unsafe_code)]
@@ -275,6 +294,16 @@ impl ServerHandler for Fixture {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let [_, flag, addr] = args.as_slice() {
+        if flag == "--http" {
+            if let Err(e) = serve_http(addr).await {
+                eprintln!("fixture: HTTP server failed: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
+    }
     eprintln!("fixture: starting");
     match Fixture::default().serve(rmcp::transport::stdio()).await {
         Ok(service) => {
@@ -291,4 +320,24 @@ async fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// Serves MCP over streamable HTTP at `http://ADDR/mcp` (one fixture per
+/// session); prints the bound address as the first stdout line.
+async fn serve_http(addr: &str) -> std::io::Result<()> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use std::io::Write;
+
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    println!("{bound}");
+    std::io::stdout().flush()?;
+    let service = StreamableHttpService::new(
+        || Ok(Fixture::default()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    axum::serve(listener, app).await
 }
