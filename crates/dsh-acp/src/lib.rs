@@ -4,7 +4,7 @@
 //!
 //! Start at [`serve`]: it answers `initialize`, `session/new` (one
 //! [`dsh::Stack`] per session, in the session's `cwd`, with the client's
-//! stdio MCP servers started through dsh's MCP client), `session/load`
+//! stdio and HTTP MCP servers started through dsh's MCP client), `session/load`
 //! (replays a saved dsh session as `session/update` notifications, then
 //! continues it), `session/prompt` (runs a turn; the stop reason follows
 //! how it ended), `session/cancel` and `session/set_mode` (the permission
@@ -31,12 +31,12 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
     CancelNotification, ContentBlock as AcpBlock, CurrentModeUpdate, FileSystemCapabilities,
-    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpServer,
-    NewSessionRequest, NewSessionResponse, PermissionOption, PermissionOptionKind,
-    PromptCapabilities, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionMode, SessionModeState, SessionNotification, SessionUpdate,
-    SetSessionModeRequest, SetSessionModeResponse, StopReason, ToolCallUpdate,
-    ToolCallUpdateFields, UnstructuredCommandInput,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
+    PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    ToolCallUpdate, ToolCallUpdateFields, UnstructuredCommandInput,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use dsh::{SandboxMode, Settings, Stack};
@@ -209,13 +209,14 @@ pub async fn serve(
 }
 
 /// `initialize`: protocol v1, `loadSession`, text and embedded context in
-/// prompts (images and audio not).
+/// prompts (images and audio not), MCP servers over stdio and HTTP.
 fn initialize_response(req: &InitializeRequest) -> InitializeResponse {
     let _ = req;
     InitializeResponse::new(ProtocolVersion::V1).agent_capabilities(
         AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .mcp_capabilities(McpCapabilities::new().http(true)),
     )
 }
 
@@ -272,7 +273,7 @@ impl Server {
             ..self.settings.clone()
         };
         let mut resolved = dsh::resolve(&settings).map_err(|e| e.to_string())?;
-        resolved.mcp.extend(mcp.iter().filter_map(stdio_server));
+        resolved.mcp.extend(mcp.iter().filter_map(client_server));
         let mut stack = Stack::build(resolved).map_err(|e| e.to_string())?;
         for (name, message) in stack.start_mcp().await {
             tracing::warn!(target: "dsh_acp", server = %name, "MCP server did not start: {message}");
@@ -540,19 +541,34 @@ fn modes_of(stack: &Stack) -> SessionModeState {
     )
 }
 
-/// A client's stdio MCP server as dsh's configuration (HTTP and SSE
-/// servers are not offered: dsh does not advertise them).
-fn stdio_server(server: &McpServer) -> Option<dsh_mcp::McpServerConfig> {
-    let McpServer::Stdio(s) = server else {
-        return None;
-    };
-    let config = dsh_mcp::McpServerConfig::new(s.name.clone(), s.command.display().to_string())
-        .args(s.args.clone());
-    Some(
-        s.env
-            .iter()
-            .fold(config, |c, v| c.env(v.name.clone(), v.value.clone())),
-    )
+/// A client's MCP server as dsh's configuration: stdio (command, args,
+/// env) or streamable HTTP (url, headers). SSE servers are left out with a
+/// warning: dsh advertises `http` only.
+fn client_server(server: &McpServer) -> Option<dsh_mcp::McpServerConfig> {
+    match server {
+        McpServer::Stdio(s) => {
+            let config =
+                dsh_mcp::McpServerConfig::new(s.name.clone(), s.command.display().to_string())
+                    .args(s.args.clone());
+            Some(
+                s.env
+                    .iter()
+                    .fold(config, |c, v| c.env(v.name.clone(), v.value.clone())),
+            )
+        }
+        McpServer::Http(h) => Some(
+            h.headers
+                .iter()
+                .fold(dsh_mcp::McpServerConfig::http(&h.name, &h.url), |c, v| {
+                    c.header(v.name.clone(), v.value.clone())
+                }),
+        ),
+        McpServer::Sse(s) => {
+            tracing::warn!(target: "dsh_acp", server = %s.name, "SSE MCP servers are not supported (use the streamable HTTP transport); left out");
+            None
+        }
+        _ => None,
+    }
 }
 
 /// The prompt as text: text blocks as they are, resource links as

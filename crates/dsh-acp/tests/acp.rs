@@ -15,11 +15,12 @@ use std::time::{Duration, Instant};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
-    PromptRequest, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, StopReason, TextContent,
-    ToolCallContent, ToolCallStatus, WriteTextFileRequest, WriteTextFileResponse,
+    InitializeRequest, LoadSessionRequest, McpServer, McpServerHttp, McpServerStdio,
+    NewSessionRequest, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, SessionNotification, SessionUpdate, SetSessionModeRequest,
+    StopReason, TextContent, ToolCallContent, ToolCallStatus, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams, Client};
@@ -818,4 +819,56 @@ async fn a_cancel_sent_right_after_the_prompt_still_cancels_it() {
     )
     .await;
     assert!(!marker.exists(), "a cancelled command ran to its end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_http_mcp_servers_are_reached_over_http() {
+    use std::io::BufRead;
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    // The fixture serves MCP over streamable HTTP on a loopback port and
+    // prints its address.
+    let mut server = std::process::Command::new(mcp_fixture())
+        .args(["--http", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut addr = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut addr)
+        .unwrap();
+    let url = format!("http://{}/mcp", addr.trim());
+    with_client(
+        home.path(),
+        seen,
+        move |cx: ConnectionTo<Agent>| async move {
+            let init = cx
+                .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await
+                .unwrap();
+            assert!(init.agent_capabilities.mcp_capabilities.http);
+            let new = cx
+                .send_request(
+                    NewSessionRequest::new(dir.clone())
+                        .mcp_servers(vec![McpServer::Http(McpServerHttp::new("web", url))]),
+                )
+                .block_task()
+                .await
+                .unwrap();
+            let id = new.session_id.to_string();
+            let tool = mcp_name("web", "add");
+            prompt(&cx, &id, &format!(r#"call {tool} {{"a": 20, "b": 22}}"#)).await;
+            let (status, text) = last_result(&s.updates());
+            assert_eq!(status, Some(ToolCallStatus::Completed), "{text}");
+            assert!(text.contains("42"), "{text}");
+            Ok(())
+        },
+    )
+    .await;
+    let _ = server.kill();
+    let _ = server.wait();
 }
