@@ -12,7 +12,7 @@
 //! client ([`updates`]); an approval question becomes
 //! `session/request_permission`. A client that serves files
 //! (`fs.readTextFile`/`fs.writeTextFile`) gets the file tools' reads and
-//! writes ([`files`]); bash still runs locally (the terminal capability is
+//! writes (module `files`); bash still runs locally (the terminal capability is
 //! not used).
 //!
 //! Nothing but protocol messages is written to stdout: logs go to stderr.

@@ -116,8 +116,11 @@ impl McpTransport {
 /// refused or failed HTTP request) is started again.
 ///
 /// Attempt `n` (from 1) waits [`RestartPolicy::delay`]`(n)` first:
-/// `initial_delay` doubling each time, at most `max_delay`. After
-/// `max_attempts` failed attempts the server is given up (its tools are
+/// `initial_delay` doubling each time, at most `max_delay`. Attempts count
+/// from the last time the server stayed up for `stable_after`: a server
+/// that starts but drops again sooner goes on with the next attempt, so
+/// one that crashes right after every start is not restarted forever.
+/// After `max_attempts` attempts the server is given up (its tools are
 /// unregistered). `max_attempts = 0` never restarts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RestartPolicy {
@@ -127,15 +130,20 @@ pub struct RestartPolicy {
     pub max_delay: Duration,
     /// Attempts before giving up.
     pub max_attempts: u32,
+    /// How long a connection must last for the count of attempts to start
+    /// over.
+    pub stable_after: Duration,
 }
 
 impl Default for RestartPolicy {
-    /// 500 ms doubling to 30 s, at most 10 attempts.
+    /// 500 ms doubling to 30 s, at most 10 attempts; the count starts
+    /// over once a connection lasted 60 s.
     fn default() -> Self {
         RestartPolicy {
             initial_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
             max_attempts: 10,
+            stable_after: Duration::from_secs(60),
         }
     }
 }
@@ -146,6 +154,7 @@ impl RestartPolicy {
         initial_delay: Duration::ZERO,
         max_delay: Duration::ZERO,
         max_attempts: 0,
+        stable_after: Duration::ZERO,
     };
 
     /// The wait before attempt `attempt` (1-based): `initial_delay ·

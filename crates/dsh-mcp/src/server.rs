@@ -404,6 +404,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn supervise(shared: Arc<Shared>, mut live: Live) {
     let name = shared.config.name.clone();
     let policy = shared.config.restart;
+    // Attempts since the server last stayed up for `stable_after`.
+    let mut attempt: u32 = 0;
+    let mut up_since = tokio::time::Instant::now();
     loop {
         let link = live.link.clone();
         let Ending {
@@ -425,13 +428,26 @@ async fn supervise(shared: Arc<Shared>, mut live: Live) {
             link.ended.cancel();
             return;
         }
+        if up_since.elapsed() >= policy.stable_after {
+            attempt = 0;
+        }
+        if attempt >= policy.max_attempts {
+            // It started every time but never stayed up.
+            let why =
+                format!("{how}, and it did not stay up after {attempt} attempts to start it again");
+            tracing::warn!(target: "dsh_mcp", server = %name, "giving up on MCP server ({why}); its tools are unregistered");
+            *lock(&shared.exit_description) = Some(why.clone());
+            shared.finish(McpServerState::Failed(why));
+            link.ended.cancel();
+            return;
+        }
+        attempt += 1;
         *lock(&shared.state) = McpServerState::Restarting {
-            attempt: 1,
+            attempt,
             of: policy.max_attempts,
         };
         link.ended.cancel();
-        tracing::warn!(target: "dsh_mcp", server = %name, "MCP server {how}; reconnecting (up to {} attempts)", policy.max_attempts);
-        let mut attempt = 1;
+        tracing::warn!(target: "dsh_mcp", server = %name, "MCP server {how}; reconnecting (attempt {attempt} of {})", policy.max_attempts);
         live = loop {
             let delay = policy.delay(attempt);
             let outcome = tokio::select! {
@@ -450,6 +466,7 @@ async fn supervise(shared: Arc<Shared>, mut live: Live) {
                 }
                 Some(Ok((next, tools))) => {
                     shared.go_live(&next, tools);
+                    up_since = tokio::time::Instant::now();
                     tracing::info!(
                         target: "dsh_mcp",
                         server = %name,

@@ -169,6 +169,7 @@ async fn a_dropped_http_server_is_reconnected_once_it_is_back() {
         initial_delay: Duration::from_millis(100),
         max_delay: Duration::from_millis(200),
         max_attempts: 1000,
+        ..RestartPolicy::default()
     });
     let server = guard("start", McpServer::start(config, &registry))
         .await

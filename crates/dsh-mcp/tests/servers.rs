@@ -347,6 +347,7 @@ fn quick_restarts(attempts: u32) -> RestartPolicy {
         initial_delay: Duration::from_millis(300),
         max_delay: Duration::from_millis(600),
         max_attempts: attempts,
+        ..RestartPolicy::default()
     }
 }
 
@@ -453,6 +454,7 @@ async fn a_server_that_cannot_start_again_is_given_up_and_its_tools_unregistered
             initial_delay: Duration::from_millis(20),
             max_delay: Duration::from_millis(40),
             max_attempts: 3,
+            ..RestartPolicy::default()
         });
     let (registry, server) = start(config).await;
     let stale = registry.get("mcp__fx__add").expect("registered");
@@ -506,6 +508,7 @@ async fn shutdown_during_the_backoff_ends_it_at_once() {
         initial_delay: Duration::from_secs(30),
         max_delay: Duration::from_secs(30),
         max_attempts: 10,
+        ..RestartPolicy::default()
     }))
     .await;
     let crash = exec(&registry, "mcp__fx__crash", "{}").await;
@@ -757,5 +760,69 @@ async fn public_everything_server() {
     let echo = exec(&registry, "mcp__everything__echo", r#"{"message": "hi"}"#).await;
     assert!(!echo.is_error, "{echo:?}");
     assert!(echo.text().contains("hi"));
+    server.shutdown().await;
+}
+
+/// Crashes the running server through its `crash` tool once it is up
+/// again, and returns what the call said.
+async fn crash_when_running(registry: &ToolRegistry, server: &McpServer) -> ToolResult {
+    until_state(server, "the server to run", |s| {
+        *s == McpServerState::Running
+    })
+    .await;
+    exec(registry, "mcp__fx__crash", r#"{"code": 9}"#).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_crashes_after_every_start_is_given_up() {
+    let policy = RestartPolicy {
+        initial_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(40),
+        max_attempts: 3,
+        stable_after: Duration::from_secs(60),
+    };
+    let (registry, server) = start(fixture("fx").restart(policy)).await;
+    // Each start works, but none stays up: the attempts add up.
+    for attempt in 1..=3 {
+        let r = crash_when_running(&registry, &server).await;
+        assert_eq!(r.code(), Some(codes::MCP_SERVER_UNAVAILABLE), "{r:?}");
+        assert!(
+            r.text().contains(&format!("attempt {attempt} of 3")),
+            "{}",
+            r.text()
+        );
+    }
+    crash_when_running(&registry, &server).await;
+    guard("the give-up", server.exited()).await;
+    match server.state() {
+        McpServerState::Failed(why) => {
+            assert!(why.contains("did not stay up after 3 attempts"), "{why}")
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert!(registry.names().iter().all(|n| !n.starts_with("mcp__")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stayed_up_starts_its_attempts_over() {
+    let policy = RestartPolicy {
+        initial_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(40),
+        max_attempts: 2,
+        stable_after: Duration::ZERO,
+    };
+    let (registry, server) = start(fixture("fx").restart(policy)).await;
+    // More crashes than attempts, each after a connection that counts as
+    // stable: every one is attempt 1 again.
+    for _ in 0..4 {
+        let r = crash_when_running(&registry, &server).await;
+        assert!(r.text().contains("attempt 1 of 2"), "{}", r.text());
+    }
+    until_state(&server, "the last restart", |s| {
+        *s == McpServerState::Running
+    })
+    .await;
+    let sum = exec(&registry, "mcp__fx__add", r#"{"a": 2, "b": 2}"#).await;
+    assert!(!sum.is_error, "{sum:?}");
     server.shutdown().await;
 }
