@@ -253,33 +253,13 @@ async fn connect_stdio(
         .take()
         .map(|err| tokio::spawn(log_stderr(shared.clone(), err)));
     let config = &shared.config;
-    let started = tokio::time::timeout(config.timeout, async {
-        let running = handler
-            .serve((
-                bound_messages(
-                    config.name.clone(),
-                    stdout,
-                    config.max_message_bytes,
-                    shared.oversize.clone(),
-                ),
-                stdin,
-            ))
-            .await
-            .map_err(|e| format!("the initialize handshake failed: {e}"))?;
-        let tools = running
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
-        Ok::<_, String>((running, tools))
-    })
-    .await
-    .unwrap_or_else(|_| {
-        Err(format!(
-            "no answer to initialize/tools/list within {} ms (timeout)",
-            config.timeout.as_millis()
-        ))
-    });
+    let messages = bound_messages(
+        config.name.clone(),
+        stdout,
+        config.max_message_bytes,
+        shared.oversize.clone(),
+    );
+    let started = handshake(handler, (messages, stdin), config.timeout).await;
     match started {
         Ok((running, tools)) => {
             group_guard.disarm();
@@ -334,7 +314,24 @@ async fn connect_http(
     http.retry_config = Arc::new(NeverRetry::default());
     http.reinit_on_expired_session = false;
     let transport = StreamableHttpClientTransport::with_client(client, http);
-    tokio::time::timeout(config.timeout, async {
+    handshake(handler, transport, config.timeout).await
+}
+
+/// The MCP handshake over `transport` and the first listing (following
+/// pagination), bounded by `timeout` together.
+///
+/// # Errors
+/// Which step failed and why, or that the bound ran out.
+async fn handshake<T, E, A>(
+    handler: Handler,
+    transport: T,
+    timeout: Duration,
+) -> Result<(RunningService<RoleClient, Handler>, Vec<McpTool>), String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    tokio::time::timeout(timeout, async {
         let running = handler
             .serve(transport)
             .await
@@ -344,13 +341,13 @@ async fn connect_http(
             .list_all_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
-        Ok::<_, String>((running, tools))
+        Ok((running, tools))
     })
     .await
     .unwrap_or_else(|_| {
         Err(format!(
             "no answer to initialize/tools/list within {} ms (timeout)",
-            config.timeout.as_millis()
+            timeout.as_millis()
         ))
     })
 }
