@@ -2,9 +2,10 @@
 //!
 //! Text deltas become `agent_message_chunk`, reasoning deltas
 //! `agent_thought_chunk`; a logged tool call becomes `tool_call` (status
-//! `in_progress`, a title from the tool and its arguments, a `kind`, the
-//! file as its location for file tools, the arguments as `rawInput`), its
-//! result `tool_call_update` (`completed` or `failed`, the result text; for
+//! `pending`, a title from the tool and its arguments, a `kind`, the file
+//! as its location for file tools, the arguments as `rawInput`), a
+//! `tool_call_update` with status `in_progress` when it starts running
+//! (after any permission request), its result `tool_call_update` (`completed` or `failed`, the result text; for
 //! a successful `write`, `edit` or `str_replace_editor` change, a `diff`
 //! item with the file's text before and after: as the client took it when
 //! it serves files, else as read from the disk around the call);
@@ -171,7 +172,8 @@ pub(crate) fn stream(
     let cwd = stack.resolved.cwd.clone();
     // The text of each file a write or edit is about to change.
     let before: Mutex<HashMap<String, (PathBuf, Option<String>)>> = Mutex::new(HashMap::new());
-    stack.store.on_event().on(move |(session, event)| {
+    let running = started(cx.clone(), id.clone(), dsh_id.clone(), stack);
+    let events = stack.store.on_event().on(move |(session, event)| {
         if session.id().as_str() != dsh_id {
             return;
         }
@@ -200,11 +202,7 @@ pub(crate) fn stream(
                     };
                     lock(&before).insert(call.call_id.as_str().to_string(), (path, old));
                 }
-                notify(
-                    &cx,
-                    &id,
-                    call_update(call, &cwd, ToolCallStatus::InProgress),
-                );
+                notify(&cx, &id, call_update(call, &cwd, ToolCallStatus::Pending));
             }
             EventPayload::ToolResult(r) => {
                 let result = &r.result;
@@ -228,7 +226,34 @@ pub(crate) fn stream(
             }
             _ => {}
         }
-    })
+    });
+    Registration::merge(vec![running, events])
+}
+
+/// Sends `tool_call_update` with status `in_progress` when a call of the
+/// dsh session `dsh_id` starts running: after the guards and any
+/// permission request, before its body (a `tools/execute` listener).
+fn started(cx: Conn, id: String, dsh_id: String, stack: &Stack) -> Registration {
+    stack
+        .tools
+        .on_execute()
+        .prepend(move |(call, env): dsh_tools::Execution, next| {
+            let ours = env
+                .extensions
+                .get::<Arc<dyn dsh_agent::Agent>>()
+                .is_some_and(|a| a.session().id().as_str() == dsh_id);
+            if ours {
+                notify(
+                    &cx,
+                    &id,
+                    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        call.call_id.as_str().to_string(),
+                        ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                    )),
+                );
+            }
+            next.run((call, env))
+        })
 }
 
 /// The file a call changes: `write`'s and `edit`'s `file_path`,

@@ -185,7 +185,16 @@ async fn prompt(cx: &ConnectionTo<Agent>, session: &str, text: &str) -> StopReas
     .stop_reason
 }
 
+/// The statuses calls ended with (`completed`, `failed`), in order.
 fn final_status(updates: &[SessionUpdate]) -> Vec<ToolCallStatus> {
+    statuses(updates)
+        .into_iter()
+        .filter(|s| *s != ToolCallStatus::InProgress)
+        .collect()
+}
+
+/// Every status a `tool_call_update` carried, in order.
+fn statuses(updates: &[SessionUpdate]) -> Vec<ToolCallStatus> {
     updates
         .iter()
         .filter_map(|u| match u {
@@ -222,8 +231,12 @@ async fn a_conversation_streams_text_tool_calls_diffs_plans_and_permission_reque
                 _ => None,
             })
             .expect("a tool_call");
-        assert_eq!(call.status, ToolCallStatus::InProgress);
-        assert_eq!(final_status(&updates), [ToolCallStatus::Completed]);
+        // Pending when logged, in progress when it runs, then done.
+        assert_eq!(call.status, ToolCallStatus::Pending);
+        assert_eq!(
+            statuses(&updates),
+            [ToolCallStatus::InProgress, ToolCallStatus::Completed]
+        );
 
         // An edit carries the file's text before and after.
         std::fs::write(dir.join("notes.txt"), "hello world\n").unwrap();
@@ -286,9 +299,15 @@ async fn a_conversation_streams_text_tool_calls_diffs_plans_and_permission_reque
         s.clear();
         prompt(&cx, &id, &write("denied.txt")).await;
         assert!(!dir.join("denied.txt").exists());
-        assert_eq!(final_status(&s.updates()), [ToolCallStatus::Failed]);
+        // A rejected call never ran: no in_progress, straight to failed.
+        assert_eq!(statuses(&s.updates()), [ToolCallStatus::Failed]);
         s.answers.lock().unwrap().push_back("allow-once");
+        s.clear();
         prompt(&cx, &id, &write("allowed.txt")).await;
+        assert_eq!(
+            statuses(&s.updates()),
+            [ToolCallStatus::InProgress, ToolCallStatus::Completed]
+        );
         assert_eq!(std::fs::read_to_string(dir.join("allowed.txt")).unwrap(), "x");
         let asked = s.asked.lock().unwrap();
         assert_eq!(asked.len(), 2);
