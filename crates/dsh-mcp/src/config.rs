@@ -133,17 +133,23 @@ pub struct RestartPolicy {
     /// How long a connection must last for the count of attempts to start
     /// over.
     pub stable_after: Duration,
+    /// How often an HTTP server is pinged while it runs, so a server that
+    /// went away is noticed (and restarted) without waiting for a call;
+    /// `Duration::ZERO` does not ping. A stdio server's drop is noticed at
+    /// once.
+    pub probe_every: Duration,
 }
 
 impl Default for RestartPolicy {
     /// 500 ms doubling to 30 s, at most 10 attempts; the count starts
-    /// over once a connection lasted 60 s.
+    /// over once a connection lasted 60 s; HTTP servers pinged every 15 s.
     fn default() -> Self {
         RestartPolicy {
             initial_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(30),
             max_attempts: 10,
             stable_after: Duration::from_secs(60),
+            probe_every: Duration::from_secs(15),
         }
     }
 }
@@ -155,6 +161,7 @@ impl RestartPolicy {
         max_delay: Duration::ZERO,
         max_attempts: 0,
         stable_after: Duration::ZERO,
+        probe_every: Duration::ZERO,
     };
 
     /// The wait before attempt `attempt` (1-based): `initial_delay ·

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use dsh_process::{describe_exit, spawn_leader, GroupMode, ProcessGroup, Signal};
 use rmcp::model::Tool as McpTool;
+use rmcp::model::{ClientRequest, PingRequest};
 use rmcp::service::RunningService;
 use rmcp::transport::common::client_side_sse::NeverRetry;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{Peer, RoleClient, ServiceExt};
+use rmcp::{Peer, RoleClient, ServiceError, ServiceExt};
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStderr, Command};
 use tokio::sync::Notify;
@@ -192,9 +193,12 @@ impl Live {
                 }
             }
             None => {
+                let policy = shared.config.restart;
+                let probe = probe(&link.peer, policy.probe_every, shared.config.timeout);
                 let (requested, how) = tokio::select! {
                     _ = &mut waiting => (false, "closed the connection".to_string()),
                     () = link.broken.cancelled() => (false, broken_why()),
+                    why = probe => (false, why),
                     () = shared.shutdown.cancelled() => (true, "was disconnected".to_string()),
                 };
                 service.cancel();
@@ -210,6 +214,38 @@ impl Live {
                     how,
                 }
             }
+        }
+    }
+}
+
+/// The longest wait for a ping's answer.
+pub(crate) const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether the server behind `peer` answers a `ping` within `timeout`
+/// (at most [`PING_TIMEOUT`]). Any answer counts, an error response too;
+/// `Err` says why there was none.
+pub(crate) async fn ping(peer: &Peer<RoleClient>, timeout: Duration) -> Result<(), String> {
+    let ping = peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+    match tokio::time::timeout(timeout.min(PING_TIMEOUT), ping).await {
+        Ok(Ok(_) | Err(ServiceError::McpError(_))) => Ok(()),
+        Ok(Err(e)) => Err(format!("did not answer a ping ({e})")),
+        Err(_) => Err(format!(
+            "did not answer a ping within {} ms",
+            timeout.min(PING_TIMEOUT).as_millis()
+        )),
+    }
+}
+
+/// Pings the server every `every` while the connection lasts; returns why
+/// when it stops answering. Never returns when `every` is zero.
+async fn probe(peer: &Peer<RoleClient>, every: Duration, timeout: Duration) -> String {
+    if every.is_zero() {
+        return std::future::pending().await;
+    }
+    loop {
+        tokio::time::sleep(every).await;
+        if let Err(why) = ping(peer, timeout).await {
+            return why;
         }
     }
 }

@@ -9,8 +9,7 @@ use dsh_tools::{
     json_kind, raw_tool, ArgsCheck, Concurrency, ConcurrencyRule, ToolArgsError, ToolError,
 };
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
-    PingRequest, Tool as McpTool,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, Tool as McpTool,
 };
 use rmcp::service::NotificationContext;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
@@ -289,12 +288,9 @@ async fn call(
             // The response stream closed before the result. Either the
             // server is gone, or it is fine and only this stream broke
             // (an event above max_message_bytes ends it too): a ping tells.
-            let ping = link
-                .peer
-                .send_request(ClientRequest::PingRequest(PingRequest::default()));
             let alive = tokio::select! {
                 () = link.ended.cancelled() => false,
-                r = tokio::time::timeout(timeout.min(PING_TIMEOUT), ping) => matches!(r, Ok(Ok(_))),
+                r = crate::connection::ping(&link.peer, timeout) => r.is_ok(),
             };
             if alive {
                 return Err(ToolError::new(
@@ -350,9 +346,6 @@ async fn call(
         )),
     }
 }
-
-/// How long a liveness ping after a broken response stream may take.
-const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The connection a call used is gone: an HTTP connection is marked broken
 /// (the supervisor restarts the server); a stdio one ends on its own. Waits

@@ -265,3 +265,42 @@ async fn a_response_above_max_message_bytes_fails_the_call_clearly() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_http_server_that_goes_away_is_noticed_without_a_call() {
+    let mut fixture = HttpFixture::start("127.0.0.1:0");
+    let addr = fixture.addr.to_string();
+    let registry = Arc::new(ToolRegistry::new());
+    let config = McpServerConfig::http("web", fixture.url()).restart(RestartPolicy {
+        initial_delay: Duration::from_millis(100),
+        max_delay: Duration::from_millis(200),
+        max_attempts: 1000,
+        probe_every: Duration::from_millis(50),
+        ..RestartPolicy::default()
+    });
+    let server = guard("start", McpServer::start(config, &registry))
+        .await
+        .expect("starts");
+    // Pings that are answered change nothing.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(server.state(), McpServerState::Running);
+
+    fixture.kill();
+    // Nobody calls: the probe notices.
+    until_state(&server, "the drop to be noticed", |s| {
+        matches!(s, McpServerState::Restarting { .. })
+    })
+    .await;
+    let tools = registry.names();
+    assert!(tools.iter().any(|n| n == "mcp__web__add"), "{tools:?}");
+
+    let _back = HttpFixture::start(&addr);
+    until_state(&server, "the reconnect", |s| *s == McpServerState::Running).await;
+    assert_eq!(
+        exec(&registry, "mcp__web__add", r#"{"a": 4, "b": 5}"#)
+            .await
+            .text(),
+        "9"
+    );
+    server.shutdown().await;
+}

@@ -780,6 +780,7 @@ async fn a_server_that_crashes_after_every_start_is_given_up() {
         max_delay: Duration::from_millis(40),
         max_attempts: 3,
         stable_after: Duration::from_secs(60),
+        ..RestartPolicy::default()
     };
     let (registry, server) = start(fixture("fx").restart(policy)).await;
     // Each start works, but none stays up: the attempts add up.
@@ -810,6 +811,7 @@ async fn a_server_that_stayed_up_starts_its_attempts_over() {
         max_delay: Duration::from_millis(40),
         max_attempts: 2,
         stable_after: Duration::ZERO,
+        ..RestartPolicy::default()
     };
     let (registry, server) = start(fixture("fx").restart(policy)).await;
     // More crashes than attempts, each after a connection that counts as
