@@ -75,10 +75,16 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Logs go to stderr, filtered by `DSH_LOG` (default: warnings).
+/// The log filter without `DSH_LOG`: warnings, but none from the MCP
+/// SDK's transports (a dropped server makes them repeat what dsh's own
+/// `dsh_mcp` warnings say once, in words that name the server).
+const DEFAULT_LOG_FILTER: &str = "warn,rmcp=off";
+
+/// Logs go to stderr, filtered by `DSH_LOG` (default
+/// [`DEFAULT_LOG_FILTER`]).
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DSH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -157,7 +157,11 @@ async fn a_server_that_is_not_there_fails_the_start() {
     .await
     .expect_err("nothing listens");
     assert_eq!(err.code(), codes::MCP_START_FAILED);
-    assert!(err.to_string().contains("initialize"), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("initialize"), "{err}");
+    // The cause in words, not the SDK's transport types.
+    assert!(text.contains("Connection refused"), "{err}");
+    assert!(!text.contains("WorkerTransport"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
