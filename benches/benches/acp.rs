@@ -1,7 +1,8 @@
 //! `dsh acp`: the time from `session/prompt` to the first
 //! `agent_message_chunk` with the offline echo model, measured with the
 //! official Rust ACP client over in-process pipes (the server is the same
-//! `dsh_acp::serve` the `dsh acp` command runs on stdio).
+//! `dsh_acp::serve` the `dsh acp` command runs on stdio), in sessions of
+//! at most 50 turns (a new one is opened, untimed, every 50 prompts).
 //!
 //! The idle memory of a `dsh acp` process is printed once when a release
 //! `dsh` binary is found next to this bench (`cargo build --release -p
@@ -50,7 +51,8 @@ fn first_chunk(c: &mut Criterion) {
     ));
     // Notifications reach the measuring loop through a channel.
     let (tx, rx) = std::sync::mpsc::channel::<Instant>();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(ConnectionTo<Agent>, String)>();
+    let (ready_tx, ready_rx) =
+        std::sync::mpsc::channel::<(ConnectionTo<Agent>, String, std::path::PathBuf)>();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     rt.spawn(async move {
         Client
@@ -70,12 +72,13 @@ fn first_chunk(c: &mut Criterion) {
                     cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
                         .block_task()
                         .await?;
+                    let cwd_again = cwd.clone();
                     let new = cx
                         .send_request(NewSessionRequest::new(cwd))
                         .block_task()
                         .await?;
                     ready_tx
-                        .send((cx.clone(), new.session_id.to_string()))
+                        .send((cx.clone(), new.session_id.to_string(), cwd_again))
                         .unwrap();
                     let _ = stop_rx.await;
                     Ok(())
@@ -84,12 +87,31 @@ fn first_chunk(c: &mut Criterion) {
             .await
             .unwrap();
     });
-    let (cx, session) = ready_rx.recv().unwrap();
+    let (cx, mut session, cwd) = ready_rx.recv().unwrap();
+    // A new session every `TURNS_PER_SESSION` prompts (not timed): the
+    // figure is for a session of ordinary length, not one that criterion
+    // grew to thousands of turns (each turn's request carries the whole
+    // history, so the time grows with it).
+    const TURNS_PER_SESSION: u64 = 50;
+    let mut turns = 0u64;
     let mut g = c.benchmark_group("acp");
     g.bench_function("prompt_to_first_agent_message_chunk", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
+                if turns == TURNS_PER_SESSION {
+                    let new = rt
+                        .block_on(
+                            cx.send_request(NewSessionRequest::new(cwd.clone()))
+                                .block_task(),
+                        )
+                        .unwrap();
+                    session = new.session_id.to_string();
+                    turns = 0;
+                    // The new session's command list.
+                    while rx.try_recv().is_ok() {}
+                }
+                turns += 1;
                 let start = Instant::now();
                 let reply = cx.send_request(PromptRequest::new(
                     session.clone(),
