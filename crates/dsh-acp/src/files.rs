@@ -5,7 +5,7 @@
 //! (the edit lands in the editor, with its undo). The freshness guard
 //! compares contents, so it holds on the client's side too.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -29,9 +29,33 @@ pub(crate) struct ClientFiles {
     session: String,
     reads: bool,
     writes: bool,
-    /// The last write per path, until the update stream takes it.
-    changes: Arc<Mutex<HashMap<PathBuf, Change>>>,
+    /// The last write per path, until the update stream takes it; the
+    /// newest [`KEPT_CHANGES`] only (a sub-agent's writes, which no stream
+    /// takes, do not pile up).
+    changes: Arc<Mutex<Recent>>,
 }
+
+/// The newest writes, at most [`KEPT_CHANGES`], the last one per path.
+#[derive(Default)]
+struct Recent(VecDeque<(PathBuf, Change)>);
+
+impl Recent {
+    fn put(&mut self, path: PathBuf, change: Change) {
+        self.0.retain(|(p, _)| *p != path);
+        if self.0.len() == KEPT_CHANGES {
+            self.0.pop_front();
+        }
+        self.0.push_back((path, change));
+    }
+
+    fn take(&mut self, path: &Path) -> Option<Change> {
+        let at = self.0.iter().position(|(p, _)| p == path)?;
+        self.0.remove(at).map(|(_, change)| change)
+    }
+}
+
+/// How many untaken writes [`ClientFiles`] keeps for diffs.
+const KEPT_CHANGES: usize = 32;
 
 impl ClientFiles {
     /// The client's files when it serves any (`None` when it advertised
@@ -48,7 +72,7 @@ impl ClientFiles {
 
     /// The last write to `path` through the client, taken (once).
     pub(crate) fn take_change(&self, path: &Path) -> Option<Change> {
-        lock(&self.changes).remove(path)
+        lock(&self.changes).take(path)
     }
 }
 
@@ -88,8 +112,30 @@ impl EditorFiles for ClientFiles {
         Box::pin(async move {
             sent.block_task().await.map_err(|e| e.to_string())?;
             // Recorded once the client took it: a refused write has no diff.
-            lock(&changes).insert(path, (old, new));
+            lock(&changes).put(path, (old, new));
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_write_per_path_is_kept_and_taken_once() {
+        let mut recent = Recent::default();
+        let p = |i: usize| PathBuf::from(format!("/f{i}"));
+        recent.put(p(0), (None, "a".into()));
+        recent.put(p(0), (Some("a".into()), "b".into()));
+        assert_eq!(recent.take(&p(0)), Some((Some("a".into()), "b".into())));
+        assert_eq!(recent.take(&p(0)), None);
+        // Writes nobody takes stay bounded: the oldest go first.
+        for i in 0..KEPT_CHANGES + 5 {
+            recent.put(p(i), (None, i.to_string()));
+        }
+        assert_eq!(recent.0.len(), KEPT_CHANGES);
+        assert_eq!(recent.take(&p(4)), None);
+        assert_eq!(recent.take(&p(5)), Some((None, "5".into())));
     }
 }
