@@ -54,14 +54,16 @@ async fn start_poll_complete_sequence() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn incremental_reads_across_many_polls_never_repeat() {
     let h = Harness::new(|_| {});
-    let gate = h.fifo("gate");
+    // One gate file per line, not a FIFO reused 25 times: a FIFO drops what
+    // was written to it when its reader closes at the wrong moment (a
+    // reader that saw EOF from the previous writer), and the task hangs.
+    let gates = h.tmp.path().join("gates");
+    std::fs::create_dir(&gates).unwrap();
     let id = h
         .start(
             &format!(
-                // `until`: the previous writer may still hold the FIFO open
-                // when the next `read` opens it; that read sees EOF, retry.
-                "for i in $(seq 1 25); do echo line$i; echo err$i >&2; until read x < {}; do :; done; done",
-                gate.display()
+                "for i in $(seq 1 25); do echo line$i; echo err$i >&2; until [ -e {}/go$i ]; do sleep 0.005; done; done",
+                gates.display()
             ),
             None,
         )
@@ -87,7 +89,7 @@ async fn incremental_reads_across_many_polls_never_repeat() {
                 "poll {i} repeated or lost bytes: {out:?} {err:?}"
             );
         }
-        write_fifo(&gate, "next\n").await;
+        std::fs::write(gates.join(format!("go{i}")), "").unwrap();
     }
     let done = h.wait(&id).await;
     assert_eq!(done.status, TaskStatus::Completed);
