@@ -315,8 +315,9 @@ impl Server {
     /// Runs one turn and maps how it ended to a stop reason; a slash
     /// command ([`commands`]) is answered without a turn.
     /// `cancels` follows the session's cancels from the moment the request
-    /// arrived: one before the turn starts ends the prompt `cancelled`
-    /// without a turn, or aborts the turn as soon as it runs.
+    /// arrived: one before the message is sent ends the prompt `cancelled`
+    /// without a turn; one after aborts the queued turn (the agent keeps an
+    /// abort for a turn that has not started).
     async fn prompt(
         &self,
         cx: &Conn,
@@ -371,7 +372,7 @@ impl Server {
                 return Err(format!("the prompt was blocked by a hook: {reason}"));
             }
         };
-        let mut cancels = cancels.unwrap_or_else(|| live.cancels.subscribe());
+        let cancels = cancels.unwrap_or_else(|| live.cancels.subscribe());
         if cancels.has_changed().unwrap_or(false) {
             listener.undo();
             return Ok(StopReason::Cancelled);
@@ -380,7 +381,12 @@ impl Server {
             listener.undo();
             return Err(e.to_string());
         }
-        let reason = until_end(rx, &mut cancels, agent.as_ref()).await;
+        // A cancel between the check above and the send found nothing to
+        // abort; now the turn is queued and an abort reaches it.
+        if cancels.has_changed().unwrap_or(false) {
+            agent.abort(Some(CANCELLED.into()));
+        }
+        let reason = rx.await.ok();
         listener.undo();
         let finish = lock(&finish).take();
         Ok(stop_reason(reason.as_ref(), finish.as_ref()))
@@ -462,31 +468,6 @@ impl Server {
 
 /// The reason an abort by the client gives.
 const CANCELLED: &str = "cancelled by the client";
-
-/// Waits for the turn's end (`end`). A cancel (`cancels` changes) aborts
-/// the turn; an abort only reaches a running step, so it is repeated every
-/// 10 ms until the turn the prompt queued has started and ended.
-async fn until_end(
-    mut end: tokio::sync::oneshot::Receiver<TurnEndReason>,
-    cancels: &mut tokio::sync::watch::Receiver<u64>,
-    agent: &dyn dsh_agent::Agent,
-) -> Option<TurnEndReason> {
-    let mut cancelled = false;
-    loop {
-        tokio::select! {
-            reason = &mut end => return reason.ok(),
-            changed = cancels.changed(), if !cancelled => {
-                // A closed channel (the session is gone) aborts too.
-                let _ = changed;
-                cancelled = true;
-                agent.abort(Some(CANCELLED.into()));
-            }
-            () = tokio::time::sleep(std::time::Duration::from_millis(10)), if cancelled => {
-                agent.abort(Some(CANCELLED.into()));
-            }
-        }
-    }
-}
 
 /// Ends a session: aborts its turn, waits (up to 5 s) for prompt tasks to
 /// let go of it, disposes the agent and shuts the stack down (logs

@@ -63,6 +63,11 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
             let mut st = agent.lock();
             let leftover: Vec<Pending> = st.steering.drain(..).collect();
             st.queued.extend(leftover);
+            if st.queued.is_empty() {
+                // An abort that found no step is for this turn only, not
+                // for a wake-up started below.
+                st.abort_pending = None;
+            }
             let mut unseen: Vec<Pending> = st.notices.drain(..).collect();
             if !unseen.is_empty() && st.queued.is_empty() && !st.disposed {
                 if st.wakes < agent.options.max_consecutive_wakes {
@@ -217,6 +222,12 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
                 cancel: cancel.clone(),
                 reason: None,
             });
+            if let Some(reason) = st.abort_pending.take() {
+                if let Some(s) = st.step.as_mut() {
+                    s.reason = Some(reason);
+                }
+                cancel.cancel();
+            }
             if st.disposed {
                 if let Some(s) = st.step.as_mut() {
                     s.reason = Some("disposed".into());

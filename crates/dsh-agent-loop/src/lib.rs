@@ -162,6 +162,7 @@ impl AgentLoop {
                 queued: VecDeque::new(),
                 steering: VecDeque::new(),
                 step: None,
+                abort_pending: None,
                 status_pending: VecDeque::new(),
                 status_draining: false,
                 wakes: 0,
@@ -282,6 +283,11 @@ struct State {
     queued: VecDeque<Pending>,
     steering: VecDeque<Pending>,
     step: Option<StepControl>,
+    /// An abort that came while no step was in flight but a turn was
+    /// running (between steps) or queued: the next step starts aborted
+    /// with this reason. Dropped when the agent goes idle with nothing
+    /// queued.
+    abort_pending: Option<String>,
     /// Status changes not yet announced on `agent/status`, in change order.
     status_pending: VecDeque<AgentStatus>,
     /// Whether some thread is announcing `status_pending` right now.
@@ -501,12 +507,17 @@ impl Agent for LoopAgent {
     }
 
     fn abort(&self, reason: Option<String>) {
+        let reason = reason.unwrap_or_else(|| "aborted".to_string());
         let mut st = self.lock();
         if let Some(step) = st.step.as_mut() {
             if !step.cancel.is_cancelled() {
-                step.reason = Some(reason.unwrap_or_else(|| "aborted".to_string()));
+                step.reason = Some(reason);
                 step.cancel.cancel();
             }
+        } else if st.status == AgentStatus::Running || !st.queued.is_empty() {
+            // Between steps, or a turn queued but not started yet: its next
+            // step starts aborted.
+            st.abort_pending.get_or_insert(reason);
         }
     }
 }

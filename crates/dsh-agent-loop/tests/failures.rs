@@ -216,6 +216,41 @@ async fn abort_after_the_first_chunk_interrupts_a_silent_stream() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_before_the_first_step_aborts_the_turn_and_only_that_one() {
+    let h = Harness::scripted([say(&["never shown"]), say(&["next"])]);
+    let mut tap = Tap::install(&h.registry);
+    // At turn/start no step is in flight yet: the abort waits for it.
+    let first = Arc::new(AtomicBool::new(true));
+    let reg = h.registry.hooks().event.on(move |c| {
+        if matches!(c.event.data, EventPayload::TurnStart(_)) && first.swap(false, Ordering::SeqCst)
+        {
+            c.agent.abort(Some("cancelled before it ran".into()));
+        }
+    });
+    let handle = h.agent("a1");
+    let agent = handle.agent();
+    send(&agent, "hi");
+    assert_eq!(
+        tap.turn_end().await,
+        (
+            1,
+            TurnEndReason::Aborted {
+                reason: Some("cancelled before it ran".into())
+            }
+        )
+    );
+    tap.idle().await;
+    assert!(!has(&kinds(&agent.session()), "assistant/message"));
+    // Nothing is left over for the next turn.
+    send(&agent, "again");
+    assert_eq!(tap.turn_end().await, (2, TurnEndReason::Completed));
+    tap.idle().await;
+    reg.undo();
+    handle.dispose().await;
+    h.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_during_a_tool_answers_every_call_and_keeps_the_history_valid() {
     let two_calls = ReplyBuilder::new()
         .tool_call("c1", "block", &["{}"])

@@ -153,8 +153,10 @@ pub trait Agent: Send + Sync + 'static {
     /// # Errors
     /// [`AgentError::Disposed`] once disposed.
     fn inject(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError>;
-    /// Aborts the current step (reason default `"aborted"`). A no-op when no
-    /// step is in flight.
+    /// Aborts the current step (reason default `"aborted"`). With no step
+    /// in flight, the next step of a running turn (between two steps) or of
+    /// the turn already queued starts aborted. A no-op when the agent is
+    /// idle with nothing queued.
     fn abort(&self, reason: Option<String>);
 }
 
