@@ -63,9 +63,10 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
             let mut st = agent.lock();
             let leftover: Vec<Pending> = st.steering.drain(..).collect();
             st.queued.extend(leftover);
+            st.stepped = false;
             if st.queued.is_empty() {
-                // An abort that found no step is for this turn only, not
-                // for a wake-up started below.
+                // A kept abort is for a turn already queued, not for a
+                // wake-up started below.
                 st.abort_pending = None;
             }
             let mut unseen: Vec<Pending> = st.notices.drain(..).collect();
@@ -222,11 +223,14 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
                 cancel: cancel.clone(),
                 reason: None,
             });
-            if let Some(reason) = st.abort_pending.take() {
-                if let Some(s) = st.step.as_mut() {
-                    s.reason = Some(reason);
+            if step == 1 {
+                st.stepped = true;
+                if let Some(reason) = st.abort_pending.take() {
+                    if let Some(s) = st.step.as_mut() {
+                        s.reason = Some(reason);
+                    }
+                    cancel.cancel();
                 }
-                cancel.cancel();
             }
             if st.disposed {
                 if let Some(s) = st.step.as_mut() {

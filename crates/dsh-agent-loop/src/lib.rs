@@ -163,6 +163,7 @@ impl AgentLoop {
                 steering: VecDeque::new(),
                 step: None,
                 abort_pending: None,
+                stepped: false,
                 status_pending: VecDeque::new(),
                 status_draining: false,
                 wakes: 0,
@@ -283,11 +284,14 @@ struct State {
     queued: VecDeque<Pending>,
     steering: VecDeque<Pending>,
     step: Option<StepControl>,
-    /// An abort that came while no step was in flight but a turn was
-    /// running (between steps) or queued: the next step starts aborted
-    /// with this reason. Dropped when the agent goes idle with nothing
-    /// queued.
+    /// An abort that came before a turn reached its first step (the turn
+    /// was queued, or started without a step yet): that first step starts
+    /// aborted with this reason. Dropped when the agent goes idle with
+    /// nothing queued.
     abort_pending: Option<String>,
+    /// The running turn has started a step (an abort between its steps is
+    /// a no-op, as in the reference).
+    stepped: bool,
     /// Status changes not yet announced on `agent/status`, in change order.
     status_pending: VecDeque<AgentStatus>,
     /// Whether some thread is announcing `status_pending` right now.
@@ -514,9 +518,9 @@ impl Agent for LoopAgent {
                 step.reason = Some(reason);
                 step.cancel.cancel();
             }
-        } else if st.status == AgentStatus::Running || !st.queued.is_empty() {
-            // Between steps, or a turn queued but not started yet: its next
-            // step starts aborted.
+        } else if !st.queued.is_empty() || (st.status == AgentStatus::Running && !st.stepped) {
+            // A turn that has not reached its first step: that step starts
+            // aborted.
             st.abort_pending.get_or_insert(reason);
         }
     }

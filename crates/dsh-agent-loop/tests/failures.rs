@@ -251,6 +251,29 @@ async fn an_abort_before_the_first_step_aborts_the_turn_and_only_that_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_between_two_steps_is_a_no_op() {
+    let h = Harness::scripted([call("c1", "nothing", "{}"), say(&["done"])]);
+    let mut tap = Tap::install(&h.registry);
+    // At the first step's end no step is in flight and the turn has
+    // stepped: as in the reference, the abort is ignored.
+    let reg = h.registry.hooks().event.on(|c| {
+        if let EventPayload::StepEnd(s) = &c.event.data {
+            if s.step == 1 {
+                c.agent.abort(Some("between steps".into()));
+            }
+        }
+    });
+    let handle = h.agent("a1");
+    let agent = handle.agent();
+    send(&agent, "hi");
+    assert_eq!(tap.turn_end().await, (1, TurnEndReason::Completed));
+    tap.idle().await;
+    reg.undo();
+    handle.dispose().await;
+    h.assert_no_violations();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_during_a_tool_answers_every_call_and_keeps_the_history_valid() {
     let two_calls = ReplyBuilder::new()
         .tool_call("c1", "block", &["{}"])

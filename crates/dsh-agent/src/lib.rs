@@ -154,9 +154,9 @@ pub trait Agent: Send + Sync + 'static {
     /// [`AgentError::Disposed`] once disposed.
     fn inject(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError>;
     /// Aborts the current step (reason default `"aborted"`). With no step
-    /// in flight, the next step of a running turn (between two steps) or of
-    /// the turn already queued starts aborted. A no-op when the agent is
-    /// idle with nothing queued.
+    /// in flight, a turn that has not reached its first step (queued, or
+    /// just started) has that step start aborted. A no-op otherwise: idle
+    /// with nothing queued, or between two steps of a running turn.
     fn abort(&self, reason: Option<String>);
 }
 
