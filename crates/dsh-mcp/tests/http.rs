@@ -2,6 +2,9 @@
 //! on a loopback port, dropped and brought back.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
+use common::{exec, guard, until_state, FIXTURE};
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -10,19 +13,7 @@ use std::time::Duration;
 
 use dsh_kernel::ErrorCode;
 use dsh_mcp::{codes, McpServer, McpServerConfig, McpServerState, RestartPolicy};
-use dsh_tools::{CallEnv, ToolCall, ToolRegistry, ToolResult};
-
-/// No test waits longer than this for anything.
-const HANG: Duration = Duration::from_secs(20);
-
-const FIXTURE: &str = env!("CARGO_BIN_EXE_dsh-mcp-fixture");
-
-async fn guard<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(HANG, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
+use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
 
 /// The fixture serving HTTP; killed when dropped.
 struct HttpFixture {
@@ -62,23 +53,6 @@ impl Drop for HttpFixture {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-async fn exec(registry: &ToolRegistry, name: &str, args: &str) -> ToolResult {
-    guard(
-        name,
-        registry.execute(&ToolCall::new("c1", name, args), CallEnv::default()),
-    )
-    .await
-}
-
-async fn until_state(server: &McpServer, what: &str, want: impl Fn(&McpServerState) -> bool) {
-    guard(what, async {
-        while !want(&server.state()) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

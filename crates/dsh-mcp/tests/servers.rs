@@ -2,6 +2,9 @@
 //! (`src/bin/dsh-mcp-fixture.rs`) over real child-process stdio.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
+use common::{exec, guard, until_state, FIXTURE};
 use dsh_kernel::ErrorCode;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,11 +14,6 @@ use dsh_llm::ContentBlock;
 use dsh_mcp::{codes, McpServer, McpServerConfig, McpServerState, RestartPolicy};
 use dsh_tools::{CallEnv, ToolCall, ToolContext, ToolRegistry, ToolResult};
 use tokio::sync::mpsc;
-
-/// No test waits longer than this for anything.
-const HANG: Duration = Duration::from_secs(20);
-
-const FIXTURE: &str = env!("CARGO_BIN_EXE_dsh-mcp-fixture");
 
 /// Every tool of the fixture, in listing order (it lists two per page).
 /// `twin_tool` is missing: it collides with `twin.tool` after sanitising.
@@ -36,13 +34,6 @@ const FIXTURE_TOOLS: [&str; 14] = [
     "mcp__fx__doomed",
 ];
 
-async fn guard<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(HANG, fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
-
 fn fixture(name: &str) -> McpServerConfig {
     McpServerConfig::new(name, FIXTURE)
 }
@@ -53,14 +44,6 @@ async fn start(config: McpServerConfig) -> (Arc<ToolRegistry>, McpServer) {
         .await
         .expect("fixture starts");
     (registry, server)
-}
-
-async fn exec(registry: &ToolRegistry, name: &str, args: &str) -> ToolResult {
-    guard(
-        name,
-        registry.execute(&ToolCall::new("c1", name, args), CallEnv::default()),
-    )
-    .await
 }
 
 /// Counts `tools/change` emissions on a channel.
@@ -349,17 +332,6 @@ fn quick_restarts(attempts: u32) -> RestartPolicy {
         max_attempts: attempts,
         ..RestartPolicy::default()
     }
-}
-
-/// Polls the server's state (every 10 ms, up to the test deadline) until
-/// `want` holds.
-async fn until_state(server: &McpServer, what: &str, want: impl Fn(&McpServerState) -> bool) {
-    guard(what, async {
-        while !want(&server.state()) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
