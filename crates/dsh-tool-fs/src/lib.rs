@@ -464,20 +464,26 @@ fn write_err(path: &Path, e: &std::io::Error) -> ToolError {
     )
 }
 
-/// The fence for this call: widened to the asked mode when the call was
-/// approved to escalate.
-///
-/// # Errors
-/// `PERMISSION_DENIED` for an escalation nobody approved.
-fn call_fence(
-    fence: &Fence,
-    ctx: &ToolContext,
-    asked: Option<SandboxPermissions>,
-) -> Result<Fence, ToolError> {
-    Ok(match approved_escalation(ctx, asked)? {
-        Some(mode) => fence.widened(mode),
-        None => fence.clone(),
-    })
+impl Io {
+    /// This call's side of things: the fence widened to the asked mode
+    /// when the call was approved to escalate, the same files.
+    ///
+    /// # Errors
+    /// `PERMISSION_DENIED` for an escalation nobody approved.
+    fn for_call(
+        &self,
+        ctx: &ToolContext,
+        asked: Option<SandboxPermissions>,
+    ) -> Result<Io, ToolError> {
+        let fence = match approved_escalation(ctx, asked)? {
+            Some(mode) => self.fence.widened(mode),
+            None => self.fence.clone(),
+        };
+        Ok(Io {
+            fence,
+            files: self.files.clone(),
+        })
+    }
 }
 
 fn write_tool(root: PathBuf, memory: Arc<Memory>, io: Io) -> Arc<dyn Tool> {
@@ -489,10 +495,7 @@ fn write_tool(root: PathBuf, memory: Arc<Memory>, io: Io) -> Arc<dyn Tool> {
             let memory = memory.clone();
             let io = io.clone();
             async move {
-                let io = Io {
-                    fence: call_fence(&io.fence, &ctx, args.sandbox_permissions)?,
-                    files: io.files,
-                };
+                let io = io.for_call(&ctx, args.sandbox_permissions)?;
                 let path = guard::resolve(&root, &args.file_path);
                 io.fence.check(&path)?;
                 let guard = Guard {
@@ -538,10 +541,7 @@ fn edit_tool(root: PathBuf, memory: Arc<Memory>, io: Io) -> Arc<dyn Tool> {
                     "invalid arguments: \"new_string\" must differ from \"old_string\"",
                 ));
             }
-            let io = Io {
-                fence: call_fence(&io.fence, &ctx, args.sandbox_permissions)?,
-                files: io.files,
-            };
+            let io = io.for_call(&ctx, args.sandbox_permissions)?;
             let path = guard::resolve(&root, &args.file_path);
             io.fence.check(&path)?;
             let guard = Guard {
