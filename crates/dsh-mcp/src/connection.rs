@@ -218,34 +218,13 @@ impl Live {
     }
 }
 
-/// Why the handshake failed, in words: a transport error as what the
-/// transport said and, when deeper, its root cause ("error sending request
-/// for url (…): Connection refused (os error 111)"), without the SDK's
-/// transport type names.
+/// Why the handshake failed, in words: a transport error as
+/// [`crate::tools::transport_error_text`] says it (the cause, without the
+/// SDK's transport type names).
 fn init_error(e: &rmcp::service::ClientInitializeError) -> String {
     match e {
         rmcp::service::ClientInitializeError::TransportError { error, .. } => {
-            let top: &(dyn std::error::Error + 'static) = &*error.error;
-            // The HTTP client's error sits in a variant that is not a
-            // `source`: start from it to reach the cause.
-            let client = top
-                .downcast_ref::<rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>>()
-                .and_then(|e| match e {
-                    rmcp::transport::streamable_http_client::StreamableHttpError::Client(c) => {
-                        Some(c as &(dyn std::error::Error + 'static))
-                    }
-                    _ => None,
-                });
-            let mut root = client.unwrap_or(top);
-            while let Some(next) = root.source() {
-                root = next;
-            }
-            let (top, root) = (top.to_string(), root.to_string());
-            if top.contains(&root) {
-                top
-            } else {
-                format!("{top}: {root}")
-            }
+            crate::tools::transport_error_text(error)
         }
         other => other.to_string(),
     }

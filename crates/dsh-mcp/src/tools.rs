@@ -403,6 +403,19 @@ fn http_failure(e: &DynamicTransportError) -> HttpFailure {
     }
 }
 
+/// A transport error in words: the HTTP client's error with its causes
+/// (its variant is not a `source`, so it is reached by type), else the
+/// error and its sources.
+pub(crate) fn transport_error_text(e: &DynamicTransportError) -> String {
+    match e
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::Client(c)) => error_chain(c),
+        _ => error_chain(&*e.error),
+    }
+}
+
 /// `e` and its sources, joined by `: ` (reqwest's own message hides the
 /// cause, e.g. "connection refused").
 fn error_chain(e: &dyn std::error::Error) -> String {
