@@ -258,6 +258,8 @@ codes! {
         "A directory was expected but the path names a file.";
     FS_NOT_TEXT = "FS_NOT_TEXT", "fs", false, RespondToModel,
         "The file holds a NUL byte in its first 8 KiB: binary, not text.";
+    FS_NOT_A_FILE = "FS_NOT_A_FILE", "fs", false, RespondToModel,
+        "The path is not a regular file (a fifo, socket, character or block device); the message names what it is. The file and search tools refuse it before opening it, so they never block on it.";
     FS_NOT_OBSERVED = "FS_NOT_OBSERVED", "fs", false, RespondToModel,
         "An existing file may be replaced or edited only after this session read it.";
     FS_STALE_VERSION = "FS_STALE_VERSION", "fs", false, RespondToModel,
