@@ -1,45 +1,117 @@
 //! Which environment variables are secrets a spawned command must not see.
 //!
-//! One rule for every spawner (bash today, hooks and sandboxed commands
-//! later): [`is_secret_var`] looks at the name (markers such as `KEY` or
-//! `TOKEN`, case-insensitive) and at the value (a URL carrying a password),
-//! and [`scrub`] applies it with the user's pass-through list.
+//! One rule for every spawner (bash, hooks, sandboxed commands):
+//! [`is_secret_var`] looks at the name (markers such as `KEY` or `TOKEN`,
+//! case-insensitive; short ones such as `SK` only as a whole word) and at
+//! the value (a URL carrying a password), and [`scrub`] applies it with the
+//! user's pass-through list.
 
 use std::ffi::{OsStr, OsString};
 
-/// Upper-case substrings that mark a variable name as a secret.
-pub const SECRET_NAME_MARKERS: [&str; 11] = [
+/// Upper-case substrings that mark a variable name as a secret wherever
+/// they occur in it (`MYSQL_ROOT_PASSWORD`, `PGPASSWORD`, `apiKey`,
+/// `SLACK_WEBHOOK_URL`). Long or distinctive enough that a name holding one
+/// is almost always a secret; over-matching (`MONKEY`) costs a variable, not
+/// a leak.
+pub const SECRET_NAME_MARKERS: [&str; 13] = [
     "KEY",
     "SECRET",
     "TOKEN",
     "PASSWORD",
     "PASSWD",
+    "PASSPHRASE",
     "PWD",
     "AUTH",
     "JWT",
     "COOKIE",
     "CREDENTIAL",
     "PRIVATE",
+    "WEBHOOK",
 ];
+
+/// Upper-case markers that make a name secret only as a whole word of it
+/// ([`name_words`]): as substrings they would hit ordinary names (`SK` in
+/// `TASK`, `DESK`, `MASK`; `PASS` in `BYPASS`, `PASSENGER`, `PASSTHROUGH`;
+/// `DSN` and `PAT` inside other words, `PATH`).
+pub const SECRET_NAME_WORDS: [&str; 4] = ["PASS", "DSN", "SK", "PAT"];
 
 /// Names kept although they contain a marker: the shell's working
 /// directories (`PWD` contains the marker `PWD`).
 pub const NOT_SECRET_NAMES: [&str; 2] = ["PWD", "OLDPWD"];
 
-/// Whether the variable `name=value` is a secret: its name contains one of
-/// [`SECRET_NAME_MARKERS`] in any case (except the exact names in
-/// [`NOT_SECRET_NAMES`]), ends in `_PAT` (a personal access token), or its
-/// value holds a URL with a password (`postgres://user:pass@host/db`,
-/// `redis://:pass@host`). Never panics; non-UTF-8 names and values are
-/// judged on their lossy text.
+/// Whether the variable `name=value` is a secret. Its name (compared in
+/// upper case):
+///
+/// - contains one of [`SECRET_NAME_MARKERS`] anywhere, where `AUTH` inside
+///   `AUTHOR`/`AUTHORS` does not count (`GIT_AUTHOR_NAME` stays,
+///   `AUTHORIZATION` and `OAUTH_…` do not), or
+/// - has one of [`SECRET_NAME_WORDS`] as a whole word ([`name_words`]:
+///   `STRIPE_SK`, `SENTRY_DSN`, `GPG_PASS`, `GITHUB_PAT`, `stripeSk`),
+///
+/// except the exact names in [`NOT_SECRET_NAMES`]; or its value holds a URL
+/// with a password (`postgres://user:pass@host/db`, `redis://:pass@host`).
+/// Never panics; non-UTF-8 names and values are judged on their lossy text.
 pub fn is_secret_var(name: &OsStr, value: &OsStr) -> bool {
-    if NOT_SECRET_NAMES.iter().any(|n| name == *n) {
-        return has_url_password(&value.to_string_lossy());
+    if has_url_password(&value.to_string_lossy()) {
+        return true;
     }
-    let upper = name.to_string_lossy().to_ascii_uppercase();
+    if NOT_SECRET_NAMES.iter().any(|n| name == *n) {
+        return false;
+    }
+    let name = name.to_string_lossy();
+    let upper = mask_author(&name.to_ascii_uppercase());
     SECRET_NAME_MARKERS.iter().any(|m| upper.contains(m))
-        || upper.ends_with("_PAT")
-        || has_url_password(&value.to_string_lossy())
+        || name_words(&name).any(|w| SECRET_NAME_WORDS.iter().any(|m| w.eq_ignore_ascii_case(m)))
+}
+
+/// The words of a variable name: the runs of ASCII letters and digits
+/// between any other characters (`_`, `-`, `.`, …), each run also split
+/// where a lower-case letter or digit is followed by an upper-case one
+/// (`stripeSk` → `stripe`, `Sk`). `TASK_ID` → `TASK`, `ID`.
+pub fn name_words(name: &str) -> impl Iterator<Item = &str> {
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .flat_map(split_camel)
+        .filter(|w| !w.is_empty())
+}
+
+/// `run` cut before every upper-case letter that follows a lower-case
+/// letter or a digit.
+fn split_camel(run: &str) -> impl Iterator<Item = &str> {
+    let bytes = run.as_bytes();
+    let mut cuts: Vec<usize> = (1..bytes.len())
+        .filter(|&i| {
+            bytes[i].is_ascii_uppercase()
+                && (bytes[i - 1].is_ascii_lowercase() || bytes[i - 1].is_ascii_digit())
+        })
+        .collect();
+    cuts.push(bytes.len());
+    let mut start = 0;
+    cuts.into_iter().map(move |end| {
+        // Cuts are at ASCII bytes, so every slice is on a char boundary.
+        let word = run.get(start..end).unwrap_or("");
+        start = end;
+        word
+    })
+}
+
+/// `upper` with every `AUTHOR` not followed by `I` (so not `AUTHORIZATION`
+/// or `AUTHORITY`) replaced by `-`, so the `AUTH` marker skips
+/// `GIT_AUTHOR_NAME` and `AUTHORS_FILE`.
+fn mask_author(upper: &str) -> String {
+    let mut out = String::with_capacity(upper.len());
+    let mut rest = upper;
+    while let Some(at) = rest.find("AUTHOR") {
+        let after = &rest[at + "AUTHOR".len()..];
+        out.push_str(&rest[..at]);
+        if after.starts_with('I') {
+            out.push_str("AUTHOR");
+        } else {
+            out.push('-');
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `host` without its secrets ([`is_secret_var`]), except the names listed
@@ -110,6 +182,76 @@ mod tests {
         ] {
             assert!(secret(name, "x"), "{name}");
         }
+    }
+
+    /// The table the issue asked for: what goes and what stays.
+    #[test]
+    fn the_broadened_rule_table() {
+        for name in [
+            "GPG_PASSPHRASE",
+            "SLACK_WEBHOOK_URL",
+            "SENTRY_DSN",
+            "STRIPE_SK",
+            "sk_live",
+            "stripeSk",
+            "GPG_PASS",
+            "DB_PASS",
+            "dbPass",
+            "PASS",
+            "PGPASSWORD",
+            "DATABASE_DSN",
+            "DSN",
+            "NPM_CONFIG__AUTH",
+            "AUTHORIZATION",
+            "OAUTH_CLIENT",
+            "GIT_CREDENTIALS",
+            "SESSION_COOKIE",
+            "PRIVATE_KEY_PATH",
+            "GITHUB_PAT_X",
+            "PAT",
+            "DISCORD_WEBHOOK",
+        ] {
+            assert!(secret(name, "x"), "{name} must be scrubbed");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "TASK_ID",
+            "DESKTOP_SESSION",
+            "MASK",
+            "ASK_USER",
+            "DISK_SIZE",
+            "BYPASS_CACHE",
+            "PASSENGER_APP_ENV",
+            "PASSTHROUGH",
+            "COMPASS_DIR",
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+            "AUTHORS_FILE",
+            "DSNAME",
+            "PATTERN",
+            "SKIP_TESTS",
+            "RISK_LEVEL",
+            "LANG",
+            "TERM",
+            "XDG_RUNTIME_DIR",
+        ] {
+            assert!(!secret(name, "x"), "{name} must stay");
+        }
+    }
+
+    #[test]
+    fn name_words_split_on_punctuation_and_camel_case() {
+        fn words(n: &str) -> Vec<&str> {
+            name_words(n).collect()
+        }
+        assert_eq!(words("TASK_ID"), ["TASK", "ID"]);
+        assert_eq!(words("stripeSk"), ["stripe", "Sk"]);
+        assert_eq!(words("__A--b.c"), ["A", "b", "c"]);
+        assert_eq!(words("HTTPSProxy"), ["HTTPSProxy"]);
+        assert_eq!(words("v2Key"), ["v2", "Key"]);
+        assert_eq!(words("é_SK"), ["SK"]);
+        assert!(words("").is_empty());
     }
 
     #[test]
@@ -207,8 +349,52 @@ mod tests {
         for name in ["GITHUB_PAT", "x_pat", "A_Pat"] {
             assert!(secret(name, "v"), "{name}");
         }
-        for name in ["PATH", "PAT", "PATTERN", "MY_PATH", "_PATX"] {
+        for name in ["PATH", "PATTERN", "MY_PATH", "_PATX", "PATCH"] {
             assert!(!secret(name, "v"), "{name}");
+        }
+    }
+
+    proptest::proptest! {
+        /// A word marker as a whole `_`-separated word of any name is
+        /// secret; glued to letters on both sides (`TASKS`, `XSKY`) it is
+        /// not, unless the result holds a substring marker.
+        #[test]
+        fn word_markers_match_whole_words_only(
+            pre in "[A-Z]{1,6}",
+            post in "[A-Z]{1,6}",
+            marker in proptest::sample::select(SECRET_NAME_WORDS.to_vec()),
+        ) {
+            let names = [
+                format!("{pre}_{marker}_{post}"),
+                format!("{pre}_{marker}"),
+                format!("{}_{post}", marker.to_ascii_lowercase()),
+            ];
+            for name in names {
+                proptest::prop_assert!(secret(&name, "v"), "{}", name);
+            }
+            let glued = format!("{pre}{marker}{post}");
+            let has_substring_marker = SECRET_NAME_MARKERS
+                .iter()
+                .any(|m| mask_author(&glued).contains(m));
+            proptest::prop_assert_eq!(secret(&glued, "v"), has_substring_marker, "{}", glued);
+        }
+
+        /// Any substring marker anywhere in any name is secret (outside
+        /// the exact exempt names); any name never panics.
+        #[test]
+        fn substring_markers_match_anywhere(
+            pre in "[A-Za-z0-9_]{0,8}",
+            post in "[A-Za-z0-9_]{0,8}",
+            marker in proptest::sample::select(SECRET_NAME_MARKERS.to_vec()),
+            any in ".{0,24}",
+        ) {
+            let name = format!("{pre}{marker}{post}");
+            let exempt = NOT_SECRET_NAMES.contains(&name.as_str())
+                || (marker == "AUTH" && mask_author(&name.to_ascii_uppercase()) != name.to_ascii_uppercase());
+            if !exempt {
+                proptest::prop_assert!(secret(&name, "v"), "{}", name);
+            }
+            let _ = secret(&any, &any);
         }
     }
 
