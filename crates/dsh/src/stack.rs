@@ -212,6 +212,9 @@ impl Stack {
         let tools = Arc::new(ToolRegistry::new());
         tools.set_strict(resolved.strict_tools);
         scope.add(kernel.provide(tools.clone()).map_err(DshError::from)?);
+        // First, so it is the outermost tools/execute listener: an abort
+        // never waits on a call blocked in a system call.
+        scope.add(crate::tools::detached::install(&tools));
         scope.add(feed_prompt(&prompt, &tools));
         scope.add(
             crate::result_limit::ResultLimit {
@@ -782,14 +785,27 @@ impl Stack {
     }
 
     /// Stops the MCP servers, kills every bash task still running and closes
-    /// the scope (session files are flushed and synced).
+    /// the scope (session files are flushed and synced). Waiting for the
+    /// calls still running after the scope closed is bounded (two
+    /// seconds): a tool call left behind blocked in a system call
+    /// (see [`crate::tools::detached`]) does not hold the shutdown.
     pub async fn shutdown(self) {
         self.subagents.abort_all();
         for server in &self.mcp {
             server.shutdown().await;
         }
         self.executor.dispose().await;
-        self.scope.close_and_wait().await;
+        // The registrations are undone at the first poll; only the wait for
+        // listeners still running is cut short.
+        if tokio::time::timeout(QUIESCE_BOUND, self.scope.close_and_wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                target: "dsh",
+                "a tool call is still running (blocked); shutting down without it"
+            );
+        }
     }
 }
 
@@ -822,6 +838,10 @@ fn roots_of(mode: SandboxMode, cwd: &std::path::Path) -> Vec<std::path::PathBuf>
         .writable_roots()
         .to_vec()
 }
+
+/// The longest [`Stack::shutdown`] waits for listeners (tool calls, hooks)
+/// still running once its scope is closed.
+const QUIESCE_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The id of the agent [`Stack::create_agent`] makes: front ends follow
 /// its events (sub-agents have ids `agent-N`).

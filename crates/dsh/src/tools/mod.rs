@@ -6,6 +6,7 @@
 //! its schema with a drift test. `docs/adding-a-tool.md` walks through it.
 
 mod bash;
+pub mod detached;
 mod echo;
 pub mod exit_plan_mode;
 mod skill;
