@@ -11,6 +11,16 @@ pub const DEFAULT_STREAM_IDLE_TIMEOUT_MS: u64 = 300_000;
 /// Default of [`DeepSeekConfig::max_event_bytes`] (16 MiB).
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+/// Largest accepted [`DeepSeekConfig::connect_timeout_ms`]: 10 minutes. No
+/// configuration can make dsh wait longer for a connection.
+pub const MAX_CONNECT_TIMEOUT_MS: u64 = 600_000;
+
+/// Largest accepted [`DeepSeekConfig::stream_idle_timeout_ms`]: 1 hour.
+pub const MAX_STREAM_IDLE_TIMEOUT_MS: u64 = 3_600_000;
+
+/// Largest accepted [`DeepSeekConfig::max_event_bytes`]: 256 MiB.
+pub const MAX_MAX_EVENT_BYTES: usize = 256 * 1024 * 1024;
+
 /// The public DeepSeek endpoint, used when no base URL is configured.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 
@@ -152,12 +162,16 @@ impl DeepSeekConfig {
     }
 
     /// Checks the configuration up front (no I/O): `base_url` must parse as
-    /// an absolute `http`/`https` URL with a host, and the timeouts and
-    /// `max_event_bytes` must be non-zero.
+    /// an absolute `http`/`https` URL with a host; the timeouts and
+    /// `max_event_bytes` must be non-zero and at most their ceilings
+    /// ([`MAX_CONNECT_TIMEOUT_MS`], [`MAX_STREAM_IDLE_TIMEOUT_MS`],
+    /// [`MAX_MAX_EVENT_BYTES`]); a present `api_key` must be usable as an
+    /// HTTP header value ([`check_api_key`]).
     ///
     /// # Errors
     /// The first problem found, as a message naming the dsh.toml key, e.g.
-    /// `[deepseek] base_url "htp:/x" is not a valid URL: …`.
+    /// `[deepseek] base_url "htp:/x" is not a valid URL: …`. A message about
+    /// the key never quotes it.
     pub fn validate(&self) -> Result<(), String> {
         let base = self.base_url();
         match reqwest::Url::parse(base) {
@@ -188,6 +202,53 @@ impl DeepSeekConfig {
         if self.max_event_bytes == 0 {
             return Err("[deepseek] max_event_bytes must be greater than 0".into());
         }
+        for (key, value, ceiling) in [
+            (
+                "connect_timeout_ms",
+                self.connect_timeout_ms,
+                MAX_CONNECT_TIMEOUT_MS,
+            ),
+            (
+                "stream_idle_timeout_ms",
+                self.stream_idle_timeout_ms,
+                MAX_STREAM_IDLE_TIMEOUT_MS,
+            ),
+            (
+                "max_event_bytes",
+                self.max_event_bytes as u64,
+                MAX_MAX_EVENT_BYTES as u64,
+            ),
+        ] {
+            if value > ceiling {
+                return Err(format!(
+                    "[deepseek] {key} = {value} is above its ceiling of {ceiling}"
+                ));
+            }
+        }
+        if let Some(key) = &self.api_key {
+            check_api_key(key).map_err(|why| format!("[deepseek] api_key {why}"))?;
+        }
         Ok(())
+    }
+}
+
+/// Checks that `key` can be sent as `Authorization: Bearer <key>`: no line
+/// break or other character an HTTP header value cannot carry (controls
+/// other than tab, DEL).
+///
+/// # Errors
+/// What is wrong, without quoting the key (it is a secret), e.g. `holds a
+/// line break, which an HTTP header cannot carry; …`.
+pub fn check_api_key(key: &str) -> Result<(), String> {
+    if reqwest::header::HeaderValue::from_str(&format!("Bearer {key}")).is_ok() {
+        return Ok(());
+    }
+    if key.contains(['\n', '\r']) {
+        Err("holds a line break, which an HTTP header cannot carry; set the key alone (no trailing newline)".into())
+    } else {
+        Err(
+            "holds a control character, which an HTTP header cannot carry; set the key alone"
+                .into(),
+        )
     }
 }

@@ -23,9 +23,10 @@ pub use adapter::{
     parse_retry_after, register, status_error, DeepSeekAdapter, MISSING_KEY, USER_AGENT,
 };
 pub use config::{
-    DeepSeekConfig, ReasoningEffort, Thinking, CONTEXT_WINDOW, DEFAULT_BASE_URL,
+    check_api_key, DeepSeekConfig, ReasoningEffort, Thinking, CONTEXT_WINDOW, DEFAULT_BASE_URL,
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MODELS,
-    DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    DEFAULT_STREAM_IDLE_TIMEOUT_MS, MAX_CONNECT_TIMEOUT_MS, MAX_MAX_EVENT_BYTES,
+    MAX_STREAM_IDLE_TIMEOUT_MS,
 };
 pub use request::{request_body, request_bytes, wire_messages, PREFILL_UNSUPPORTED};
 pub use sse::{SseParser, DONE};

@@ -300,6 +300,64 @@ fn validate_names_the_key() {
 }
 
 #[test]
+fn limits_above_their_ceiling_are_refused_naming_key_and_ceiling() {
+    for (cfg, key, ceiling) in [
+        (
+            DeepSeekConfig {
+                connect_timeout_ms: u64::MAX,
+                ..DeepSeekConfig::default()
+            },
+            "connect_timeout_ms",
+            dsh_llm_deepseek::MAX_CONNECT_TIMEOUT_MS.to_string(),
+        ),
+        (
+            DeepSeekConfig {
+                stream_idle_timeout_ms: dsh_llm_deepseek::MAX_STREAM_IDLE_TIMEOUT_MS + 1,
+                ..DeepSeekConfig::default()
+            },
+            "stream_idle_timeout_ms",
+            dsh_llm_deepseek::MAX_STREAM_IDLE_TIMEOUT_MS.to_string(),
+        ),
+        (
+            DeepSeekConfig {
+                max_event_bytes: usize::MAX,
+                ..DeepSeekConfig::default()
+            },
+            "max_event_bytes",
+            dsh_llm_deepseek::MAX_MAX_EVENT_BYTES.to_string(),
+        ),
+    ] {
+        let e = cfg.validate().unwrap_err();
+        assert!(e.contains(key) && e.contains(&ceiling), "{e}");
+    }
+    let at_ceiling = DeepSeekConfig {
+        connect_timeout_ms: dsh_llm_deepseek::MAX_CONNECT_TIMEOUT_MS,
+        stream_idle_timeout_ms: dsh_llm_deepseek::MAX_STREAM_IDLE_TIMEOUT_MS,
+        max_event_bytes: dsh_llm_deepseek::MAX_MAX_EVENT_BYTES,
+        ..DeepSeekConfig::default()
+    };
+    assert_eq!(at_ceiling.validate(), Ok(()));
+}
+
+#[test]
+fn a_key_that_cannot_be_a_header_value_is_invalid_config_not_network() {
+    for key in ["sk-abc\nx", "sk-abc\r\n", "sk-\u{7}abc"] {
+        let cfg = DeepSeekConfig {
+            api_key: Some(key.into()),
+            ..DeepSeekConfig::default()
+        };
+        let err = DeepSeekAdapter::new(cfg).err().unwrap();
+        assert_eq!(err.code(), codes::INVALID_CONFIG, "{key:?}");
+        assert!(err.to_string().contains("api_key"), "{err}");
+        assert!(
+            !err.to_string().contains("sk-"),
+            "never echoes the key: {err}"
+        );
+    }
+    assert!(dsh_llm_deepseek::check_api_key("sk-0123abc").is_ok());
+}
+
+#[test]
 fn bad_base_url_fails_construction_with_invalid_config() {
     let cfg = DeepSeekConfig {
         api_key: Some("sk-test".into()),
