@@ -3,9 +3,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// The setuid and setgid bits, dropped when contents are replaced.
+const SET_ID_BITS: u32 = 0o6000;
+
 /// Writes `bytes` to `path` atomically: a private temporary file in the
 /// same directory (random name, exclusive create), fsync, the permission
-/// bits of the file it replaces (0644 for a new file), then rename over
+/// bits of the file it replaces without its setuid and setgid bits (as
+/// `cp` and git drop them: new contents must not run with the old
+/// privileges; 0644 for a new file), then rename over
 /// it and fsync the directory. A symlink is written through: its target is
 /// replaced, the link stays. On any error the original file is untouched
 /// and the temporary file is removed.
@@ -31,7 +36,7 @@ pub(crate) fn write_atomic(
     let mode = {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(&target)
-            .map(|m| m.permissions().mode() & 0o7777)
+            .map(|m| m.permissions().mode() & 0o7777 & !SET_ID_BITS)
             .unwrap_or(0o644)
     };
     let mut tmp = tempfile::Builder::new()

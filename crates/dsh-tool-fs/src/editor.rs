@@ -319,7 +319,7 @@ async fn view(
             (start, limit)
         }
     };
-    let window = window(&io.files, guard.ctx, path, offset, limit).await?;
+    let window = window(&io.files, guard.ctx, path, (offset, limit), "view_range").await?;
     guard.record(&window.version);
     Ok(window.text)
 }

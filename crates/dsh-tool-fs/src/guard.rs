@@ -6,7 +6,6 @@
 //! (a direct registry call) a per-tool-set memory stands in.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -115,8 +114,7 @@ pub(crate) fn key_of(path: &Path) -> String {
 /// # Errors
 /// The I/O error.
 pub(crate) fn current(path: &Path, key: &str) -> std::io::Result<Version> {
-    let mut file = File::open(path)?;
-    let meta = file.metadata()?;
+    let (mut file, meta) = crate::regular::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

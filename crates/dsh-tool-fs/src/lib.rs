@@ -34,6 +34,7 @@ mod fence;
 mod files;
 mod guard;
 mod read;
+mod regular;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -199,6 +200,9 @@ pub fn install_with(
 }
 
 fn io_error(path: &Path, e: &std::io::Error) -> ToolError {
+    if let Some(regular::NotAFile(kind)) = regular::not_a_file(e) {
+        return special(path, kind);
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound => not_found(path),
         _ => ToolError::new(
@@ -229,6 +233,37 @@ fn not_found(path: &Path) -> ToolError {
     )
 }
 
+/// `FS_IS_DIRECTORY` or `FS_NOT_A_FILE` for a path that is a `kind` (as
+/// [`regular::special_kind`] names it).
+fn special(path: &Path, kind: &str) -> ToolError {
+    if kind == regular::DIRECTORY {
+        return is_directory(path);
+    }
+    ToolError::new(
+        codes::FS_NOT_A_FILE,
+        format!(
+            "{} is a {kind}, not a regular file; the file tools only read and write regular files",
+            path.display()
+        ),
+    )
+}
+
+/// `Ok` unless `disk` (the `stat` of a path, which never blocks) says the
+/// path exists and is not a regular file: checked before anything opens it
+/// or asks an editor for it.
+///
+/// # Errors
+/// `FS_IS_DIRECTORY`, `FS_NOT_A_FILE` naming what it is.
+fn refuse_special(path: &Path, disk: &std::io::Result<std::fs::Metadata>) -> Result<(), ToolError> {
+    match disk {
+        Ok(meta) => match regular::special_kind(meta.file_type()) {
+            Some(kind) => Err(special(path, kind)),
+            None => Ok(()),
+        },
+        Err(_) => Ok(()),
+    }
+}
+
 fn is_directory(path: &Path) -> ToolError {
     ToolError::new(
         codes::FS_IS_DIRECTORY,
@@ -241,30 +276,31 @@ fn is_directory(path: &Path) -> ToolError {
 
 /// The window `offset..` (at most `limit` lines) of the file at `path`,
 /// from the editor when it serves reads (falling back to the disk when it
-/// cannot read a file that is there), else from the disk.
+/// cannot read a file that is there), else from the disk. A partial
+/// window's tail line says to use `read_on` (the argument that reads
+/// further: `offset`, `view_range`) to read on.
 ///
 /// # Errors
-/// `FS_IS_DIRECTORY`, `FS_NOT_FOUND`, `FS_NOT_TEXT`, `FS_IO`, `ABORTED`.
+/// `FS_IS_DIRECTORY`, `FS_NOT_A_FILE`, `FS_NOT_FOUND`, `FS_NOT_TEXT`,
+/// `FS_IO`, `ABORTED`.
 async fn window(
     files: &FileAccess,
     ctx: &ToolContext,
     path: &Path,
-    offset: u64,
-    limit: u64,
+    (offset, limit): (u64, u64),
+    read_on: &str,
 ) -> Result<read::Window, ToolError> {
     let disk = std::fs::metadata(path);
-    if disk.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
-        return Err(is_directory(path));
-    }
+    refuse_special(path, &disk)?;
     let key = guard::key_of(path);
     let shown = match files::editor_text(files, ctx, path).await? {
         Some(Ok(text)) => {
             let mtime = disk.as_ref().map_or(0, guard::mtime_ms);
-            read::text_window(&text, &key, mtime, offset, limit)
+            read::text_window(&text, &key, mtime, offset, limit, read_on)
         }
         // The editor could not read it: the disk says why, or has it.
         Some(Err(_)) | None => match disk {
-            Ok(_) => read::read_window(path, &key, offset, limit),
+            Ok(_) => read::read_window(path, &key, offset, limit, read_on),
             Err(e) => return Err(io_error(path, &e)),
         },
     };
@@ -292,7 +328,7 @@ fn read_tool(root: PathBuf, memory: Arc<Memory>, files: FileAccess) -> Arc<dyn T
                 let path = guard::resolve(&root, &args.file_path);
                 let offset = args.offset.unwrap_or(1);
                 let limit = args.limit.unwrap_or(MAX_LINES);
-                let window = window(&files, &ctx, &path, offset, limit).await?;
+                let window = window(&files, &ctx, &path, (offset, limit), "offset").await?;
                 Guard {
                     ctx: &ctx,
                     memory: &memory,
@@ -338,8 +374,7 @@ async fn check_fresh(
         Some(Ok(text)) => (guard::version_of_text(key, path, &text), Some(text)),
         Some(Err(why)) => return Err(editor_failed(path, "read", &why)),
         None if files.writer().is_some() => {
-            let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
-            let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
+            let (meta, bytes) = regular::read_all(path).map_err(|e| io_error(path, &e))?;
             let now = guard::version_of_bytes(key, &meta, &bytes);
             (now, Some(String::from_utf8_lossy(&bytes).into_owned()))
         }
@@ -391,9 +426,7 @@ async fn load_fresh(
     path: &Path,
 ) -> Result<(String, String), ToolError> {
     let meta = std::fs::metadata(path);
-    if meta.as_ref().is_ok_and(std::fs::Metadata::is_dir) {
-        return Err(is_directory(path));
-    }
+    refuse_special(path, &meta)?;
     let key = guard::key_of(path);
     match files::editor_text(files, guard.ctx, path).await? {
         Some(Ok(text)) => {
@@ -403,8 +436,8 @@ async fn load_fresh(
         Some(Err(why)) if meta.is_ok() => return Err(editor_failed(path, "read", &why)),
         Some(Err(_)) | None => {}
     }
-    let meta = meta.map_err(|e| io_error(path, &e))?;
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
+    meta.map_err(|e| io_error(path, &e))?;
+    let (meta, bytes) = regular::read_all(path).map_err(|e| io_error(path, &e))?;
     check_against(
         guard,
         path,
@@ -502,8 +535,9 @@ fn write_tool(root: PathBuf, memory: Arc<Memory>, io: Io) -> Arc<dyn Tool> {
                     ctx: &ctx,
                     memory: &memory,
                 };
-                let (existed, old) = match std::fs::metadata(&path) {
-                    Ok(m) if m.is_dir() => return Err(is_directory(&path)),
+                let disk = std::fs::metadata(&path);
+                refuse_special(&path, &disk)?;
+                let (existed, old) = match disk {
                     Ok(_) => {
                         let key = guard::key_of(&path);
                         (true, check_fresh(&guard, &io.files, &path, &key).await?)

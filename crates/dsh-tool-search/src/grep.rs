@@ -7,6 +7,13 @@
 //! first [`MAX_GREP_MATCHES`] matches in output order; older files are
 //! dropped as newer ones arrive, so memory stays bounded however many
 //! matches there are.
+//!
+//! Each file is searched streaming (no memory map, never the whole file in
+//! memory) with a line buffer of at most [`GREP_LINE_BUFFER_BYTES`]; a file
+//! with a longer line keeps the matches found before it and is counted in
+//! the note `(N file(s) searched only up to a line longer than 8 MiB)`.
+//! Only regular files are opened, and without blocking (see
+//! `crate::regular`): a FIFO, socket or device is never opened.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -20,12 +27,12 @@ use dsh_kernel::sync::lock;
 use dsh_tools::ToolError;
 use globset::GlobMatcher;
 use grep_regex::RegexMatcher;
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
+use grep_searcher::{BinaryDetection, MmapChoice, Searcher, SearcherBuilder, Sink, SinkMatch};
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 use tokio_util::sync::CancellationToken;
 
 use crate::walk::{self, Target};
-use crate::{MAX_GREP_LINE_BYTES, MAX_GREP_MATCHES};
+use crate::{GREP_LINE_BUFFER_BYTES, MAX_GREP_LINE_BYTES, MAX_GREP_MATCHES};
 
 /// Compiles a Rust regex the way ripgrep does for line-oriented search
 /// (a match never spans a line terminator).
@@ -164,6 +171,8 @@ struct Shared {
     /// Matches found, each file counted up to `MAX_GREP_MATCHES + 1`.
     total: AtomicUsize,
     unreadable: AtomicUsize,
+    /// Files whose search stopped at a line longer than the line buffer.
+    long_lines: AtomicUsize,
     /// `None`: a budget too large to represent, i.e. none.
     deadline: Option<Instant>,
     timed_out: AtomicBool,
@@ -200,6 +209,8 @@ impl<'s> ParallelVisitorBuilder<'s> for Builder<'s> {
             searcher: SearcherBuilder::new()
                 .binary_detection(BinaryDetection::quit(b'\x00'))
                 .line_number(true)
+                .memory_map(MmapChoice::never())
+                .heap_limit(Some(GREP_LINE_BUFFER_BYTES))
                 .build(),
         })
     }
@@ -239,8 +250,9 @@ impl Visitor<'_> {
     }
 
     fn file(&mut self, entry: DirEntry) {
-        // The path itself is searched whatever it is (a FIFO, a symlink to
-        // a file); below it, only regular files.
+        // The path itself is searched when it is a regular file or a
+        // symlink to one (`walk::resolve` refused anything else); below
+        // it, only regular files.
         let searchable = if entry.depth() == 0 {
             !entry.file_type().is_some_and(|t| t.is_dir())
         } else {
@@ -249,18 +261,27 @@ impl Visitor<'_> {
         if !searchable || !self.included(&entry) {
             return;
         }
+        let file = match crate::regular::open(entry.path()) {
+            Ok(Some(file)) => file,
+            // Swapped for a FIFO, socket or device since the walk saw it.
+            Ok(None) => return,
+            Err(_) => {
+                self.shared.unreadable.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        };
         let mut sink = Collect {
             lines: Vec::new(),
             binary: false,
             shared: self.shared,
         };
-        if self
-            .searcher
-            .search_path(&self.matcher, entry.path(), &mut sink)
-            .is_err()
-        {
-            self.shared.unreadable.fetch_add(1, Ordering::Relaxed);
-            return;
+        if let Err(e) = self.searcher.search_file(&self.matcher, &file, &mut sink) {
+            if !is_line_too_long(&e) {
+                self.shared.unreadable.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            // The matches before the long line stand.
+            self.shared.long_lines.fetch_add(1, Ordering::Relaxed);
         }
         if sink.binary || sink.lines.is_empty() {
             return;
@@ -271,6 +292,12 @@ impl Visitor<'_> {
         let mtime = walk::mtime(&entry);
         lock(&self.shared.top).insert(mtime, entry.into_path(), sink.lines);
     }
+}
+
+/// Whether a search error is grep-searcher's "configured allocation limit
+/// exceeded": a line longer than the line buffer may grow to.
+fn is_line_too_long(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Other && e.to_string().contains("allocation limit")
 }
 
 impl ParallelVisitor for Visitor<'_> {
@@ -305,6 +332,7 @@ pub(crate) fn run(
         top: Mutex::new(Top::default()),
         total: AtomicUsize::new(0),
         unreadable: AtomicUsize::new(0),
+        long_lines: AtomicUsize::new(0),
         deadline: start.checked_add(budget),
         timed_out: AtomicBool::new(false),
         cancel,
@@ -350,6 +378,13 @@ pub(crate) fn run(
     if unreadable > 0 {
         out.push_str(&walk::unreadable_note(unreadable));
         out.push('\n');
+    }
+    let long_lines = shared.long_lines.load(Ordering::Relaxed);
+    if long_lines > 0 {
+        out.push_str(&format!(
+            "({long_lines} file(s) searched only up to a line longer than {} MiB)\n",
+            GREP_LINE_BUFFER_BYTES >> 20
+        ));
     }
     if shared.timed_out.load(Ordering::Relaxed) {
         out.push_str(&format!(

@@ -29,6 +29,7 @@
 
 mod glob;
 mod grep;
+mod regular;
 mod walk;
 
 use std::path::PathBuf;
@@ -48,6 +49,12 @@ pub const MAX_GREP_MATCHES: usize = 250;
 
 /// The most bytes of a matching line `grep` shows (then `…`).
 pub const MAX_GREP_LINE_BYTES: usize = 2000;
+
+/// The most memory `grep` gives one file's line buffer (per search
+/// thread): a file is searched streaming, a buffer of lines at a time, so
+/// files of any size cost this at most. A file with a longer line is
+/// searched up to that line and named in a note.
+pub const GREP_LINE_BUFFER_BYTES: usize = 8 << 20;
 
 /// The default time budget of a `grep` call.
 pub const GREP_BUDGET: Duration = Duration::from_secs(30);

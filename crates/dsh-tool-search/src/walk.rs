@@ -17,7 +17,7 @@ pub(crate) struct Target {
     /// What found paths are shown under: the argument as the model wrote it
     /// (without `./` components), empty for the default.
     pub(crate) shown: PathBuf,
-    /// Whether `abs` is a directory (else a file, or something to search as
+    /// Whether `abs` is a directory (else a regular file, or a symlink to
     /// one).
     pub(crate) is_dir: bool,
 }
@@ -42,8 +42,10 @@ impl Target {
 /// Resolves the `path` argument against `root`.
 ///
 /// # Errors
-/// `FS_NOT_FOUND` when nothing exists there; `TOOL_FAILED` when it cannot be
-/// examined (permission denied on a parent, …).
+/// `FS_NOT_FOUND` when nothing exists there; `FS_NOT_A_FILE` when it is
+/// neither a directory nor a regular file (a fifo, socket or device: never
+/// opened); `TOOL_FAILED` when it cannot be examined (permission denied on
+/// a parent, …).
 pub(crate) fn resolve(root: &Path, arg: Option<&str>) -> Result<Target, ToolError> {
     let (abs, shown) = match arg {
         None => (root.to_path_buf(), PathBuf::new()),
@@ -62,11 +64,19 @@ pub(crate) fn resolve(root: &Path, arg: Option<&str>) -> Result<Target, ToolErro
     };
     let shown_arg = arg.unwrap_or(".");
     match std::fs::metadata(&abs) {
-        Ok(meta) => Ok(Target {
-            is_dir: meta.is_dir(),
-            abs,
-            shown,
-        }),
+        Ok(meta) => match crate::regular::special_kind(meta.file_type()) {
+            Some(kind) => Err(ToolError::new(
+                codes::FS_NOT_A_FILE,
+                format!(
+                    "{shown_arg} is a {kind}, not a regular file or a directory; search a file or a directory"
+                ),
+            )),
+            None => Ok(Target {
+                is_dir: meta.is_dir(),
+                abs,
+                shown,
+            }),
+        },
         Err(e)
             if matches!(
                 e.kind(),
