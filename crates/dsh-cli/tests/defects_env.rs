@@ -1,10 +1,18 @@
-//! Issue 33 item 10: the environment a command the model runs sees. Secrets
-//! set in dsh's environment (passphrases, webhooks, DSNs, `…_SK` keys) are
-//! scrubbed before bash starts, ordinary variables whose names merely
-//! contain those letters (`TASK_ID`, `DESKTOP_SESSION`) reach it, and
-//! `[bash] env_passthrough` lets a named one through.
+//! What a command the model runs sees, through the real binary.
+//!
+//! Issue 33 item 10: its environment. Secrets set in dsh's environment
+//! (passphrases, webhooks, DSNs, `…_SK` keys) are scrubbed before bash
+//! starts, ordinary variables whose names merely contain those letters
+//! (`TASK_ID`, `DESKTOP_SESSION`) reach it, and `[bash] env_passthrough`
+//! lets a named one through.
+//!
+//! Issue 33 item 23: the sandbox's refusals. A write refused by the sandbox
+//! and reported in dash's, Python's or coreutils' words ends the result
+//! with the `[sandbox: …]` line; a command failing for its own reasons
+//! does not.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Variables the scrub must remove, each with a value no other variable holds.
@@ -33,6 +41,22 @@ const ORDINARY: [(&str, &str); 6] = [
     ("DSNAME", "dshtest-dsname"),
 ];
 
+/// `dsh` with a private home in `home`, the offline model, no colour.
+fn dsh(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    c.current_dir(home)
+        .env_remove("DEEPSEEK_API_KEY")
+        .env_remove("DSH_MODEL")
+        .env_remove("DSH_PERMISSION")
+        .env("NO_COLOR", "1")
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .stdin(Stdio::null());
+    c
+}
+
 /// Runs `env` through the bash tool with the secrets and ordinary variables
 /// set, a user config holding `config` (trusted: it is the user's own), and
 /// returns the bash output.
@@ -41,18 +65,8 @@ fn env_seen_by_bash(config: &str) -> String {
     let config_dir = home.path().join("config/dsh");
     std::fs::create_dir_all(&config_dir).unwrap();
     std::fs::write(config_dir.join("dsh.toml"), config).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-    c.current_dir(home.path())
-        .env_remove("DEEPSEEK_API_KEY")
-        .env_remove("DSH_MODEL")
-        .env_remove("DSH_PERMISSION")
-        .env("NO_COLOR", "1")
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("XDG_STATE_HOME", home.path().join("state"))
-        .stdin(Stdio::null())
-        .args(["run", r#"call bash {"command":"env","description":"x"}"#]);
+    let mut c = dsh(home.path());
+    c.args(["run", r#"call bash {"command":"env","description":"x"}"#]);
     for (k, v) in SECRETS.iter().chain(ORDINARY.iter()) {
         c.env(k, v);
     }
@@ -99,5 +113,99 @@ fn env_passthrough_lets_a_named_secret_through() {
     );
     for (name, value) in SECRETS.iter().filter(|(n, _)| *n != "SENTRY_DSN") {
         assert!(!env.contains(value), "{name} reached bash:\n{env}");
+    }
+}
+
+/// The output of `dsh run [--permission MODE] 'call bash {command}'` in a
+/// fresh home, and whether the sandbox could be applied at all.
+fn bash_under(mode: &str, home: &Path, command: &str) -> String {
+    let call = format!(
+        "call bash {}",
+        serde_json::json!({"command": command, "description": "sandbox denial"})
+    );
+    let out = dsh(home)
+        .args(["run", "--permission", mode, &call])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Without Landlock the confining modes fail closed: the command is not
+/// run and the result says so. That is checked instead of the denial line,
+/// so the test holds (and never skips) on every kernel.
+fn sandbox_available(stdout: &str) -> bool {
+    if dsh_sandbox::probe().filesystem_full() {
+        return true;
+    }
+    assert!(stdout.contains("cannot be applied"), "{stdout}");
+    false
+}
+
+#[test]
+fn denials_reported_by_sh_python_and_coreutils_get_the_sandbox_line() {
+    let home = tempfile::tempdir().unwrap();
+    let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
+    let target = outside.path().join("dshtest");
+    let quoted = target.display().to_string();
+    let commands = [
+        format!("sh -c 'echo x > {quoted}'"),
+        format!("python3 -c \"open('{quoted}','w')\""),
+        format!("cp /dev/null '{quoted}'"),
+        format!("mkdir '{quoted}'"),
+    ];
+    for command in commands {
+        let stdout = bash_under("workspace-write", home.path(), &command);
+        if !sandbox_available(&stdout) {
+            continue;
+        }
+        assert!(!target.exists(), "{command} wrote through the sandbox");
+        assert!(
+            stdout
+                .trim_end()
+                .ends_with("[sandbox: write denied under workspace-write mode]"),
+            "{command}:\n{stdout}"
+        );
+    }
+    // Under read-only the workspace itself is refused: a relative path in
+    // dash's and Python's words is judged against it.
+    for command in [
+        "sh -c 'echo x > mine.txt'",
+        "python3 -c \"open('mine.txt','w')\"",
+    ] {
+        let stdout = bash_under("read-only", home.path(), command);
+        if !sandbox_available(&stdout) {
+            continue;
+        }
+        assert!(!home.path().join("mine.txt").exists());
+        assert!(
+            stdout
+                .trim_end()
+                .ends_with("[sandbox: write denied under read-only mode]"),
+            "{command}:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_command_failing_for_its_own_reasons_is_not_blamed_on_the_sandbox() {
+    let home = tempfile::tempdir().unwrap();
+    for command in [
+        // A missing directory: Python's error form, but not a refusal.
+        "python3 -c \"open('/nonexistent-dir/f','w')\"",
+        "sh -c 'echo x > missing/f'",
+        "sh -c 'exit 3'",
+    ] {
+        let stdout = bash_under("workspace-write", home.path(), command);
+        if !sandbox_available(&stdout) {
+            continue;
+        }
+        assert!(stdout.contains("[exit code:"), "{command}:\n{stdout}");
+        assert!(!stdout.contains("[sandbox:"), "{command}:\n{stdout}");
     }
 }

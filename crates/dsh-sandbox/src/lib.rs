@@ -22,6 +22,10 @@
 
 #![warn(missing_docs)]
 
+mod denial;
+
+pub use denial::{denial_line, denial_note, denied_paths};
+
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -366,69 +370,6 @@ pub fn probe() -> SandboxSupport {
     }
 }
 
-/// The line shown to the model when the sandbox stopped a command:
-/// `[sandbox: write denied under workspace-write mode]`.
-pub fn denial_line(mode: SandboxMode) -> String {
-    format!("[sandbox: write denied under {mode} mode]")
-}
-
-/// The kernel's error texts for a refused write (`EACCES`, `EPERM`,
-/// `EXDEV` for a link or rename across the sandbox boundary, `EROFS`).
-const DENIAL_ERRORS: [&str; 4] = [
-    "Permission denied",
-    "Operation not permitted",
-    "Invalid cross-device link",
-    "Read-only file system",
-];
-
-/// [`denial_line`] when a command under `policy` failed because of the
-/// sandbox: the mode confines, the exit status is non-zero (or the command
-/// died from a signal, `None`), and a line of `stderr` ends in one of the
-/// kernel's error texts for a refused write while naming a path outside the
-/// writable roots (`bash: /etc/x: Permission denied`, `touch: cannot touch
-/// '/etc/x': Permission denied`). Relative paths are judged against
-/// `workdir`. `None` otherwise: a command that failed for its own reasons
-/// is never blamed on the sandbox.
-pub fn denial_note(
-    policy: &SandboxPolicy,
-    workdir: &Path,
-    exit_code: Option<i32>,
-    stderr: &str,
-) -> Option<String> {
-    if !policy.mode.confines() || exit_code == Some(0) {
-        return None;
-    }
-    let blamed = stderr.lines().any(|line| {
-        let line = line.trim_end();
-        DENIAL_ERRORS.iter().any(|e| line.ends_with(e))
-            && paths_in(line).any(|p| {
-                let abs = if p.is_absolute() { p } else { workdir.join(p) };
-                !policy.is_writable(&abs)
-            })
-    });
-    blamed.then(|| denial_line(policy.mode))
-}
-
-/// Candidate paths named in an error line: quoted words (`'…'`, `"…"`,
-/// `‘…’`), `: `-separated fields that look like paths, and the field just
-/// before the error text (`bash: line 1: out.txt: Permission denied`).
-fn paths_in(line: &str) -> impl Iterator<Item = PathBuf> + '_ {
-    let quoted = line
-        .split(['\'', '"', '‘', '’'])
-        .skip(1)
-        .step_by(2)
-        .map(str::to_string);
-    let fields: Vec<String> = line.split(": ").map(|f| f.trim().to_string()).collect();
-    let named = (fields.len() >= 2)
-        .then(|| fields[fields.len() - 2].clone())
-        .filter(|f| !f.is_empty() && !f.contains(' '));
-    let pathlike = fields
-        .into_iter()
-        .filter(|s| s.contains('/'))
-        .filter(|s| !s.contains(' ') || s.starts_with('/'));
-    quoted.chain(pathlike).chain(named).map(PathBuf::from)
-}
-
 /// `path` with its deepest existing ancestor canonicalised and the rest
 /// appended, `..` removed lexically.
 fn canonical_prefix(path: &Path) -> PathBuf {
@@ -504,57 +445,6 @@ mod tests {
         assert!(!p.is_writable(&ws.path().join("out/x")));
         let full = policy(SandboxMode::DangerFullAccess, ws.path());
         assert!(full.is_writable(Path::new("/etc/passwd")));
-    }
-
-    #[test]
-    fn denial_note_needs_exit_errno_and_outside_path() {
-        let ws = tempfile::tempdir().unwrap();
-        let p = policy(SandboxMode::WorkspaceWrite, ws.path());
-        let line = Some("[sandbox: write denied under workspace-write mode]".to_string());
-        let cases = [
-            (Some(1), "bash: line 1: /etc/x: Permission denied", true),
-            (
-                Some(1),
-                "touch: cannot touch '/etc/x': Permission denied",
-                true,
-            ),
-            (
-                Some(1),
-                "mv: cannot move 'a' to '/etc/a': Invalid cross-device link",
-                true,
-            ),
-            (None, "bash: /etc/x: Permission denied", true),
-            // Exit 0: the command coped.
-            (Some(0), "bash: /etc/x: Permission denied", false),
-            // Inside the workspace: not the sandbox.
-            (Some(1), "bash: ./mine: Permission denied", false),
-            // No kernel error text.
-            (Some(1), "/etc/x is not allowed by policy", false),
-            // No path.
-            (Some(1), "sudo: Operation not permitted", false),
-            (Some(1), "", false),
-        ];
-        for (exit, stderr, blamed) in cases {
-            let got = denial_note(&p, ws.path(), exit, stderr);
-            assert_eq!(got.is_some(), blamed, "{exit:?} {stderr:?}");
-            if blamed {
-                assert_eq!(got, line);
-            }
-        }
-        let full = policy(SandboxMode::DangerFullAccess, ws.path());
-        assert_eq!(
-            denial_note(&full, ws.path(), Some(1), "bash: /etc/x: Permission denied"),
-            None
-        );
-        // A bare relative name before the error is the path: blamed under
-        // read-only, where the workspace is not writable.
-        let ro = policy(SandboxMode::ReadOnly, ws.path());
-        let bare = "bash: line 1: out.txt: Permission denied";
-        assert_eq!(
-            denial_note(&ro, ws.path(), Some(1), bare),
-            Some(denial_line(SandboxMode::ReadOnly))
-        );
-        assert_eq!(denial_note(&p, ws.path(), Some(1), bare), None);
     }
 
     #[test]
