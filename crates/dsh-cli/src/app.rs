@@ -5,41 +5,49 @@ use std::path::PathBuf;
 
 pub(crate) use dsh::{Resolved, Stack as App, StackError};
 
-/// Options shared by the commands that run an agent (and by `tools list`).
+/// Options shared by the commands that run an agent (and by `tools list`,
+/// `mcp list`, `doctor`). Every one is global: accepted before the
+/// subcommand as well as after it (`dsh --model M run …`); a command that
+/// runs no agent ignores them.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Agent options")]
 pub(crate) struct StackArgs {
     /// Model to use (default: deepseek-v4-flash with an API key, else echo).
-    #[arg(long, short = 'm')]
+    #[arg(long, short = 'm', global = true)]
     pub model: Option<String>,
     /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub session_dir: Option<PathBuf>,
     /// A file whose text is appended to the system prompt.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub system_prompt: Option<PathBuf>,
     /// Configuration file (default: ./dsh.toml, then $XDG_CONFIG_HOME/dsh/dsh.toml).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
     /// An MCP server whose tools the agent gets, as NAME=COMMAND ARGS…
     /// (split like a shell) or NAME=URL (http:// or https://, streamable
     /// HTTP); repeatable; overrides a configured server of the same name.
-    #[arg(long = "mcp", value_name = "NAME=COMMAND ARGS…|NAME=URL")]
+    #[arg(
+        long = "mcp",
+        value_name = "NAME=COMMAND ARGS…|NAME=URL",
+        global = true
+    )]
     pub mcp: Vec<String>,
     /// Trust the working directory's dsh.toml for this run (its MCP servers,
     /// base_url, system_prompt… apply) without recording it; see `dsh trust`.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub trust_project: bool,
     /// Send tools in DeepSeek's strict function-calling dialect where their
     /// schema allows (the beta endpoint; also `[deepseek] strict_tools`).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub strict_tools: bool,
     /// The built-in tools to offer, comma-separated (default: all; also
     /// `tools = [..]` in dsh.toml), e.g. `--tools bash,read,edit`.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    #[arg(long, value_delimiter = ',', value_name = "NAMES", global = true)]
     pub tools: Option<Vec<String>>,
     /// The permission mode: read-only, workspace-write (default) or
     /// danger-full-access (also DSH_PERMISSION and `[permission] mode`).
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", global = true)]
     pub permission: Option<dsh::SandboxMode>,
     /// What the command does with an untrusted project config (set by the
     /// command, not a flag).
@@ -109,32 +117,43 @@ pub(crate) fn ask_about_project(stack: &mut StackArgs) {
     let Ok(mut store) = dsh::trust::TrustStore::open() else {
         return;
     };
-    let changed = match store.decision(&project.path, &project.text) {
+    let changed = match store.decision(&project) {
         dsh::trust::Decision::Unknown { changed } => changed,
         _ => return,
     };
     let dir = project.path.parent().unwrap_or(&cwd).display().to_string();
+    // The path and what the config sets come from the repository: shown
+    // sanitised, like every foreign string.
+    let visible = crate::sanitize::visible;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(
         err,
         "dsh: {} project config {}:",
         if changed { "a changed" } else { "an untrusted" },
-        project.path.display()
+        visible(&project.path.display().to_string())
     );
-    for line in dsh::trust::describe_unsafe(&project.file) {
-        let _ = writeln!(err, "  - {line}");
+    for change in store.changes(&project) {
+        let _ = writeln!(
+            err,
+            "  - changed since you decided: {}",
+            visible(&change.to_string())
+        );
+    }
+    for line in dsh::trust::describe(&project) {
+        let _ = writeln!(err, "  - {}", visible(&line));
     }
     let _ = write!(
         err,
-        "trust the configuration in {dir}? it can run commands and change where your key is sent [y/N] "
+        "trust the configuration in {}? it can run commands and change where your key is sent [y/N] ",
+        visible(&dir)
     );
     let _ = err.flush();
     drop(err);
     let mut answer = String::new();
     let yes = std::io::stdin().lock().read_line(&mut answer).is_ok()
         && matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
-    if let Err(e) = store.record(&project.path, &project.text, yes) {
-        eprintln!("dsh: {e} (the answer applies to this run only)");
+    if let Err(e) = store.record(&project, yes) {
+        crate::output::say!("dsh: {e} (the answer applies to this run only)");
     }
     stack.untrusted = if yes {
         dsh::ProjectTrust::Trust

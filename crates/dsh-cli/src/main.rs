@@ -2,15 +2,19 @@
 //!
 //! Parses the command line and dispatches to one module per subcommand under
 //! `commands/`; the plugin stack comes from the `dsh` library ([`app`] maps
-//! the shared flags onto it). Exit
-//! codes: 0 success, 1 a failed result (a turn that ended in error, invalid
-//! arguments), 2 unusable input (usage, config, missing or corrupt files),
-//! 130 aborted.
+//! the shared flags onto it). The agent flags ([`app::StackArgs`]) are
+//! global: `dsh --permission read-only run …` and `dsh run --permission
+//! read-only …` mean the same (the one after the subcommand wins when both
+//! are given). Exit codes: 0 success, 1 a failed result (a turn that ended
+//! in error, invalid arguments, output that could not be written), 2
+//! unusable input (usage, config, missing or corrupt files), 130 aborted.
+//! A closed stdout ends any command quietly with 0 ([`output`]).
 
 mod app;
 mod approve;
 mod commands;
 mod complete;
+mod logging;
 mod output;
 mod render;
 mod sanitize;
@@ -18,12 +22,14 @@ mod signals;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::output::say;
 
 /// dsh — a coding agent that drives DeepSeek models (or the offline echo
 /// model) in a tool loop.
 #[derive(Debug, Parser)]
-#[command(name = "dsh", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "dsh", version, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -54,11 +60,29 @@ enum Command {
     /// Report the sandbox (mechanism, ABI, full or partial enforcement),
     /// the config files read, the model and key, the MCP servers.
     Doctor(commands::doctor::DoctorArgs),
+    /// Print a shell completion script: `dsh completions bash >
+    /// ~/.local/share/bash-completion/completions/dsh`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (troff): `dsh man > ~/.local/share/man/man1/dsh.1`.
+    #[command(hide = true)]
+    Man,
 }
 
 fn main() -> ExitCode {
-    init_tracing();
-    let cli = Cli::parse();
+    output::install_print_failure_hook();
+    logging::init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(clap_failure(&e)),
+    };
+    if cli.command.is_some() && cli.chat.resume.is_some() {
+        say!("dsh: error: --resume before a subcommand is chat's; put it after the subcommand (`dsh run --resume ID …`)");
+        return ExitCode::from(2);
+    }
     let code = match cli.command {
         Some(Command::Chat(args)) => commands::chat::run(args),
         Some(Command::Run(args)) => commands::run::run(args),
@@ -70,24 +94,54 @@ fn main() -> ExitCode {
         Some(Command::Mcp(args)) => commands::mcp::run(args),
         Some(Command::Trust(args)) => commands::trust::run(args),
         Some(Command::Doctor(args)) => commands::doctor::run(args),
+        Some(Command::Completions { shell }) => completions(shell),
+        Some(Command::Man) => man_page(),
         None => commands::chat::run(cli.chat),
     };
     ExitCode::from(code)
 }
 
-/// The log filter without `DSH_LOG`: warnings, but none from the MCP
-/// SDK's transports (a dropped server makes them repeat what dsh's own
-/// `dsh_mcp` warnings say once, in words that name the server).
-const DEFAULT_LOG_FILTER: &str = "warn,rmcp=off";
+/// What a parse failure prints, and its exit code: `--help` and
+/// `--version` go to stdout (0, or 1 when it cannot be written); a usage
+/// error goes to stderr, sanitised (it quotes what was typed), exit 2.
+fn clap_failure(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    use std::io::IsTerminal;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let text = e.render();
+            // dsh's own help text: colour is safe, on a terminal.
+            if std::io::stdout().is_terminal() {
+                output::emit(&text.ansi().to_string())
+            } else {
+                output::emit(&text.to_string())
+            }
+        }
+        _ => {
+            let text = e.render().to_string();
+            let mut err = std::io::stderr().lock();
+            let _ = std::io::Write::write_all(&mut err, sanitize::visible(&text).as_bytes());
+            u8::try_from(e.exit_code()).unwrap_or(2)
+        }
+    }
+}
 
-/// Logs go to stderr, filtered by `DSH_LOG` (default
-/// [`DEFAULT_LOG_FILTER`]).
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DSH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+/// `dsh completions SHELL`: the completion script on stdout.
+fn completions(shell: clap_complete::Shell) -> u8 {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "dsh", &mut script);
+    output::emit(&String::from_utf8_lossy(&script))
+}
+
+/// `dsh man`: the man page, generated from the same command definitions
+/// as the parser (so it cannot drift from it).
+fn man_page() -> u8 {
+    let mut page = Vec::new();
+    match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+        Ok(()) => output::emit(&String::from_utf8_lossy(&page)),
+        Err(e) => {
+            say!("dsh: error: cannot render the man page: {e}");
+            1
+        }
+    }
 }

@@ -609,7 +609,7 @@ async fn sigint_aborts_the_turn_with_exit_130() {
 async fn tools_list_prints_the_schemas_the_model_sees() {
     let sb = Sandbox::new();
     let mut c = sb.dsh();
-    c.args(["tools", "list"]);
+    c.args(["tools", "list", "--schemas"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let tools: Value = serde_json::from_str(&out.stdout).unwrap();
@@ -907,12 +907,12 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
     };
     std::fs::write(sb.path().join("dsh.toml"), "tools = [\"bash\", \"edit\"]\n").unwrap();
     let mut c = sb.dsh();
-    c.args(["tools", "list"]);
+    c.args(["tools", "list", "--schemas"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(names(&out.stdout), ["bash", "edit"]);
     let mut c = sb.dsh();
-    c.args(["tools", "list", "--tools", "read,bash_kill"]);
+    c.args(["tools", "list", "--schemas", "--tools", "read,bash_kill"]);
     let out = output(c).await;
     assert_eq!(
         names(&out.stdout),
@@ -920,7 +920,7 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
         "the flag wins, registration order"
     );
     let mut c = sb.dsh();
-    c.args(["tools", "list", "--tools", "bash,str_replace_editor"]);
+    c.args(["tools", "list", "--schemas", "--tools", "bash,str_replace_editor"]);
     let out = output(c).await;
     assert_eq!(
         names(&out.stdout),
@@ -928,7 +928,7 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
         "the benchmark set"
     );
     let mut c = sb.dsh();
-    c.args(["tools", "list", "--tools", "bash,grepp"]);
+    c.args(["tools", "list", "--schemas", "--tools", "bash,grepp"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
     assert!(

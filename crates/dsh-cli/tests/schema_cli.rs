@@ -186,12 +186,12 @@ fn validate_reads_stdin() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("missing required property"));
-    // Unparsable arguments are an invalid call, saying where.
+    // Unparsable arguments are unusable input; the verdict says where.
     let out = dsh(
         &["schema", "validate", "--spec", spec, "--args", "-"],
         Some("{\"command\":"),
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "not JSON is unusable input");
     assert!(stdout(&out).contains("not valid JSON"), "{}", stdout(&out));
 }
 

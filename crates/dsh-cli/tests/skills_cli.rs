@@ -176,7 +176,7 @@ async fn skills_list_shows_each_skill_its_source_shadowing_and_warnings() {
         err.contains("broken/SKILL.md: no front matter") && err.contains("dsh skills list"),
         "{err}"
     );
-    let (_, out, _) = home.dsh(&p, &["tools", "list"]).await;
+    let (_, out, _) = home.dsh(&p, &["tools", "list", "--schemas"]).await;
     assert!(out.contains("\"name\": \"skill\""), "{out}");
 }
 
@@ -198,6 +198,6 @@ async fn without_skills_the_list_says_so_and_names_the_folders_searched() {
             "{out}"
         );
     }
-    let (_, out, _) = home.dsh(&p, &["tools", "list"]).await;
+    let (_, out, _) = home.dsh(&p, &["tools", "list", "--schemas"]).await;
     assert!(!out.contains("\"name\": \"skill\""), "{out}");
 }

@@ -69,7 +69,8 @@ impl dsh_kernel::Plugin for RetryConfig {
 /// `NETWORK`, `TIMEOUT`, see [`LlmError::is_transient`]) is restarted by
 /// running the rest of the chain again, after [`RetryConfig::delay`]. Nothing
 /// is retried once a chunk reached the consumer; each retry is logged with
-/// `tracing::warn!`; the final error is returned unchanged (its code kept).
+/// one `tracing::warn!` whose message says what failed and when the retry
+/// comes (the CLI shows it as a `dsh: warning:` line); the final error is returned unchanged (its code kept).
 /// Waiting is abort-aware: cancelling `options.cancel` ends it with `ABORTED`.
 /// Undoing the registration removes the listener.
 pub fn install_retry(service: &LlmService, config: RetryConfig) -> Registration {
@@ -137,7 +138,11 @@ fn retrying(
                         attempt = st.attempt,
                         max_retries = st.config.max_retries,
                         delay_ms = delay.as_millis() as u64,
-                        "llm: retrying after a transient error: {err}"
+                        "the model request failed ({}: {err}); retrying in {:.1} s (retry {} of {})",
+                        err.code(),
+                        delay.as_secs_f64(),
+                        st.attempt,
+                        st.config.max_retries
                     );
                     tokio::select! {
                         _ = st.options.cancel.cancelled() => {

@@ -50,7 +50,7 @@ pub(crate) struct ChatArgs {
     stack: StackArgs,
     /// Continue the saved session ID.
     #[arg(long, value_name = "ID")]
-    resume: Option<String>,
+    pub(crate) resume: Option<String>,
 }
 
 /// Runs `dsh chat`; returns the exit code.
@@ -81,8 +81,8 @@ async fn chat_session(args: ChatArgs) -> u8 {
     app.announce_permission(agent.as_ref());
     let stopped;
     if interactive {
-        eprintln!(
-            "dsh — model {} — session {session_id}\nType a message; Ctrl-C aborts a running turn, Ctrl-D exits.",
+        crate::output::say!(
+            "dsh — model {} — session {session_id}\nType a message or /help for the commands; Ctrl-C aborts a running turn, Ctrl-D exits.",
             app.resolved.model
         );
         let (status_tx, status_rx) = watch::channel(agent.status());
@@ -117,10 +117,10 @@ async fn chat_session(args: ChatArgs) -> u8 {
     })
     .await;
     if let Some(stop) = stopped {
-        eprintln!("dsh: {}", stop.reason());
+        crate::output::say!("dsh: {}", stop.reason());
     }
     if let (true, Some(id)) = (interactive, &session_id) {
-        eprintln!("session saved: {id} (resume with `dsh chat --resume {id}`)");
+        crate::output::say!("session saved: {id} (resume with `dsh chat --resume {id}`)");
     }
     match stopped {
         Some(stop) if stop != Stop::Interrupt => stop.exit_code(),
@@ -216,14 +216,14 @@ async fn piped_loop(
             Ok(0) => return None,
             Ok(_) => line_no += 1,
             Err(e) => {
-                eprintln!("dsh: cannot read stdin: {e}");
+                crate::output::say!("dsh: cannot read stdin: {e}");
                 return None;
             }
         }
         let line = match String::from_utf8(bytes) {
             Ok(l) => l,
             Err(_) => {
-                eprintln!("dsh: stdin line {line_no} is not valid UTF-8; skipped");
+                crate::output::say!("dsh: stdin line {line_no} is not valid UTF-8; skipped");
                 continue;
             }
         };
@@ -233,21 +233,21 @@ async fn piped_loop(
         }
         if let Some(action) = chat_command(app, &agent, printer, &line, false).await {
             match action {
-                Action::Reply(reply) => eprintln!("{reply}"),
+                Action::Reply(reply) => reply_line(&reply),
                 Action::Exit => return None,
-                Action::Clear => eprintln!("{}", clear(app, slot, printer).await),
+                Action::Clear => reply_line(&clear(app, slot, printer).await),
             }
             continue;
         }
         let blocks = match app.submit_prompt(&agent, &line).await {
             PromptDecision::Send(blocks) => blocks,
             PromptDecision::Blocked(reason) => {
-                eprintln!("dsh: {}", dsh::hooks::blocked_prompt_message(&reason));
+                crate::output::say!("dsh: {}", dsh::hooks::blocked_prompt_message(&reason));
                 continue;
             }
         };
         if let Err(e) = agent.send(blocks, MessageSource::User) {
-            eprintln!("dsh: {e}");
+            crate::output::say!("dsh: {e}");
             return None;
         }
         tokio::select! {
@@ -261,9 +261,20 @@ async fn piped_loop(
     }
 }
 
+/// Prints a chat command's reply on stderr as it is: the reply is safe
+/// already (see [`Action::Reply`]) and may hold dsh's own styling.
+fn reply_line(reply: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{reply}");
+    let _ = err.flush();
+}
+
 /// What the loop does after a chat command.
 enum Action {
-    /// Show the reply (already worded; may span lines).
+    /// Show the reply (worded, may span lines): every foreign part of it
+    /// (a model name, an error, a todo item) is sanitised and dsh's own
+    /// styling added after, so it is printed as it is.
     Reply(String),
     /// Leave chat (`/exit`), as Ctrl-D does.
     Exit,
@@ -283,12 +294,15 @@ async fn chat_command(
     running: bool,
 ) -> Option<Action> {
     let (name, rest) = dsh::commands::parse(line)?;
+    // The replies but the checklist are plain text quoting foreign parts:
+    // sanitised whole. The checklist sanitises its items and styles them.
+    let plain = |text: String| crate::sanitize::visible(&text).into_owned();
     let reply = match name {
         "help" => help(),
-        "model" => model_command(app, agent.as_ref(), rest),
-        "permission" => permission_command(app, agent.as_ref(), rest),
+        "model" => plain(model_command(app, agent.as_ref(), rest)),
+        "permission" => plain(permission_command(app, agent.as_ref(), rest)),
         "plan" => plan_command(app, agent.as_ref(), rest),
-        "compact" => compact(app, agent, (!rest.is_empty()).then_some(rest), running).await,
+        "compact" => plain(compact(app, agent, (!rest.is_empty()).then_some(rest), running).await),
         "todo" => {
             let todos = app.todos(agent.as_ref());
             if todos.is_empty() {
@@ -297,17 +311,17 @@ async fn chat_command(
                 printer.checklist(&todos)
             }
         }
-        "session" => session_command(app, agent.as_ref()),
+        "session" => plain(session_command(app, agent.as_ref())),
         "clear" if running => {
             "dsh: /clear runs between turns; try again when this one has ended (Ctrl-C aborts it)"
                 .to_string()
         }
         "clear" => return Some(Action::Clear),
         "exit" => return Some(Action::Exit),
-        other => format!(
+        other => plain(format!(
             "dsh: unknown command /{other}; commands: {}",
             dsh::commands::names()
-        ),
+        )),
     };
     Some(Action::Reply(reply))
 }
@@ -434,7 +448,7 @@ async fn compact(app: &App, agent: &Arc<dyn Agent>, focus: Option<&str>, running
 
 /// `/clear`: the old agent is disposed (its log complete on disk) and a
 /// fresh one starts in a new session; the printer follows it. Returns
-/// what to tell the user. On failure `slot` is left empty and chat ends.
+/// what to tell the user (safe to print). On failure `slot` is left empty and chat ends.
 async fn clear(app: &App, slot: &mut Option<AgentHandle>, printer: &Printer) -> String {
     let Some(old) = slot.take() else {
         return "dsh: no session to clear".to_string();
@@ -447,7 +461,9 @@ async fn clear(app: &App, slot: &mut Option<AgentHandle>, printer: &Printer) -> 
             *slot = Some(handle);
             format!("new session: {id} (history cleared; {old_id} is saved, resume it with `dsh chat --resume {old_id}`)")
         }
-        Err(e) => format!("dsh: cannot start a new session: {e}"),
+        Err(e) => {
+            crate::sanitize::visible(&format!("dsh: cannot start a new session: {e}")).into_owned()
+        }
     }
 }
 
@@ -558,9 +574,7 @@ async fn interactive_loop(
                         chat_command(app, agent, printer, &line, running).await
                     };
                     match action {
-                        Some(Action::Reply(reply)) => {
-                            printer.say(&crate::sanitize::visible(&reply))
-                        }
+                        Some(Action::Reply(reply)) => printer.say(&reply),
                         Some(Action::Exit) => {
                             if running {
                                 agent.abort(Some("user exit".into()));
@@ -570,7 +584,7 @@ async fn interactive_loop(
                         }
                         Some(Action::Clear) => {
                             let reply = clear(app, slot, printer).await;
-                            printer.say(&crate::sanitize::visible(&reply));
+                            printer.say(&reply);
                         }
                         None => {}
                     }
@@ -598,7 +612,7 @@ async fn interactive_loop(
                 }
                 // `steer` is `send` when no turn runs.
                 if let Err(e) = agent.steer(blocks, MessageSource::User) {
-                    eprintln!("dsh: {e}");
+                    crate::output::say!("dsh: {e}");
                     return None;
                 }
             }
@@ -618,7 +632,7 @@ fn read_lines(
         match rustyline::Editor::<LineCompletion, rustyline::history::DefaultHistory>::new() {
             Ok(e) => e,
             Err(e) => {
-                eprintln!("dsh: cannot start the line editor: {e}");
+                crate::output::say!("dsh: cannot start the line editor: {e}");
                 let _ = tx.send(Input::Eof);
                 return;
             }
@@ -641,7 +655,7 @@ fn read_lines(
             Err(ReadlineError::Interrupted) => Input::Interrupt,
             Err(ReadlineError::Eof) => Input::Eof,
             Err(e) => {
-                eprintln!("dsh: input error: {e}");
+                crate::output::say!("dsh: input error: {e}");
                 Input::Eof
             }
         };

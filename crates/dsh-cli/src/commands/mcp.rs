@@ -43,11 +43,11 @@ pub(crate) fn run(args: McpArgs) -> u8 {
             Err(e) => return crate::commands::report(&e),
         };
         for warning in app.take_warnings() {
-            eprintln!("dsh: {warning}");
+            crate::output::say!("dsh: {warning}");
         }
         let failures = app.start_mcp().await;
         for (_, message) in &failures {
-            eprintln!("dsh: {message}");
+            crate::output::say!("dsh: {message}");
         }
         let mut out = String::new();
         if configured.is_empty() {

@@ -38,7 +38,7 @@ pub(crate) fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
             code
         }
         Err(e) => {
-            eprintln!("dsh: cannot start the async runtime: {e}");
+            crate::output::say!("dsh: cannot start the async runtime: {e}");
             1
         }
     }
@@ -57,7 +57,7 @@ pub(crate) async fn start_app(stack: &StackArgs) -> Result<App, u8> {
 /// The MCP half of [`start_app`].
 async fn start_servers(mut app: App) -> Result<App, u8> {
     for warning in app.take_warnings() {
-        eprintln!("dsh: {warning}");
+        crate::output::say!("dsh: {warning}");
     }
     let mut signals = crate::signals::get();
     let started = {
@@ -71,12 +71,12 @@ async fn start_servers(mut app: App) -> Result<App, u8> {
     match started {
         Ok(failures) => {
             for (_, message) in failures {
-                eprintln!("dsh: {message}");
+                crate::output::say!("dsh: {message}");
             }
             Ok(app)
         }
         Err(stop) => {
-            eprintln!("dsh: {}: stopping", stop.reason());
+            crate::output::say!("dsh: {}: stopping", stop.reason());
             shutdown_bounded(app.shutdown()).await;
             Err(stop.exit_code())
         }
@@ -89,7 +89,7 @@ pub(crate) async fn shutdown_bounded(shutdown: impl std::future::Future<Output =
         .await
         .is_err()
     {
-        eprintln!("dsh: shutdown did not finish in time; exiting anyway");
+        crate::output::say!("dsh: shutdown did not finish in time; exiting anyway");
     }
 }
 
@@ -107,7 +107,7 @@ pub(crate) async fn start_agent(
         Ok(prepared) => prepared,
         Err(e) => {
             for warning in app.take_warnings() {
-                eprintln!("dsh: {warning}");
+                crate::output::say!("dsh: {warning}");
             }
             app.shutdown().await;
             return Err(report(&e));
@@ -116,7 +116,7 @@ pub(crate) async fn start_agent(
     let app = start_servers(app).await?;
     let created = app.create_agent_in(prepared);
     for warning in app.take_warnings() {
-        eprintln!("dsh: {warning}");
+        crate::output::say!("dsh: {warning}");
     }
     match created {
         Ok(handle) => Ok((app, handle)),
@@ -130,7 +130,7 @@ pub(crate) async fn start_agent(
 /// Prints an error on stderr and returns its exit code: 2 for usage and
 /// configuration errors, 1 otherwise.
 pub(crate) fn report(err: &StackError) -> u8 {
-    eprintln!("dsh: {err}");
+    crate::output::say!("dsh: {err}");
     match err {
         StackError::Usage(_) => 2,
         StackError::Failed(_) => 1,
@@ -143,7 +143,7 @@ pub(crate) fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
     match reason {
         Some(TurnEndReason::Completed) => 0,
         Some(TurnEndReason::Aborted { reason }) => {
-            eprintln!(
+            crate::output::say!(
                 "dsh: aborted: {}",
                 crate::sanitize::visible(reason.as_deref().unwrap_or("aborted"))
             );
@@ -155,25 +155,28 @@ pub(crate) fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
             let message = crate::sanitize::visible(message);
             match code {
                 Some(code) => {
-                    eprintln!("dsh: error [{}]: {message}", crate::sanitize::visible(code))
+                    crate::output::say!(
+                        "dsh: error [{}]: {message}",
+                        crate::sanitize::visible(code)
+                    )
                 }
-                None => eprintln!("dsh: error: {message}"),
+                None => crate::output::say!("dsh: error: {message}"),
             }
             1
         }
         Some(TurnEndReason::MaxSteps) => {
-            eprintln!(
+            crate::output::say!(
                 "dsh: error [{}]: the turn hit the step limit",
                 dsh_protocol::codes::MAX_STEPS
             );
             1
         }
         Some(other) => {
-            eprintln!("dsh: turn ended: {}", other.kind());
+            crate::output::say!("dsh: turn ended: {}", other.kind());
             1
         }
         None => {
-            eprintln!("dsh: the agent stopped before the turn ended");
+            crate::output::say!("dsh: the agent stopped before the turn ended");
             1
         }
     }

@@ -5,7 +5,8 @@
 //! "required": true}}`), or TOML when its name ends in `.toml`. Exit codes:
 //! 0 success / valid, 1 invalid arguments, 2 unusable input (a missing or
 //! unreadable file, a malformed spec — the message on stderr names the
-//! property path).
+//! property path —, or arguments that are not JSON: the verdict line still
+//! says where the text stops parsing).
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -73,16 +74,18 @@ pub(crate) fn run(args: SchemaArgs) -> u8 {
                 Ok(raw) => raw,
                 Err(message) => return fail(&message),
             };
-            // Same pipeline as a typed tool: unparsable text is an invalid
-            // call (INVALID_JSON), reported like a violation.
-            let violations = match parse_arguments(&raw, None) {
-                Ok(value) => validate_args(&spec, &value),
-                Err(e) => vec![e.message().to_string()],
+            // Same pipeline as a typed tool: unparsable text is reported as
+            // a tool call would be (INVALID_JSON, saying where), in the
+            // verdict line; it is unusable input, so the exit code is 2.
+            let (violations, unusable) = match parse_arguments(&raw, None) {
+                Ok(value) => (validate_args(&spec, &value), false),
+                Err(e) => (vec![e.message().to_string()], true),
             };
             let valid = violations.is_empty();
             let line = verdict_line(valid, &violations);
             match crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&line))) {
                 0 if valid => 0,
+                0 if unusable => 2,
                 0 => 1,
                 lost => lost,
             }
@@ -104,7 +107,7 @@ fn verdict_line(valid: bool, violations: &[String]) -> String {
 }
 
 fn fail(message: &str) -> u8 {
-    eprintln!("dsh schema: {message}");
+    crate::output::say!("dsh schema: {message}");
     2
 }
 

@@ -164,7 +164,7 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
         Err(e) => return crate::commands::report(&e),
     };
     if resolved.model == dsh::echo_model::ECHO_MODEL {
-        eprintln!("dsh: {}", dsh::NEEDS_MODEL);
+        crate::output::say!("dsh: {}", dsh::NEEDS_MODEL);
         return 2;
     }
     let (app, handle) = match crate::commands::start_agent(&stack, Some(&id)).await {
@@ -174,7 +174,7 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
     let agent = handle.agent();
     let code = match app.compact_now(&agent, focus.as_deref()).await {
         Ok(outcome) => {
-            eprintln!(
+            crate::output::say!(
                 "session {id}: {}",
                 crate::commands::describe_compaction(&outcome, app.resolved.context_window)
             );
@@ -192,7 +192,7 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
 
 fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
     let Some(dir) = session_dir.or_else(default_session_dir) else {
-        eprintln!(
+        crate::output::say!(
             "dsh: cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
         );
         return 2;
@@ -201,18 +201,18 @@ fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
         match list_sessions(&dir) {
             Ok(s) => s.into_iter().map(|s| s.id).collect(),
             Err(e) => {
-                eprintln!("dsh: {e}");
+                crate::output::say!("dsh: {e}");
                 return 2;
             }
         }
     } else {
         for id in ids {
             if let Err(e) = dsh_session::validate_session_id(id) {
-                eprintln!("dsh: {e}");
+                crate::output::say!("dsh: {e}");
                 return 2;
             }
             if !dir.join(format!("{id}.jsonl")).is_file() {
-                eprintln!(
+                crate::output::say!(
                     "dsh: no session \"{id}\" in {} (see `dsh session list`)",
                     dir.display()
                 );
@@ -225,7 +225,7 @@ fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
     let mut failed = false;
     for id in &ids {
         if dsh_session::is_locked(&dir.join(format!("{id}.jsonl"))) {
-            eprintln!("dsh: session \"{id}\" is in use by another dsh process; skipped");
+            crate::output::say!("dsh: session \"{id}\" is in use by another dsh process; skipped");
             continue;
         }
         let files = dir.join(id);
@@ -242,7 +242,7 @@ fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
                 );
             }
             Err(e) => {
-                eprintln!("dsh: cannot remove {}: {e}", files.display());
+                crate::output::say!("dsh: cannot remove {}: {e}", files.display());
                 failed = true;
             }
         }
@@ -285,7 +285,7 @@ fn load(file: &Path) -> Result<LoadedLog, u8> {
     match load_jsonl(file) {
         Ok(log) => {
             if let Some(torn) = &log.torn_tail {
-                eprintln!(
+                crate::output::say!(
                     "dsh: {}:{}: torn last line ignored ({} bytes, an interrupted write); the {} events before it are intact",
                     file.display(),
                     torn.line_no,
@@ -296,7 +296,7 @@ fn load(file: &Path) -> Result<LoadedLog, u8> {
             Ok(log)
         }
         Err(e) => {
-            eprintln!("dsh: {e}");
+            crate::output::say!("dsh: {e}");
             Err(2)
         }
     }
@@ -308,14 +308,14 @@ fn replay(log: LoadedLog) -> u8 {
     let session = match store.create(None, log.events) {
         Ok((session, _registration)) => session,
         Err(e) => {
-            eprintln!("dsh: {e}");
+            crate::output::say!("dsh: {e}");
             return 1;
         }
     };
     match serde_json::to_string_pretty(&session.derive_messages()) {
         Ok(json) => crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&json))),
         Err(e) => {
-            eprintln!("dsh: cannot encode the history: {e}");
+            crate::output::say!("dsh: cannot encode the history: {e}");
             1
         }
     }
@@ -334,7 +334,7 @@ fn stats(session: &str, json: bool, session_dir: Option<PathBuf>) -> u8 {
         match serde_json::to_string_pretty(&stats) {
             Ok(text) => crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&text))),
             Err(e) => {
-                eprintln!("dsh: cannot encode the stats: {e}");
+                crate::output::say!("dsh: cannot encode the stats: {e}");
                 1
             }
         }
@@ -348,7 +348,9 @@ fn show_requests(events: &[dsh_session::SessionEvent]) -> u8 {
     let mut out = String::new();
     let steps = dsh::requests::step_requests(events);
     if steps.is_empty() {
-        eprintln!("dsh: the log records no requests (no step ran, or an older dsh wrote it)");
+        crate::output::say!(
+            "dsh: the log records no requests (no step ran, or an older dsh wrote it)"
+        );
         return 0;
     }
     for r in steps {
@@ -393,14 +395,14 @@ fn resolve_session(arg: &str, session_dir: Option<PathBuf>) -> Option<PathBuf> {
         return Some(path.to_path_buf());
     }
     let Some(dir) = session_dir.or_else(default_session_dir) else {
-        eprintln!(
+        crate::output::say!(
             "dsh: no session file \"{arg}\", and cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
         );
         return None;
     };
     let file = dir.join(format!("{arg}.jsonl"));
     if dsh_session::validate_session_id(arg).is_err() || !file.is_file() {
-        eprintln!(
+        crate::output::say!(
             "dsh: no session \"{arg}\" (not a file, nor a session in {}; see `dsh session list`)",
             dir.display()
         );
@@ -539,7 +541,7 @@ fn mean(m: Option<f64>) -> String {
 
 fn list(session_dir: Option<PathBuf>, tree: bool) -> u8 {
     let Some(dir) = session_dir.or_else(default_session_dir) else {
-        eprintln!(
+        crate::output::say!(
             "dsh: cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
         );
         return 2;
@@ -547,12 +549,12 @@ fn list(session_dir: Option<PathBuf>, tree: bool) -> u8 {
     let sessions = match list_sessions(&dir) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("dsh: {e}");
+            crate::output::say!("dsh: {e}");
             return 2;
         }
     };
     if sessions.is_empty() {
-        eprintln!("dsh: no sessions in {}", dir.display());
+        crate::output::say!("dsh: no sessions in {}", dir.display());
         return 0;
     }
     // Newest first; with --tree each session is followed by its children

@@ -44,7 +44,7 @@ pub(crate) fn run(args: SkillsArgs) -> u8 {
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("dsh: cannot determine the working directory: {e}");
+            crate::output::say!("dsh: cannot determine the working directory: {e}");
             return 2;
         }
     };

@@ -1,0 +1,622 @@
+//! Issue 33's command-line defects, through the real binary: every command
+//! on a closed stdout and a full disk (item 3), a hostile project config's
+//! escapes kept off the terminal (7), `/todo` styled rather than escaped
+//! (18), warnings as `dsh: warning:` lines rather than log lines (19),
+//! `schema validate` on text that is not JSON (22), and discoverability:
+//! global flags on either side of the subcommand, the `tools list` table,
+//! shell completions, the man page and the chat banner (25).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use dsh_testkit::{LoopbackServer, ScriptedResponse};
+use serde_json::{json, Value};
+
+/// A private home: config, data and state directories, and a working
+/// directory `ws` that is not a project unless a test makes it one.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        let home = Self {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(home.ws()).unwrap();
+        std::fs::create_dir_all(home.path().join("config/dsh")).unwrap();
+        home
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.path().join("ws")
+    }
+
+    fn sessions(&self) -> PathBuf {
+        self.path().join("data/dsh/sessions")
+    }
+
+    fn dsh(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        c.current_dir(self.ws())
+            .env_remove("DEEPSEEK_API_KEY")
+            .env_remove("DEEPSEEK_BASE_URL")
+            .env_remove("DSH_MODEL")
+            .env_remove("DSH_PERMISSION")
+            .env_remove("DSH_LOG")
+            .env("NO_COLOR", "1")
+            .env("HOME", self.path())
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// The one session id in the session directory.
+    fn only_session(&self) -> String {
+        let ids: Vec<String> = std::fs::read_dir(self.sessions())
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".jsonl").map(str::to_string)
+            })
+            .collect();
+        assert_eq!(ids.len(), 1, "{ids:?}");
+        ids[0].clone()
+    }
+}
+
+/// Runs `cmd`, feeding `stdin` when given; bounded in time (killed after
+/// 60 s, failing the test).
+fn run_with(mut cmd: Command, stdin: Option<&str>) -> Output {
+    if stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = cmd.spawn().unwrap();
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes()).unwrap();
+    }
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("dsh did not finish in 60 s");
+        }
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn text_reply(text: &str) -> ScriptedResponse {
+    ScriptedResponse::sse(&[
+        json!({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}).to_string(),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":2}}).to_string(),
+        "[DONE]".to_string(),
+    ])
+}
+
+// ---------------------------------------------------------------- item 3
+
+#[test]
+fn every_command_survives_a_closed_stdout_and_a_full_disk() {
+    let home = Home::new();
+    let out = run_with(
+        {
+            let mut c = home.dsh();
+            c.args(["run", r#"call echo {"text":"x"}"#]);
+            c
+        },
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let id = home.only_session();
+    let spec = home.path().join("spec.json");
+    std::fs::write(&spec, r#"{"x": {"type": "string"}}"#).unwrap();
+    let args = home.path().join("args.json");
+    std::fs::write(&args, r#"{"x": "y"}"#).unwrap();
+    let (spec, args) = (spec.display().to_string(), args.display().to_string());
+    let commands: Vec<(Vec<&str>, Option<&str>)> = vec![
+        (vec!["--help"], None),
+        (vec!["--version"], None),
+        (vec!["help", "run"], None),
+        (vec!["run", "--help"], None),
+        (vec!["tools", "list"], None),
+        (vec!["tools", "list", "--schemas"], None),
+        (vec!["tools", "list", "--json"], None),
+        (vec!["schema", "json-schema", "--spec", &spec], None),
+        (
+            vec!["schema", "validate", "--spec", &spec, "--args", &args],
+            None,
+        ),
+        (vec!["session", "list"], None),
+        (vec!["session", "show", &id], None),
+        (vec!["session", "show", "--requests", &id], None),
+        (vec!["session", "replay", &id], None),
+        (vec!["session", "stats", &id], None),
+        (vec!["session", "stats", "--json", &id], None),
+        (vec!["skills", "list"], None),
+        (vec!["skills", "list", "--json"], None),
+        (vec!["mcp", "list"], None),
+        (vec!["trust", "--list"], None),
+        (vec!["doctor"], None),
+        (vec!["run", r#"call echo {"text":"y"}"#], None),
+        (vec!["run", "--json", r#"call echo {"text":"y"}"#], None),
+        (vec!["completions", "bash"], None),
+        (vec!["completions", "zsh"], None),
+        (vec!["completions", "fish"], None),
+        (vec!["man"], None),
+        (vec!["chat"], Some("call echo {\"text\":\"z\"}\n")),
+    ];
+    for (argv, stdin) in &commands {
+        // With a reader: what the command prints and its own exit code.
+        let mut c = home.dsh();
+        c.args(argv);
+        let base = run_with(c, *stdin);
+        let base_code = base.status.code();
+        let base_err = text(&base.stderr);
+        assert!(!base_err.contains("panicked"), "{argv:?}: {base_err}");
+        let printed = !base.stdout.is_empty();
+
+        // stdout a pipe whose reader is gone before dsh starts.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut c = home.dsh();
+        c.args(argv).stdout(writer);
+        let out = run_with(c, *stdin);
+        let err = text(&out.stderr);
+        assert!(!err.contains("panicked"), "{argv:?} closed pipe: {err}");
+        assert!(
+            !err.contains("cannot write output"),
+            "{argv:?}: a closed pipe is quiet: {err}"
+        );
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == base_code,
+            "{argv:?} closed pipe: exit {:?} (with a reader {base_code:?}): {err}",
+            out.status.code()
+        );
+
+        // stdout on a full disk.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut c = home.dsh();
+        c.args(argv).stdout(full);
+        let out = run_with(c, *stdin);
+        let err = text(&out.stderr);
+        assert!(!err.contains("panicked"), "{argv:?} /dev/full: {err}");
+        if printed {
+            assert_eq!(out.status.code(), Some(1), "{argv:?} /dev/full: {err}");
+            assert!(
+                err.contains("dsh: error: cannot write output: No space left on device"),
+                "{argv:?} /dev/full: {err}"
+            );
+        } else {
+            assert_eq!(out.status.code(), base_code, "{argv:?} /dev/full: {err}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- item 7
+
+/// The characters that must never reach the terminal from foreign text.
+fn assert_inert(what: &str, bytes: &[u8]) {
+    let s = text(bytes);
+    for c in s.chars() {
+        let bad = (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}');
+        assert!(!bad, "{what}: raw {:?} in {s:?}", c);
+    }
+}
+
+#[test]
+fn a_hostile_project_config_writes_no_escapes() {
+    let home = Home::new();
+    let cases = [
+        // A clipboard write and a screen clear in the model name.
+        "model = \"evil\\u001b]52;c;aGVsbG8=\\u0007\\u001b[2J\"\n",
+        // A bad tool name.
+        "[tools]\nenabled = [\"bash\\u001b[2J\\u009b31m\"]\n",
+        // An unknown key whose name holds escapes.
+        "\"k\\u001b]0;owned\\u0007\" = 1\n",
+        // Bidi controls that reorder what the terminal shows.
+        "model = \"abc\\u202eTXT.exe\\u2066x\\u2069\"\n",
+    ];
+    for case in cases {
+        std::fs::write(home.ws().join("dsh.toml"), case).unwrap();
+        for argv in [
+            vec!["run", "hi"],
+            vec!["tools", "list"],
+            vec!["mcp", "list"],
+            vec!["--model", "x\u{1b}[2J\u{202e}", "run", "hi"],
+            vec!["session", "show", "nope\u{1b}[2J"],
+            vec!["chat"],
+        ] {
+            let mut c = home.dsh();
+            c.args(&argv);
+            let out = run_with(c, Some("hello\n"));
+            assert!(
+                !out.stderr.is_empty(),
+                "{case} {argv:?}: an error or warning was expected"
+            );
+            assert_inert(&format!("{case} {argv:?} stderr"), &out.stderr);
+            assert_inert(&format!("{case} {argv:?} stdout"), &out.stdout);
+        }
+    }
+}
+
+#[test]
+fn logs_under_dsh_log_are_sanitised_too() {
+    let home = Home::new();
+    std::fs::write(
+        home.path().join("config/dsh/dsh.toml"),
+        "[[hooks.UserPromptSubmit]]\ncommand = \"echo 'bad\\u001b[2J\\u202e' >&2; exit 1\"\n",
+    )
+    .unwrap();
+    let mut c = home.dsh();
+    c.env("DSH_LOG", "warn")
+        .args(["run", r#"call echo {"text":"x"}"#]);
+    let out = run_with(c, None);
+    let err = text(&out.stderr);
+    assert!(err.contains("WARN"), "DSH_LOG shows the log lines: {err}");
+    assert_inert("DSH_LOG stderr", &out.stderr);
+}
+
+// ---------------------------------------------------------------- item 19
+
+#[tokio::test]
+async fn a_retried_request_is_one_warning_line_not_a_log_line() {
+    let server = LoopbackServer::start([
+        ScriptedResponse::json(503, &json!({"error": {"message": "overloaded"}})),
+        text_reply("fine"),
+    ])
+    .await
+    .unwrap();
+    let home = Home::new();
+    let mut c = home.dsh();
+    c.env("DEEPSEEK_API_KEY", "sk-test")
+        .env("DEEPSEEK_BASE_URL", server.base_url())
+        .args(["run", "--model", "deepseek-v4-flash", "hi"]);
+    let out = tokio::task::spawn_blocking(move || run_with(c, None))
+        .await
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(text(&out.stdout), "fine\n");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("dsh: warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("retrying"), "{err}");
+    assert!(
+        warnings[0].contains("503") || warnings[0].contains("SERVER"),
+        "{err}"
+    );
+    assert!(!err.contains("WARN"), "{err}");
+    assert!(!err.contains("dsh_llm"), "no log target: {err}");
+    let timestamp = err.char_indices().any(|(i, c)| {
+        c == 'T' && i >= 10 && err[..i].len() >= 10 && {
+            let date = &err[i - 10..i];
+            date.len() == 10
+                && date.as_bytes()[4] == b'-'
+                && date.as_bytes()[7] == b'-'
+                && date.chars().filter(char::is_ascii_digit).count() == 8
+        }
+    });
+    assert!(!timestamp, "no timestamp: {err}");
+    server.shutdown().await;
+}
+
+#[test]
+fn a_failing_hook_is_one_warning_line_naming_it() {
+    let home = Home::new();
+    let script = home.path().join("fail-hook.sh");
+    std::fs::write(&script, "#!/bin/sh\necho oops >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        home.path().join("config/dsh/dsh.toml"),
+        format!(
+            "[[hooks.UserPromptSubmit]]\ncommand = {:?}\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut c = home.dsh();
+    c.args(["run", r#"call echo {"text":"x"}"#]);
+    let out = run_with(c, None);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("dsh: warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains("fail-hook.sh"), "{err}");
+    assert!(warnings[0].contains("exited with code 1"), "{err}");
+    assert!(!err.contains("WARN") && !err.contains("dsh_hooks"), "{err}");
+}
+
+// ---------------------------------------------------------------- item 22
+
+#[test]
+fn schema_validate_on_text_that_is_not_json_exits_2() {
+    let home = Home::new();
+    let spec = home.path().join("spec.json");
+    std::fs::write(&spec, r#"{"x": {"type": "string"}}"#).unwrap();
+    let mut c = home.dsh();
+    c.args([
+        "schema",
+        "validate",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--args",
+        "-",
+    ]);
+    let out = run_with(c, Some("{\"x\": "));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdict["valid"], false);
+    // Valid JSON that breaks the spec is still 1.
+    let mut c = home.dsh();
+    c.args([
+        "schema",
+        "validate",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--args",
+        "-",
+    ]);
+    let out = run_with(c, Some("{\"x\": 1}"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+}
+
+// ---------------------------------------------------------------- item 25
+
+#[test]
+fn agent_flags_work_before_the_subcommand() {
+    let home = Home::new();
+    let write = r#"call write {"file_path":"made.txt","content":"hi"}"#;
+    let mut c = home.dsh();
+    c.args(["--permission", "read-only", "run", write]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("read-only"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!home.ws().join("made.txt").exists(), "read-only in force");
+    // After the subcommand, as before.
+    let mut c = home.dsh();
+    c.args(["run", "--permission", "read-only", write]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!home.ws().join("made.txt").exists(), "read-only in force");
+    // Without it, the write happens (the default mode).
+    let mut c = home.dsh();
+    c.args(["run", write]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(home.ws().join("made.txt").exists(), "{}", text(&out.stdout));
+
+    // --model and --session-dir before the subcommand, down two levels.
+    let dir = home.path().join("elsewhere");
+    let mut c = home.dsh();
+    c.arg("--session-dir")
+        .arg(&dir)
+        .args(["--model", "echo", "run", r#"call echo {"text":"q"}"#]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut c = home.dsh();
+    c.arg("--session-dir").arg(&dir).args(["session", "list"]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    assert_eq!(
+        listed.lines().count(),
+        2,
+        "a header and the session: {listed}"
+    );
+    assert!(listed.contains("call echo"), "{listed}");
+    // An unknown model before the subcommand is refused like after it.
+    let mut c = home.dsh();
+    c.args(["--model", "nope", "run", "hi"]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    // The flag after the subcommand wins.
+    let mut c = home.dsh();
+    c.args(["--model", "nope", "run", "--model", "echo", "hi"]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // chat's own --resume stays chat's.
+    let mut c = home.dsh();
+    c.args(["--resume", "x", "run", "hi"]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn tools_list_is_a_table_with_schemas_and_json_on_request() {
+    let home = Home::new();
+    let mut c = home.dsh();
+    c.args(["tools", "list"]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SOURCE", "VALIDATION", "DESCRIPTION"]);
+    let echo: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(&echo[..4], ["echo", "builtin", "dsh", "Echo"], "{table}");
+    assert!(table.len() < 4096, "a table, not the schemas: {table}");
+    assert!(table.lines().any(|l| l.starts_with("bash ")), "{table}");
+
+    let mut c = home.dsh();
+    c.args(["tools", "list", "--schemas"]);
+    let out = run_with(c, None);
+    let schemas: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schemas[0]["name"], "echo");
+    assert!(schemas[0]["parameters"].is_object());
+    assert!(schemas[0].get("validation").is_none());
+
+    let mut c = home.dsh();
+    c.args(["tools", "list", "--json"]);
+    let out = run_with(c, None);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed[0]["name"], "echo");
+    assert_eq!(listed[0]["validation"], "dsh");
+}
+
+#[test]
+fn completions_and_the_man_page() {
+    let home = Home::new();
+    for (shell, needle) in [
+        ("bash", "complete -F _dsh"),
+        ("zsh", "#compdef dsh"),
+        ("fish", "complete -c dsh"),
+    ] {
+        let mut c = home.dsh();
+        c.args(["completions", shell]);
+        let out = run_with(c, None);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let script = text(&out.stdout);
+        assert!(script.contains(needle), "{shell}: {script}");
+        assert!(script.contains("permission"), "{shell}: the flags");
+    }
+    let mut c = home.dsh();
+    c.arg("man");
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(page.contains(".TH dsh 1"), "{page}");
+    assert!(page.contains("completions"), "{page}");
+    assert!(
+        page.contains("\\-\\-permission"),
+        "the global flags: {page}"
+    );
+}
+
+// ------------------------------------------------------- items 18 and 25
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux is installed (the interactive tests need it)")
+    }
+
+    /// The screen with its styling as escape sequences (`-e`).
+    fn screen(&self) -> String {
+        text(
+            &self
+                .cmd(&["capture-pane", "-p", "-e", "-J", "-S", "-200", "-t", "dsh"])
+                .stdout,
+        )
+    }
+
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "dsh"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status.success());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+#[test]
+fn todo_is_styled_on_a_terminal_and_the_banner_mentions_help() {
+    let home = Home::new();
+    let script = home.path().join("run-dsh.sh");
+    let q = |p: &Path| format!("'{}'", p.display());
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nunset DEEPSEEK_API_KEY DEEPSEEK_BASE_URL DSH_MODEL NO_COLOR DSH_LOG\nexport HOME={h} XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data XDG_STATE_HOME={h}/state TERM=xterm-256color\ncd {ws}\nexec {bin} chat\n",
+            h = q(home.path()),
+            ws = q(&home.ws()),
+            bin = q(Path::new(env!("CARGO_BIN_EXE_dsh"))),
+        ),
+    )
+    .unwrap();
+    let t = Tmux {
+        socket: format!("dsh-defects-{}", std::process::id()),
+    };
+    let out = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "dsh",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        "sh",
+        script.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let screen = t.wait_for("the banner", |s| s.contains("Ctrl-D exits"));
+    assert!(screen.contains("/help"), "{screen}");
+    t.keys(&[
+        r#"call todo_write {"todos":[{"content":"Explore","status":"completed"},{"content":"Build","status":"in_progress"}]}"#,
+        "Enter",
+    ]);
+    t.wait_for("the checklist", |s| s.contains("[~]"));
+    t.keys(&["/todo", "Enter"]);
+    let screen = t.wait_for("the /todo reply", |s| {
+        s.matches("Todo list (1/2").count() >= 2
+    });
+    assert!(
+        !screen.contains("\\x1b["),
+        "dsh's styling shown as text:\n{screen}"
+    );
+    // The reply is styled: its header dim (SGR 2) as under the call.
+    let reply = &screen[screen.rfind("/todo").unwrap()..];
+    assert!(reply.contains("\u{1b}[2m  ⎿ Todo list (1/2"), "{reply:?}");
+    assert!(reply.contains("[~] Build"), "{reply:?}");
+}
