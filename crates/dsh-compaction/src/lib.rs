@@ -16,7 +16,7 @@ use dsh_kernel::sync::lock;
 use dsh_kernel::{DshError, ErrorCode, Registration};
 use dsh_llm::{ContentBlock, LlmService, Message, ModelRequest, Role};
 use dsh_session::{
-    blocks_bytes, pruned_len, summary_message, CompactionEvent, EventPayload, PruneEvent,
+    blocks_bytes, pruned_len, summary_message, CompactionEvent, EventPayload, PruneEvent, Session,
     TokenMeter, BYTES_PER_TOKEN,
 };
 use serde_json::json;
@@ -152,7 +152,8 @@ fn pruned_savings(m: &Message, head: usize, tail: usize) -> u64 {
         .sum()
 }
 
-/// Plans a compaction of `messages` (whose events are `seqs`) for a
+/// Plans a compaction of `messages` (whose positions are `seqs`, as
+/// [`dsh_session::Deriver::seqs`] gives them) for a
 /// request whose system prompt and tools take `fixed_bytes`: the old tool
 /// results to prune (outside the retained tail, longer than
 /// `prune_above`) and the cut (the latest step boundary before the
@@ -198,6 +199,19 @@ pub fn plan<M: Borrow<Message>>(
         tokens_after_prune: tokens(total.saturating_sub(saved)),
         cut,
     }
+}
+
+/// The `(fromSeq, toSeq)` of a compaction that replaces messages `[..cut]`
+/// of a history whose positions are `seqs` ([`dsh_session::Deriver::seqs`]):
+/// the positions of the first and the last replaced message. `None` when
+/// `cut` is 0 or past the end, or when the positions are not strictly
+/// increasing (then no range names exactly those messages). A range
+/// returned is never inverted, and replay replaces exactly `[..cut]`.
+pub fn summary_range(seqs: &[u64], cut: usize) -> Option<(u64, u64)> {
+    if cut == 0 || cut > seqs.len() || !seqs.windows(2).all(|w| w[0] < w[1]) {
+        return None;
+    }
+    Some((seqs[0], seqs[cut - 1]))
 }
 
 fn is_summary(m: &Message) -> bool {
@@ -324,7 +338,22 @@ impl Compactor {
         reason: Reason,
         focus: Option<&str>,
     ) -> Result<Outcome, DshError> {
-        let session = agent.session();
+        self.compact_session(&agent.session(), request, reason, focus)
+            .await
+    }
+
+    /// [`Compactor::compact`] on a session log directly (what it does for
+    /// an agent's session; tests and tools that hold only a log use it).
+    ///
+    /// # Errors
+    /// As [`Compactor::compact`].
+    pub async fn compact_session(
+        &self,
+        session: &Session,
+        request: &ModelRequest,
+        reason: Reason,
+        focus: Option<&str>,
+    ) -> Result<Outcome, DshError> {
         let fixed = dsh_session::fixed_bytes(request.system.as_deref(), request.tools.as_ref());
         let (history, seqs) = session.derive_messages_with_seqs();
         let mut plan = history.with(|messages| plan(messages, &seqs, fixed, &self.config));
@@ -362,11 +391,17 @@ impl Compactor {
         } else {
             session.derive_messages_with_seqs()
         };
-        let cut = cut.min(history.len()).min(seqs.len());
-        if cut == 0 {
+        let cut = cut.min(history.len());
+        let Some((from_seq, to_seq)) = summary_range(&seqs, cut) else {
+            // Only a log an earlier version broke (its second compaction
+            // named an inverted range) has positions out of order: a
+            // summary could not replace what it names, so none is asked for.
+            tracing::warn!(
+                target: "dsh_compaction",
+                "not summarising: the history's positions are out of order (a compaction an earlier version logged)"
+            );
             return Ok(outcome);
-        }
-        let (from_seq, to_seq) = (seqs[0], seqs[cut - 1]);
+        };
         let (replaced_bytes, kept_bytes) = history.with(|m| {
             (
                 m[..cut].iter().map(|m| message_bytes(m)).sum::<u64>(),

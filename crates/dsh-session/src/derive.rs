@@ -137,13 +137,34 @@ fn prune_block(block: &ContentBlock, head: usize, tail: usize) -> ContentBlock {
 
 /// The model history of a log, kept incrementally: each event is applied
 /// in log order. Plain message events append (O(1)); a compaction or a
-/// prune rewrites the affected messages (O(history)). Knows which event
-/// each message came from (`seq`), which is what compaction ranges name.
+/// prune rewrites the affected messages (O(history)).
+///
+/// Each message has a *position* ([`Deriver::seqs`]): the `seq` of the
+/// event it came from, and for a summary the `fromSeq` of the range it
+/// replaced (its place in the log, not the `seq` of the
+/// `compaction/summary` event, which comes after the messages kept behind
+/// it). Positions are strictly increasing, so compaction ranges and prune
+/// targets, which name positions, are found by binary search, and a
+/// second compaction's range (from the summary's position to a later
+/// message) is in order.
+///
+/// Logs of earlier versions, whose summary message carried the
+/// `compaction/summary` event's `seq`, replay to the history they always
+/// did: a compaction whose `fromSeq` is the `seq` of a summary's own event
+/// (only such versions wrote those) is resolved by their rule, and so is
+/// every prune after it (see [`Deriver::apply`]).
 #[derive(Clone, Default)]
 pub struct Deriver {
     history: History,
-    /// The `seq` of the event each message of `history` came from.
-    seqs: Vec<u64>,
+    /// The position of each message of `history` (strictly increasing
+    /// unless a legacy compaction was applied).
+    positions: Vec<u64>,
+    /// The `seq` earlier versions gave each message (a summary: its
+    /// `compaction/summary` event's), only for resolving their events.
+    legacy_seqs: Vec<u64>,
+    /// Whether a compaction was resolved by the earlier versions' rule;
+    /// prunes are then resolved by it too.
+    legacy: bool,
 }
 
 impl Deriver {
@@ -156,19 +177,42 @@ impl Deriver {
     pub fn with_capacity(n: usize) -> Self {
         Self {
             history: History::with_capacity(n),
-            seqs: Vec::with_capacity(n),
+            positions: Vec::with_capacity(n),
+            legacy_seqs: Vec::with_capacity(n),
+            legacy: false,
         }
     }
 
     /// Applies one event (events must come in log order).
+    ///
+    /// A `compaction/summary` `{fromSeq, toSeq}` replaces the messages whose
+    /// positions lie in `fromSeq..=toSeq` by one summary message at position
+    /// `fromSeq`; a range that holds no message inserts the summary there,
+    /// and an inverted one (`fromSeq > toSeq`) changes nothing. A
+    /// `compaction/prune` cuts the messages at the positions it names;
+    /// positions that hold no message are skipped.
+    ///
+    /// Events written by earlier versions after a first compaction (their
+    /// `fromSeq` is the `seq` of a summary's event) are resolved as those
+    /// versions did: over the event `seq`s, summary included, with a binary
+    /// search that assumed them sorted. Replaying such a log gives the
+    /// history it gave when it was written.
     pub fn apply(&mut self, event: &SessionEvent) {
         match &event.data {
-            EventPayload::Compaction(c) => self.compact(event.seq, c),
+            EventPayload::Compaction(c) => {
+                if self.names_a_summary_event(c.from_seq) {
+                    self.legacy = true;
+                    self.compact_legacy(event.seq, c);
+                } else {
+                    self.compact(event.seq, c);
+                }
+            }
             EventPayload::Prune(p) => self.prune(p),
             data => {
                 if let Some(message) = derive_message(data) {
                     self.history.push(message);
-                    self.seqs.push(event.seq);
+                    self.positions.push(event.seq);
+                    self.legacy_seqs.push(event.seq);
                 }
             }
         }
@@ -179,30 +223,70 @@ impl Deriver {
         self.history.clone()
     }
 
-    /// The `seq` of the event each message came from, in history order
-    /// (a summary message carries the `compaction/summary` event's).
+    /// The position of each message, in history order: the `seq` of the
+    /// event it came from, for a summary the `fromSeq` of the range it
+    /// replaced. Strictly increasing (except after a compaction resolved by
+    /// the earlier versions' rule, see [`Deriver::apply`]); compaction
+    /// ranges and prunes name these.
     pub fn seqs(&self) -> &[u64] {
-        &self.seqs
+        &self.positions
     }
 
-    fn compact(&mut self, seq: u64, c: &CompactionEvent) {
-        let from = self.seqs.partition_point(|s| *s < c.from_seq);
-        let to = self.seqs.partition_point(|s| *s <= c.to_seq);
+    /// Whether `seq` is the `compaction/summary` event of a summary message
+    /// in the history: only earlier versions named one in a range.
+    fn names_a_summary_event(&self, seq: u64) -> bool {
+        self.legacy_seqs
+            .iter()
+            .zip(&self.positions)
+            .any(|(legacy, position)| *legacy == seq && legacy != position)
+    }
+
+    /// Replaces `history[from..to]` by the summary of `c`, logged as `seq`,
+    /// at `position`.
+    fn splice(&mut self, from: usize, to: usize, seq: u64, position: u64, c: &CompactionEvent) {
         // Pointers copied, messages shared with earlier snapshots.
         let mut messages = self.history.shared_messages();
-        if from > to || to > messages.len() {
-            return;
-        }
         messages.splice(from..to, [Arc::new(summary_message(&c.summary))]);
-        self.seqs.splice(from..to, [seq]);
+        self.positions.splice(from..to, [position]);
+        self.legacy_seqs.splice(from..to, [seq]);
         self.history = History::from_shared(messages);
     }
 
+    fn compact(&mut self, seq: u64, c: &CompactionEvent) {
+        if c.from_seq > c.to_seq {
+            return;
+        }
+        let from = self.positions.partition_point(|s| *s < c.from_seq);
+        let to = self.positions.partition_point(|s| *s <= c.to_seq);
+        if from > to || to > self.history.len() {
+            return;
+        }
+        self.splice(from, to, seq, c.from_seq, c);
+    }
+
+    /// The earlier versions' rule, kept byte for byte so their logs replay
+    /// unchanged: the range is looked up in the event `seq`s (a summary's
+    /// being its event's, so the list may be unsorted).
+    fn compact_legacy(&mut self, seq: u64, c: &CompactionEvent) {
+        let from = self.legacy_seqs.partition_point(|s| *s < c.from_seq);
+        let to = self.legacy_seqs.partition_point(|s| *s <= c.to_seq);
+        if from > to || to > self.history.len() {
+            return;
+        }
+        let position = self.positions.get(from).copied().unwrap_or(c.from_seq);
+        self.splice(from, to, seq, position, c);
+    }
+
     fn prune(&mut self, p: &PruneEvent) {
+        let lookup = if self.legacy {
+            &self.legacy_seqs
+        } else {
+            &self.positions
+        };
         let positions: Vec<usize> = p
             .seqs
             .iter()
-            .filter_map(|seq| self.seqs.binary_search(seq).ok())
+            .filter_map(|seq| lookup.binary_search(seq).ok())
             .collect();
         if positions.is_empty() {
             return;

@@ -182,8 +182,10 @@ impl Session {
         self.lock().history.history()
     }
 
-    /// [`Session::derive_messages`] with the `seq` of the event each
-    /// message came from ([`Deriver::seqs`](crate::Deriver::seqs)); O(n).
+    /// [`Session::derive_messages`] with the position of each message (the
+    /// `seq` of the event it came from, a summary's being the start of the
+    /// range it replaced: [`Deriver::seqs`](crate::Deriver::seqs), strictly
+    /// increasing); O(n).
     pub fn derive_messages_with_seqs(&self) -> (History, Vec<u64>) {
         let st = self.lock();
         (st.history.history(), st.history.seqs().to_vec())

@@ -1,0 +1,246 @@
+//! Compaction more than once in one session (issue 33, item 5): a long
+//! turn against a loopback DeepSeek server with `context_window = 8000`
+//! compacts several times; every compaction names a range in order
+//! (`fromSeq <= toSeq`), replaces what it names (each compaction makes
+//! the next request smaller), and the model is asked for a summary only
+//! when the window is full again, not before every step.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh::{Settings, Stack};
+use dsh_agent::Agent;
+use dsh_llm::{ContentBlock, MessageSource};
+use dsh_session::{EventPayload, SessionEvent, TurnEndReason};
+use dsh_testkit::{LoopbackServer, RecordedRequest, ScriptedResponse};
+use serde_json::{json, Value};
+
+/// Tool steps in the turn: enough output for four or five compactions.
+const STEPS: usize = 70;
+
+fn sse(payloads: Vec<Value>, prompt_tokens: usize) -> ScriptedResponse {
+    let mut all: Vec<String> = payloads.into_iter().map(|p| p.to_string()).collect();
+    all.push(
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":prompt_tokens,"completion_tokens":20}})
+            .to_string(),
+    );
+    all.push("[DONE]".into());
+    ScriptedResponse::sse(&all)
+}
+
+fn text(t: &str, prompt_tokens: usize) -> ScriptedResponse {
+    sse(
+        vec![
+            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":t},"finish_reason":null}]}),
+        ],
+        prompt_tokens,
+    )
+}
+
+fn bash_call(id: &str, prompt_tokens: usize) -> ScriptedResponse {
+    let args =
+        json!({"command": "head -c 1200 /dev/zero | tr '\\0' a", "description": "make output"})
+            .to_string();
+    sse(
+        vec![
+            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":id,"type":"function","function":{"name":"bash","arguments":args}}]},"finish_reason":null}]}),
+        ],
+        prompt_tokens,
+    )
+}
+
+fn is_summary_request(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|c| c.starts_with("Your context window is nearly full"))
+}
+
+/// The wire rules: every tool call answered by a tool message after it,
+/// no tool message without its call, at most one summary.
+fn assert_wire_valid(body: &Value) {
+    let mut open: Vec<String> = Vec::new();
+    let mut summaries = 0;
+    for m in body["messages"].as_array().unwrap() {
+        if let Some(calls) = m["tool_calls"].as_array() {
+            for c in calls {
+                open.push(c["id"].as_str().unwrap().to_string());
+            }
+        }
+        if m["role"] == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap();
+            let at = open.iter().position(|o| o == id);
+            assert!(at.is_some(), "orphan tool message {id}");
+            open.remove(at.unwrap());
+        }
+        if m.to_string().contains("<compacted-summary>") {
+            summaries += 1;
+        }
+    }
+    assert!(open.is_empty(), "unanswered calls {open:?}");
+    assert!(summaries <= 1, "{summaries} summaries in one request");
+}
+
+struct World {
+    stack: Stack,
+    _dir: tempfile::TempDir,
+}
+
+fn world(server: &LoopbackServer) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("dsh.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\nmax_retries = 0\n[models.\"deepseek-v4-flash\"]\ncontext_window = 8000\n[tools]\nenabled = [\"bash\"]\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let resolved = dsh::resolve(&Settings {
+        config: Some(config),
+        cwd: Some(dir.path().to_path_buf()),
+        session_dir: Some(dir.path().join("sessions")),
+        ..Default::default()
+    })
+    .unwrap();
+    World {
+        stack: Stack::build(resolved).unwrap(),
+        _dir: dir,
+    }
+}
+
+/// Sends `prompt` and waits for the turn's end reason.
+async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) -> TurnEndReason {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let reg = stack.agents.hooks().event.on(move |e| {
+        if let EventPayload::TurnEnd(end) = &e.event.data {
+            let _ = tx.send(end.reason.clone());
+        }
+    });
+    agent
+        .send(vec![ContentBlock::text(prompt)], MessageSource::User)
+        .unwrap();
+    let reason = tokio::time::timeout(Duration::from_secs(240), rx.recv())
+        .await
+        .expect("the turn ended in time")
+        .unwrap();
+    reg.undo();
+    reason
+}
+
+/// The `(fromSeq, toSeq)` of every event of `kind` in `events`.
+fn ranges(events: &[SessionEvent], kind: &str) -> Vec<(u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.data {
+            EventPayload::Other { kind: k, data } if k == kind => Some((
+                data["fromSeq"].as_u64().unwrap(),
+                data["toSeq"].as_u64().unwrap(),
+            )),
+            EventPayload::Compaction(c) if kind == "compaction/summary" => {
+                Some((c.from_seq, c.to_seq))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_turn_compacts_again_and_again_with_ordered_ranges_and_few_summary_requests() {
+    let steps = Arc::new(AtomicUsize::new(0));
+    let st = steps.clone();
+    let server = LoopbackServer::start_with(move |req| {
+        let body = req.json();
+        let prompt_tokens = req.body.len() / 4;
+        if is_summary_request(&body) {
+            return text(
+                "## User goal and constraints\nMake output many times.\n## Current work\nStep N.\n## Next step\nContinue.",
+                prompt_tokens,
+            );
+        }
+        let done = st.fetch_add(1, Ordering::SeqCst);
+        if done >= STEPS {
+            text("all done", prompt_tokens)
+        } else {
+            bash_call(&format!("call_{done}"), prompt_tokens)
+        }
+    })
+    .await
+    .unwrap();
+    let w = world(&server);
+    let handle = w.stack.create_agent(None).unwrap();
+    let agent = handle.agent();
+    let reason = turn(&w.stack, &agent, "make output many times").await;
+    assert_eq!(reason, TurnEndReason::Completed);
+
+    let all: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(RecordedRequest::json)
+        .collect();
+    for b in &all {
+        assert_wire_valid(b);
+    }
+    let session = agent.session();
+    let events: Vec<SessionEvent> = session.events().iter().map(|e| (**e).clone()).collect();
+
+    // Several compactions, each over an ordered range.
+    let starts = ranges(&events, "compaction/start");
+    let summaries = ranges(&events, "compaction/summary");
+    assert!(
+        summaries.len() >= 2,
+        "the session compacted more than once: {summaries:?}"
+    );
+    for (from, to) in starts.iter().chain(&summaries) {
+        assert!(from <= to, "inverted range {from}..{to}: {starts:?}");
+    }
+
+    // A summary request only when the window is full again: one per
+    // compaction (a retry at most), never one before every step.
+    let summary_requests = all.iter().filter(|b| is_summary_request(b)).count();
+    let step_requests = all.len() - summary_requests;
+    assert_eq!(step_requests, STEPS + 1, "every step asked the model once");
+    assert!(
+        summary_requests <= summaries.len() + 2 && summary_requests * 5 <= step_requests,
+        "{summary_requests} summary requests for {} compactions in {step_requests} steps",
+        summaries.len()
+    );
+
+    // Each compaction made the request smaller: the step request after a
+    // summary request is smaller than the one before it.
+    for (i, b) in all.iter().enumerate() {
+        if !is_summary_request(b) || i == 0 {
+            continue;
+        }
+        let before = all[..i].iter().rev().find(|b| !is_summary_request(b));
+        let after = all[i + 1..].iter().find(|b| !is_summary_request(b));
+        if let (Some(before), Some(after)) = (before, after) {
+            let (before, after) = (before.to_string().len(), after.to_string().len());
+            assert!(
+                after < before,
+                "request {i}: the compaction did not shrink the request ({before} → {after} bytes)"
+            );
+        }
+    }
+
+    // Replay derives the history the session holds, with one summary.
+    let replayed = dsh_session::derive_messages(&events);
+    assert_eq!(replayed, session.derive_messages().to_vec());
+    let summaries_in_history = replayed
+        .iter()
+        .filter(|m| {
+            m.content
+                .first()
+                .and_then(ContentBlock::as_text)
+                .is_some_and(|t| t.starts_with("<compacted-summary>"))
+        })
+        .count();
+    assert_eq!(summaries_in_history, 1);
+    handle.dispose().await;
+    w.stack.shutdown().await;
+}
