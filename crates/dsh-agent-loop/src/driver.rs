@@ -12,8 +12,8 @@ use dsh_agent::{
 use dsh_kernel::sync::lock;
 use dsh_kernel::{DshError, ErrorCode, Extensions};
 use dsh_llm::{
-    BlockAssembler, ContentBlock, FinishReason, Message, MessageSource, ModelRequest, StepMeter,
-    TokenUsage,
+    BlockAssembler, CallIds, ContentBlock, FinishReason, Message, MessageSource, ModelRequest,
+    StepMeter, TokenUsage,
 };
 use dsh_protocol::codes;
 use dsh_session::{
@@ -33,6 +33,7 @@ use crate::{LoopAgent, Pending, StepControl, LOOP_PLUGIN_NAME};
 /// Runs the agent until it is disposed.
 pub(crate) async fn run(agent: Arc<LoopAgent>) {
     let mut turn = agent.session.last_turn();
+    let mut call_ids = SessionCallIds::default();
     loop {
         // Idle until something is queued or the agent is disposed.
         loop {
@@ -49,7 +50,7 @@ pub(crate) async fn run(agent: Arc<LoopAgent>) {
         }
         agent.set_status(AgentStatus::Running);
         turn += 1;
-        if let Err(err) = run_turn(&agent, turn).await {
+        if let Err(err) = run_turn(&agent, turn, &mut call_ids).await {
             // Backstop: an exception escaped the turn body (a turn-start or
             // turn-end listener). Failures inside the backstop are contained.
             append_error(&agent, turn, 0, &err);
@@ -183,7 +184,11 @@ fn drain_steering(agent: &LoopAgent, turn: u64) -> Result<bool, DshError> {
     Ok(any)
 }
 
-async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
+async fn run_turn(
+    agent: &Arc<LoopAgent>,
+    turn: u64,
+    call_ids: &mut SessionCallIds,
+) -> Result<(), DshError> {
     let hooks = agent.services.registry.hooks();
     // Notices from the end of the last turn come before the new messages.
     drain_notices(agent);
@@ -239,7 +244,7 @@ async fn run_turn(agent: &Arc<LoopAgent>, turn: u64) -> Result<(), DshError> {
                 cancel.cancel();
             }
         }
-        let outcome = run_step(agent, boundary, &cancel, &guard, &extensions).await;
+        let outcome = run_step(agent, boundary, &cancel, &guard, &extensions, call_ids).await;
         let abort_reason = agent.lock().step.take().and_then(|s| s.reason);
 
         match outcome {
@@ -320,9 +325,60 @@ async fn run_step(
     cancel: &CancellationToken,
     guard: &Arc<TurnGuard>,
     extensions: &Extensions,
+    call_ids: &mut SessionCallIds,
 ) -> Result<bool, DshError> {
-    let reply = stream_step(agent, at, cancel).await?;
+    let mut reply = stream_step(agent, at, cancel).await?;
+    call_ids.make_unique(agent, at, &mut reply.message.content);
     dispatch_tools(agent, at, reply, cancel, guard, extensions).await
+}
+
+/// The tool-call ids of the agent's session, caught up from the log before
+/// each reply is recorded (so a seeded or forked log's ids, and calls
+/// another writer logged, count as taken).
+#[derive(Default)]
+struct SessionCallIds {
+    ids: CallIds,
+    /// Events of the log observed so far.
+    observed: usize,
+}
+
+impl SessionCallIds {
+    /// Gives every tool call of a reply an id no call of the session has
+    /// (see [`CallIds::claim`]); each repeat is logged (`tracing` warning
+    /// and a `tool/call-renamed` event before the reply's
+    /// `assistant/message`), and the message, the `tool/call` events and
+    /// the results carry the new id. The raw `assistant/chunk` events keep
+    /// the model's.
+    fn make_unique(&mut self, agent: &LoopAgent, at: StepEvent, content: &mut [ContentBlock]) {
+        for e in agent.session.events_since(self.observed) {
+            self.observed += 1;
+            match &e.data {
+                EventPayload::AssistantMessage(m) => self.ids.observe(&m.content),
+                EventPayload::ToolCall(c) => self.ids.observe_id(c.call.call_id.as_str()),
+                _ => {}
+            }
+        }
+        for renamed in self.ids.claim(content) {
+            tracing::warn!(
+                target: "dsh_agent_loop",
+                agent = %agent.id,
+                "the model repeated tool-call id {:?} (turn {}, step {}): the call is recorded as {:?}",
+                renamed.from.as_str(),
+                at.turn,
+                at.step,
+                renamed.to.as_str()
+            );
+            agent.record(EventPayload::Other {
+                kind: crate::CALL_RENAMED_KIND.to_string(),
+                data: serde_json::json!({
+                    "turn": at.turn,
+                    "step": at.step,
+                    "from": renamed.from,
+                    "to": renamed.to,
+                }),
+            });
+        }
+    }
 }
 
 /// What [`stream_step`] produced: the assistant message (after

@@ -79,6 +79,14 @@ pub const REQUEST_OPTIONS_KIND: &str = "request/options";
 /// latest `request/*` parts before it, the request is rebuilt exactly.
 pub const REQUEST_SENT_KIND: &str = "request/sent";
 
+/// Log-only event: the model gave a tool call an id an earlier call of the
+/// session already has (in this reply or an earlier one), so the call is
+/// recorded under a new one: `{"turn", "step", "from", "to"}`. Written
+/// right before the reply's `assistant/message`, which (like the
+/// `tool/call` and `tool/result` events after it) carries `to`; the raw
+/// `assistant/chunk` events keep `from`.
+pub const CALL_RENAMED_KIND: &str = "tool/call-renamed";
+
 /// Kind of the log-only event carrying the context meter after each model
 /// reply (when [`AgentOptions::context_window`](dsh_agent::AgentOptions) is
 /// set): `{turn, step, tokens, window, percent}`, `tokens` being the

@@ -3,6 +3,8 @@
 //! - [`types`]: [`ModelRequest`] and [`ModelResponse`], and the message
 //!   vocabulary of `dsh-protocol` (content blocks, messages, stream chunks).
 //! - [`BlockAssembler`]: the one canonical chunk → message algorithm.
+//! - [`CallIds`]: keeps a conversation's tool-call ids unique (a repeated
+//!   id gets a suffix before the reply is recorded).
 //! - [`LlmAdapter`] and [`LlmService`]: the provider seam and the registry with
 //!   its `llm/stream` and `llm/generate` waterfalls.
 //! - [`install_retry`]: the retry plugin on `llm/stream` (backoff with
@@ -17,6 +19,7 @@
 #![warn(missing_docs)]
 
 mod assembler;
+mod call_ids;
 mod error;
 mod history;
 mod limits;
@@ -30,6 +33,7 @@ pub mod types;
 pub mod conformance;
 
 pub use assembler::BlockAssembler;
+pub use call_ids::{CallIds, RenamedCall};
 pub use error::{LlmError, LlmErrorKind};
 pub use history::History;
 pub use limits::{

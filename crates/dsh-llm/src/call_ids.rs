@@ -1,0 +1,168 @@
+//! [`CallIds`]: the tool-call ids of one conversation, kept unique.
+//!
+//! A provider rejects a history in which two tool calls share an id (the
+//! results could not be matched to their calls), yet models repeat ids:
+//! two calls of one reply with the same id, or an id of an earlier step
+//! used again (small models number their calls `call_0`, `call_1`, … in
+//! every reply). The agent loop passes each reply's blocks through
+//! [`CallIds::claim`] before it records them: the first call with an id
+//! keeps it, a repeat gets a suffix (`-2`, `-3`, …) that no call of the
+//! conversation has, and the results answer the new id. Nothing is ever
+//! renamed twice: an id is claimed once.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::types::{CallId, ContentBlock};
+
+/// A repeated tool-call id and the id it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenamedCall {
+    /// Position of the call among the tool calls of the blocks claimed.
+    pub position: usize,
+    /// The id the model sent.
+    pub from: CallId,
+    /// The unique id the call carries from now on.
+    pub to: CallId,
+}
+
+/// The set of tool-call ids one conversation has used.
+///
+/// [`CallIds::observe`] records ids already in the history (a resumed or
+/// forked log) as they are; [`CallIds::claim`] makes the ids of new
+/// blocks unique against everything seen so far. Deterministic: the same
+/// ids observed and claimed in the same order give the same result.
+/// Memory grows with the number of distinct ids.
+#[derive(Debug, Clone, Default)]
+pub struct CallIds {
+    seen: HashSet<String>,
+    /// The next suffix to try per repeated id, so a model that repeats one
+    /// id in every reply costs O(1) per repeat, not a scan from `-2`.
+    next_suffix: HashMap<String, u64>,
+}
+
+impl CallIds {
+    /// No ids yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the ids of the tool calls in `blocks` as taken, unchanged
+    /// (for history the conversation already holds). A repeat among them
+    /// is recorded once.
+    pub fn observe(&mut self, blocks: &[ContentBlock]) {
+        for block in blocks {
+            if let ContentBlock::ToolCall(call) = block {
+                self.observe_id(call.call_id.as_str());
+            }
+        }
+    }
+
+    /// Records one id as taken.
+    pub fn observe_id(&mut self, id: &str) {
+        if !self.seen.contains(id) {
+            self.seen.insert(id.to_string());
+        }
+    }
+
+    /// Whether `id` is taken.
+    pub fn contains(&self, id: &str) -> bool {
+        self.seen.contains(id)
+    }
+
+    /// Number of distinct ids taken.
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Whether no id is taken.
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// Gives every tool call in `blocks` an id no earlier call has (in the
+    /// conversation or earlier in `blocks`) and records it: an unused id
+    /// is kept, a repeated one becomes `<id>-<n>` with the smallest `n >= 2`
+    /// (counting on from the last suffix given to that id) that is free.
+    /// Returns the renames in block order (empty when every id was new).
+    /// Only the tool calls' ids change; other blocks are untouched.
+    pub fn claim(&mut self, blocks: &mut [ContentBlock]) -> Vec<RenamedCall> {
+        let mut renamed = Vec::new();
+        let calls = blocks.iter_mut().filter_map(|b| match b {
+            ContentBlock::ToolCall(call) => Some(call),
+            _ => None,
+        });
+        for (position, call) in calls.enumerate() {
+            let id = call.call_id.as_str();
+            if !self.seen.contains(id) {
+                self.seen.insert(id.to_string());
+                continue;
+            }
+            let fresh = self.fresh(id);
+            self.seen.insert(fresh.clone());
+            let from = std::mem::replace(&mut call.call_id, CallId::from(fresh));
+            renamed.push(RenamedCall {
+                position,
+                from,
+                to: call.call_id.clone(),
+            });
+        }
+        renamed
+    }
+
+    /// The first free `<id>-<n>`, `n` counting on from the last one tried.
+    fn fresh(&mut self, id: &str) -> String {
+        let next = self.next_suffix.entry(id.to_string()).or_insert(2);
+        loop {
+            let candidate = format!("{id}-{next}");
+            *next = next.saturating_add(1);
+            if !self.seen.contains(&candidate) {
+                return candidate;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::ToolCall;
+
+    fn calls(ids: &[&str]) -> Vec<ContentBlock> {
+        ids.iter()
+            .map(|id| ContentBlock::ToolCall(ToolCall::new(*id, "bash", "{}")))
+            .collect()
+    }
+
+    fn ids(blocks: &[ContentBlock]) -> Vec<String> {
+        blocks
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) => Some(c.call_id.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn repeats_in_one_reply_and_across_replies_get_free_suffixes() {
+        let mut seen = CallIds::new();
+        let mut first = calls(&["a", "a", "b"]);
+        let renamed = seen.claim(&mut first);
+        assert_eq!(ids(&first), ["a", "a-2", "b"]);
+        assert_eq!(renamed.len(), 1);
+        assert_eq!((renamed[0].position, renamed[0].from.as_str()), (1, "a"));
+        let mut second = calls(&["a-3", "a", "b-2", "b"]);
+        seen.claim(&mut second);
+        assert_eq!(ids(&second), ["a-3", "a-4", "b-2", "b-3"]);
+    }
+
+    #[test]
+    fn observed_history_counts_as_taken() {
+        let mut seen = CallIds::new();
+        seen.observe(&calls(&["x", "x"]));
+        assert_eq!(seen.len(), 1);
+        let mut reply = calls(&["x"]);
+        seen.claim(&mut reply);
+        assert_eq!(ids(&reply), ["x-2"]);
+    }
+}
