@@ -5,12 +5,16 @@
 //! reference harness's (`file_path`, `offset`, `limit`, `content`,
 //! `old_string`, `new_string`, `replace_all`).
 //!
-//! - **read** shows a window of numbered lines (`cat -n` style), streamed:
-//!   a window of a huge file never loads the whole file.
+//! - **read** shows a window of numbered lines (`cat -n` style), streamed
+//!   in memory proportional to the window: neither a huge file nor a huge
+//!   line is ever held whole.
+//! - **Regular files only**: a fifo, socket or device is `FS_NOT_A_FILE`,
+//!   refused before it is opened (and the open cannot block), so no tool
+//!   hangs on one.
 //! - **write** replaces a whole file, **edit** replaces an exact text once
 //!   (or everywhere with `replace_all`); both write atomically (temporary
-//!   file in the same directory, fsync, rename; permission bits kept;
-//!   symlinks written through).
+//!   file in the same directory, fsync, rename; permission bits kept but
+//!   setuid/setgid cleared; symlinks written through).
 //! - **The freshness guard**: every successful read, write and edit records
 //!   the file's version (length, mtime, SHA-256) as an `fs/observed` event
 //!   in the session, so it survives `--resume`. Replacing or editing an

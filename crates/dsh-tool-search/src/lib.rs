@@ -22,8 +22,13 @@
 //! its own: the cap note (`(N more not shown)` for glob,
 //! `(results truncated at 250 matches)` for grep), `(N paths could not be
 //! read)` when directories or files were skipped because they could not be
-//! read, and for grep `(search stopped after 30 s; results are partial)`
-//! when the time budget ran out.
+//! read, for grep `(N file(s) searched only up to a line longer than
+//! 8 MiB)` when a file's line outgrew the line buffer
+//! ([`GREP_LINE_BUFFER_BYTES`]), and `(search stopped after 30 s; results
+//! are partial)` when the time budget ran out.
+//!
+//! **Only regular files are opened**, without blocking: a `path` that is a
+//! fifo, socket or device is `FS_NOT_A_FILE`, and the walk skips them.
 
 #![warn(missing_docs)]
 
