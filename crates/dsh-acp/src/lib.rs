@@ -16,12 +16,18 @@
 //! not used).
 //!
 //! Nothing but protocol messages is written to stdout: logs go to stderr.
+//! [`serve_streams`] (what `dsh acp` runs on stdin/stdout) bounds each
+//! incoming line and answers a line that is not UTF-8 or too long with a
+//! JSON-RPC error instead of ending the connection (module [`wire`]).
 
 #![warn(missing_docs)]
 
 pub mod commands;
 mod files;
 pub mod updates;
+pub mod wire;
+
+pub use wire::{serve_streams, DEFAULT_MAX_LINE_BYTES};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -220,8 +226,14 @@ fn initialize_response(req: &InitializeRequest) -> InitializeResponse {
     )
 }
 
+/// `INVALID_PARAMS` (-32602) with `message` as the error's message (what
+/// an editor shows) and as `data.message`.
 fn invalid_params(message: String) -> agent_client_protocol::Error {
-    agent_client_protocol::Error::invalid_params().data(serde_json::json!({ "message": message }))
+    agent_client_protocol::Error::new(
+        agent_client_protocol::ErrorCode::INVALID_PARAMS,
+        format!("Invalid params: {message}"),
+    )
+    .data(serde_json::json!({ "message": message }))
 }
 
 /// Sends the slash commands dsh's chat knows (`available_commands_update`).
@@ -259,12 +271,7 @@ impl Server {
         mcp: &[McpServer],
         resume: Option<&str>,
     ) -> Result<(String, SessionModeState), String> {
-        if !cwd.is_absolute() {
-            return Err(format!(
-                "cwd must be an absolute path, got {}",
-                cwd.display()
-            ));
-        }
+        check_cwd(&cwd).await?;
         if resume.is_some_and(|id| self.live(id).is_some()) {
             return Err("that session is already open".into());
         }
@@ -284,7 +291,9 @@ impl Server {
         let agent = handle.agent();
         let id = agent.session().id().to_string();
         if resume.is_some() {
-            updates::replay(cx, &id, &seed);
+            // Relative paths in the saved calls were resolved against the
+            // session's cwd: the one session/load names.
+            updates::replay(cx, &id, &seed, &stack.resolved.cwd);
         }
         let stack = Arc::new(stack);
         let files = ClientFiles::of(cx, &id, &lock(&self.client_fs)).map(Arc::new);
@@ -463,6 +472,32 @@ impl Server {
         for live in all {
             close(live, "the client disconnected").await;
         }
+    }
+}
+
+/// Checks a session's `cwd`: absolute (as ACP requires), existing, a
+/// directory. The error names the path and what is wrong with it.
+async fn check_cwd(cwd: &std::path::Path) -> Result<(), String> {
+    let shown = cwd.display();
+    if !cwd.is_absolute() {
+        return Err(format!(
+            "cwd {shown} is relative; ACP requires an absolute path"
+        ));
+    }
+    match tokio::fs::metadata(cwd).await {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => {
+            let what = if m.is_file() {
+                "a file"
+            } else {
+                "neither a directory nor a file"
+            };
+            Err(format!("cwd {shown} is not a directory (it is {what})"))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("cwd {shown} does not exist"))
+        }
+        Err(e) => Err(format!("cwd {shown} cannot be used: {e}")),
     }
 }
 

@@ -270,9 +270,9 @@ fn changed_file(call: &ToolCall, cwd: &Path) -> Option<PathBuf> {
 
 /// Replays a saved session to the client: the user's messages, the
 /// model's text and reasoning, tool calls and their results (final
-/// states; no diffs: the old texts are gone), the last todo list.
-pub(crate) fn replay(cx: &Conn, id: &str, events: &[SessionEvent]) {
-    let cwd = PathBuf::from("/");
+/// states; no diffs: the old texts are gone), the last todo list. A call's
+/// relative path is located in `cwd` (the session's), as it was live.
+pub(crate) fn replay(cx: &Conn, id: &str, events: &[SessionEvent], cwd: &Path) {
     let mut plan = None;
     for e in events {
         match &e.data {
@@ -302,7 +302,7 @@ pub(crate) fn replay(cx: &Conn, id: &str, events: &[SessionEvent]) {
                             ))),
                         ),
                         ContentBlock::ToolCall(c) => {
-                            notify(cx, id, call_update(c, &cwd, ToolCallStatus::Pending));
+                            notify(cx, id, call_update(c, cwd, ToolCallStatus::Pending));
                         }
                         _ => {}
                     }

@@ -71,7 +71,7 @@ fn settings(home: &Path) -> dsh::Settings {
     }
 }
 
-/// Starts `dsh_acp::serve` on pipes and runs `body` as a client of it;
+/// Starts `dsh_acp::serve_streams` on pipes and runs `body` as a client of it;
 /// returns once the client is done and the server has shut down.
 async fn with_client<F>(home: &Path, seen: Arc<Seen>, body: F)
 where
@@ -80,9 +80,12 @@ where
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_io);
     let (client_read, client_write) = tokio::io::split(client_io);
-    let server = tokio::spawn(dsh_acp::serve(
+    // The server side as `dsh acp` runs it (lines bounded, one writer).
+    let server = tokio::spawn(dsh_acp::serve_streams(
         settings(home),
-        ByteStreams::new(server_write.compat_write(), server_read.compat()),
+        server_read,
+        server_write,
+        dsh_acp::DEFAULT_MAX_LINE_BYTES,
     ));
     let (s1, s2, s3, s4) = (seen.clone(), seen.clone(), seen.clone(), seen.clone());
     let client = Client
@@ -437,6 +440,101 @@ async fn a_saved_session_loads_replays_and_continues() {
     .await;
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("echo remember this") && text.contains("echo and more"));
+}
+
+/// The locations of the `tool_call`s in `updates`, in order.
+fn call_locations(updates: &[SessionUpdate]) -> Vec<PathBuf> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::ToolCall(c) => Some(c.locations.iter().map(|l| l.path.clone())),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_tool_call_has_the_location_it_had_live() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("a.txt"), "alpha\n").unwrap();
+    let first = Arc::new(Mutex::new(String::new()));
+    let seen = Arc::new(Seen::default());
+    let (f, s, dir) = (first.clone(), seen.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        seen.clone(),
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            s.clear();
+            let read = r#"call read {"file_path":"a.txt"}"#;
+            assert_eq!(prompt(&cx, &id, read).await, StopReason::EndTurn);
+            assert_eq!(call_locations(&s.updates()), [dir.join("a.txt")]);
+            *f.lock().unwrap() = id;
+            Ok(())
+        },
+    )
+    .await;
+    let id = first.lock().unwrap().clone();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        seen.clone(),
+        move |cx: ConnectionTo<Agent>| async move {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await
+                .unwrap();
+            cx.send_request(LoadSessionRequest::new(id.clone(), dir.clone()))
+                .block_task()
+                .await
+                .unwrap();
+            // The replay resolves against the session's cwd, as live.
+            assert_eq!(call_locations(&s.updates()), [dir.join("a.txt")]);
+            Ok(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cwd_that_is_missing_or_a_file_is_refused_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let file = cwd.path().join("f.txt");
+    std::fs::write(&file, "").unwrap();
+    let missing = cwd.path().join("gone");
+    with_client(
+        home.path(),
+        Arc::new(Seen::default()),
+        move |cx: ConnectionTo<Agent>| async move {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await
+                .unwrap();
+            for (path, why) in [(&missing, "does not exist"), (&file, "not a directory")] {
+                let err = cx
+                    .send_request(NewSessionRequest::new(path.clone()))
+                    .block_task()
+                    .await
+                    .unwrap_err();
+                assert_eq!(err.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+                assert!(err.message.contains(&path.display().to_string()), "{err:?}");
+                assert!(err.message.contains(why), "{err:?}");
+                let err = cx
+                    .send_request(LoadSessionRequest::new("s-1", path.clone()))
+                    .block_task()
+                    .await
+                    .unwrap_err();
+                assert_eq!(err.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+                assert!(err.message.contains(why), "{err:?}");
+            }
+            Ok(())
+        },
+    )
+    .await;
 }
 
 /// The MCP test fixture server, built into the same target directory by
