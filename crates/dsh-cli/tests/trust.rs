@@ -327,3 +327,157 @@ async fn config_edge_cases_are_errors_naming_the_file() {
         out.stderr
     );
 }
+
+/// A project whose Stop hook runs `hooks/stop.sh` (as `bash hooks/stop.sh`
+/// when `via_bash`, else `./hooks/stop.sh`), which appends its version to
+/// `ran` in the project.
+fn project_with_hook_script(home: &Home, via_bash: bool, version: &str) {
+    let hooks = home.project().join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    write_script(&hooks.join("stop.sh"), version);
+    let command = if via_bash {
+        "bash hooks/stop.sh"
+    } else {
+        "./hooks/stop.sh"
+    };
+    home.write_project(&format!(
+        "model = \"echo\"\n[[hooks.Stop]]\ncommand = \"{command}\"\n"
+    ));
+}
+
+fn write_script(path: &Path, version: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(
+        path,
+        format!("#!/bin/sh\ncat >/dev/null\necho {version} >> ran\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn ran(home: &Home) -> String {
+    std::fs::read_to_string(home.project().join("ran")).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_changed_hook_script_makes_a_trusted_project_undecided_again() {
+    for via_bash in [false, true] {
+        let home = Home::new();
+        project_with_hook_script(&home, via_bash, "v1");
+        let out = dsh(&home, &["trust"]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("hooks/stop.sh"), "{}", out.stdout);
+        let out = dsh(&home, &["run", "hi"]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(ran(&home), "v1\n", "the trusted script ran");
+
+        // A `git pull` replaces the script, not dsh.toml.
+        write_script(&home.project().join("hooks/stop.sh"), "v2");
+        let out = dsh(&home, &["run", "hi"]).await;
+        assert_eq!(out.code, 2, "via_bash {via_bash}: {}", out.stderr);
+        assert!(out.stderr.contains("hooks/stop.sh"), "{}", out.stderr);
+        assert!(out.stderr.contains("changed"), "{}", out.stderr);
+        assert_eq!(ran(&home), "v1\n", "the changed script did not run");
+
+        let out = dsh(&home, &["trust", "--list"]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains("changed"), "{}", out.stdout);
+        assert!(out.stdout.contains("hooks/stop.sh"), "{}", out.stdout);
+        let out = dsh(&home, &["doctor"]).await;
+        assert!(out.stdout.contains("hooks/stop.sh"), "{}", out.stdout);
+
+        // Removing it counts too; trusting again records the new state.
+        std::fs::remove_file(home.project().join("hooks/stop.sh")).unwrap();
+        let out = dsh(&home, &["run", "hi"]).await;
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(out.stderr.contains("removed"), "{}", out.stderr);
+        write_script(&home.project().join("hooks/stop.sh"), "v3");
+        assert_eq!(dsh(&home, &["trust"]).await.code, 0);
+        let out = dsh(&home, &["run", "hi"]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(ran(&home), "v1\nv3\n");
+    }
+}
+
+#[tokio::test]
+async fn a_changed_mcp_server_script_makes_a_trusted_project_undecided_again() {
+    let home = Home::new();
+    std::fs::write(home.project().join("server.sh"), "exit 0\n").unwrap();
+    home.write_project(
+        "model = \"echo\"\n[mcp.servers.local]\ncommand = \"sh\"\nargs = [\"server.sh\"]\nenabled = false\n",
+    );
+    assert_eq!(dsh(&home, &["trust"]).await.code, 0);
+    assert_eq!(dsh(&home, &["run", "hi"]).await.code, 0);
+    std::fs::write(home.project().join("server.sh"), "touch pwned\n").unwrap();
+    let out = dsh(&home, &["run", "hi"]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("server.sh"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn an_old_trust_record_without_file_hashes_counts_only_for_a_config_that_runs_no_project_file(
+) {
+    let home = Home::new();
+    let record = home.dir.path().join("config/dsh/trusted.toml");
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    // A config whose MCP server is a program on PATH: no project file.
+    let text = "[mcp.servers.x]\ncommand = \"true\"\nenabled = false\n";
+    home.write_project(text);
+    let canon = std::fs::canonicalize(home.project().join("dsh.toml")).unwrap();
+    let hash = {
+        // The record format of earlier releases: path, sha256, trusted.
+        let out = dsh(&home, &["trust"]).await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let t = std::fs::read_to_string(&record).unwrap();
+        let line = t.lines().find(|l| l.starts_with("sha256")).unwrap();
+        line.split('"').nth(1).unwrap().to_string()
+    };
+    std::fs::write(
+        &record,
+        format!(
+            "[[project]]\npath = {:?}\nsha256 = \"{hash}\"\ntrusted = true\n",
+            canon.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = dsh(&home, &["run", "hi"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    // The same kind of record for a config that runs a project script:
+    // undecided until trusted again.
+    project_with_hook_script(&home, false, "v1");
+    let text = std::fs::read_to_string(home.project().join("dsh.toml")).unwrap();
+    let out = dsh(&home, &["trust"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let t = std::fs::read_to_string(&record).unwrap();
+    let hash = t
+        .lines()
+        .find(|l| l.starts_with("sha256"))
+        .unwrap()
+        .split('"')
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert_eq!(hash.len(), 64, "{text}");
+    std::fs::write(
+        &record,
+        format!(
+            "[[project]]\npath = {:?}\nsha256 = \"{hash}\"\ntrusted = true\n",
+            canon.display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = dsh(&home, &["run", "hi"]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("hooks/stop.sh"), "{}", out.stderr);
+    assert_eq!(ran(&home), "");
+}
+
+#[tokio::test]
+async fn trust_list_without_decisions_says_so() {
+    let home = Home::new();
+    let out = dsh(&home, &["trust", "--list"]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("no trust decisions"), "{}", out.stdout);
+    assert!(out.stdout.contains("trusted.toml"), "{}", out.stdout);
+}

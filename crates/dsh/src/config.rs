@@ -14,6 +14,13 @@
 //! `--config FILE` replaces both and is trusted (the user named it). Unknown
 //! keys and bad values are errors naming the key and the file; a `dsh.toml`
 //! that is a directory or cannot be read is an error naming it.
+//!
+//! Every numeric limit (bytes, counts, timeouts, depth) is in [`LIMITS`]
+//! with its default and a hard ceiling no configuration can pass; an
+//! untrusted project may lower a limit but not raise it above its default.
+//! Relative paths in a file (`system_prompt`, `session_dir`, an MCP
+//! server's `cwd`) are relative to the directory of that file, and `~/` is
+//! the home directory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +35,165 @@ pub const DEFAULT_MAX_TOOL_CALLS: usize = dsh_llm::DEFAULT_MAX_TOOL_CALLS;
 pub const DEFAULT_MAX_STEP_OUTPUT_BYTES: usize = dsh_llm::DEFAULT_MAX_OUTPUT_BYTES;
 /// Largest accepted `[bash] max_output_bytes`: 8 MiB.
 pub const MAX_BASH_OUTPUT_BYTES: usize = dsh_bash_local::MAX_OUTPUT_BYTES_LIMIT;
+
+/// What a numeric limit of `dsh.toml` bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bounds {
+    /// Memory (bytes held, items buffered).
+    Memory,
+    /// Time (waits, timeouts, retries, steps).
+    Time,
+    /// Recursion (sub-agent nesting).
+    Recursion,
+    /// Concurrency (calls or processes at once).
+    Concurrency,
+}
+
+/// One numeric limit of `dsh.toml`: its key, its default and its hard
+/// ceiling. A value above the ceiling is an error from any file (user,
+/// `--config`, trusted project); a value above the default in an untrusted
+/// project is an unsafe key ([`FileConfig::unsafe_keys`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// The key as written, with `*` for a table name
+    /// (`models.*.context_window`).
+    pub key: &'static str,
+    /// The value that applies when no file sets it.
+    pub default: u64,
+    /// The largest value any configuration may set.
+    pub ceiling: u64,
+    /// What it bounds.
+    pub bounds: Bounds,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// Every numeric limit of `dsh.toml`, in the order of the reference
+/// (`docs/reference/configuration.md`).
+pub const LIMITS: &[Limit] = &[
+    Limit {
+        key: "max_steps",
+        default: 100,
+        ceiling: 10_000,
+        bounds: Bounds::Time,
+    },
+    Limit {
+        key: "max_result_bytes",
+        default: DEFAULT_MAX_RESULT_BYTES as u64,
+        ceiling: 16 * MIB,
+        bounds: Bounds::Memory,
+    },
+    Limit {
+        key: "max_tool_calls",
+        default: DEFAULT_MAX_TOOL_CALLS as u64,
+        ceiling: 4096,
+        bounds: Bounds::Memory,
+    },
+    Limit {
+        key: "max_step_output_bytes",
+        default: DEFAULT_MAX_STEP_OUTPUT_BYTES as u64,
+        ceiling: 256 * MIB,
+        bounds: Bounds::Memory,
+    },
+    Limit {
+        key: "tools.max_parallel",
+        default: DEFAULT_MAX_PARALLEL as u64,
+        ceiling: 100,
+        bounds: Bounds::Concurrency,
+    },
+    Limit {
+        key: "subagents.max_depth",
+        default: crate::subagents::DEFAULT_MAX_DEPTH as u64,
+        ceiling: 8,
+        bounds: Bounds::Recursion,
+    },
+    Limit {
+        key: "deepseek.max_retries",
+        default: DEFAULT_MAX_RETRIES as u64,
+        ceiling: 20,
+        bounds: Bounds::Time,
+    },
+    Limit {
+        key: "deepseek.connect_timeout_ms",
+        default: dsh_llm_deepseek::DEFAULT_CONNECT_TIMEOUT_MS,
+        ceiling: dsh_llm_deepseek::MAX_CONNECT_TIMEOUT_MS,
+        bounds: Bounds::Time,
+    },
+    Limit {
+        key: "deepseek.stream_idle_timeout_ms",
+        default: dsh_llm_deepseek::DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+        ceiling: dsh_llm_deepseek::MAX_STREAM_IDLE_TIMEOUT_MS,
+        bounds: Bounds::Time,
+    },
+    Limit {
+        key: "deepseek.max_event_bytes",
+        default: dsh_llm_deepseek::DEFAULT_MAX_EVENT_BYTES as u64,
+        ceiling: dsh_llm_deepseek::MAX_MAX_EVENT_BYTES as u64,
+        bounds: Bounds::Memory,
+    },
+    Limit {
+        key: "bash.timeout_ms",
+        default: 120_000,
+        ceiling: 86_400_000,
+        bounds: Bounds::Time,
+    },
+    Limit {
+        key: "bash.max_timeout_ms",
+        default: 600_000,
+        ceiling: 86_400_000,
+        bounds: Bounds::Time,
+    },
+    Limit {
+        key: "bash.max_output_bytes",
+        default: 64_000,
+        ceiling: MAX_BASH_OUTPUT_BYTES as u64,
+        bounds: Bounds::Memory,
+    },
+    Limit {
+        key: "models.*.context_window",
+        default: dsh_llm_deepseek::CONTEXT_WINDOW,
+        ceiling: 16 * MIB,
+        bounds: Bounds::Memory,
+    },
+    Limit {
+        key: "mcp.servers.*.timeout_ms",
+        default: 60_000,
+        ceiling: 3_600_000,
+        bounds: Bounds::Time,
+    },
+    Limit {
+        key: "mcp.servers.*.max_message_bytes",
+        default: 16 * MIB,
+        ceiling: 256 * MIB,
+        bounds: Bounds::Memory,
+    },
+    Limit {
+        key: "hooks.*.timeout",
+        default: 60,
+        ceiling: 3_600,
+        bounds: Bounds::Time,
+    },
+];
+
+/// Default of `[deepseek] max_retries`.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+/// The [`LIMITS`] entry for `key` (as written there, with `*`).
+pub fn limit(key: &str) -> Option<&'static Limit> {
+    LIMITS.iter().find(|l| l.key == key)
+}
+
+/// A limit a file sets: the key as written in the file (the table name in
+/// place of `*`), the entry in [`LIMITS`] and the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetLimit {
+    /// The key as written (`models."deepseek-v4-flash".context_window`).
+    pub key: String,
+    /// Its entry in [`LIMITS`].
+    pub limit: &'static Limit,
+    /// The value the file sets.
+    pub value: u64,
+}
 
 /// The parsed `dsh.toml`. Every field is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -88,6 +254,11 @@ pub struct FileConfig {
     /// `[subagents]`: how deep sub-agents may nest.
     #[serde(default)]
     pub subagents: SubagentsSection,
+    /// Which file set each path-valued or secret key (`system_prompt`,
+    /// `session_dir`, `deepseek.api_key`), for messages; filled when a file
+    /// is read, merged by [`FileConfig::overlay`].
+    #[serde(skip)]
+    pub origins: BTreeMap<String, PathBuf>,
 }
 
 /// `[subagents]`
@@ -303,9 +474,11 @@ impl FileConfig {
     /// `hooks`), read local files into the prompt (`system_prompt`), change
     /// where the API key or the conversation goes (`deepseek.base_url`,
     /// `deepseek.api_key`, `session_dir`), hand secrets to commands
-    /// (`bash.env_passthrough`) or loosen confinement (`sandbox`,
-    /// `permission`).
-    pub fn unsafe_keys(&self) -> Vec<&'static str> {
+    /// (`bash.env_passthrough`), loosen confinement (`sandbox`,
+    /// `permission`), or raise a limit on memory, time, recursion or
+    /// concurrency above its default (every [`LIMITS`] key outside `mcp`
+    /// and `hooks`; lowering one is harmless).
+    pub fn unsafe_keys(&self) -> Vec<String> {
         let set = [
             ("mcp", !self.mcp.servers.is_empty()),
             (
@@ -320,13 +493,108 @@ impl FileConfig {
             ("session_dir", self.session_dir.is_some()),
             ("bash.env_passthrough", self.bash.env_passthrough.is_some()),
         ];
-        set.into_iter()
-            .filter_map(|(key, present)| present.then_some(key))
+        let mut keys: Vec<String> = set
+            .into_iter()
+            .filter(|(_, present)| *present)
+            .map(|(key, _)| key.to_string())
+            .collect();
+        keys.extend(self.raised_limits().into_iter().map(|l| l.key));
+        keys
+    }
+
+    /// The limits this file sets above their default, outside `mcp` and
+    /// `hooks` (those sections are unsafe as a whole).
+    pub fn raised_limits(&self) -> Vec<SetLimit> {
+        self.limits()
+            .into_iter()
+            .filter(|l| {
+                l.value > l.limit.default
+                    && !l.limit.key.starts_with("mcp.")
+                    && !l.limit.key.starts_with("hooks.")
+            })
             .collect()
     }
 
-    /// This file without the keys [`FileConfig::unsafe_keys`] names.
+    /// Every limit this file sets, in [`LIMITS`] order (per-table keys in
+    /// table order). `hooks.*.timeout` covers `[[hooks.<Event>]]` only; the
+    /// timeouts of a `hooks.json` are checked when hooks are compiled.
+    pub fn limits(&self) -> Vec<SetLimit> {
+        let mut out = Vec::new();
+        let mut push = |key: String, template: &str, value: Option<u64>| {
+            if let (Some(value), Some(limit)) = (value, limit(template)) {
+                out.push(SetLimit { key, limit, value });
+            }
+        };
+        let us = |v: Option<usize>| v.map(|v| v as u64);
+        for (key, value) in [
+            ("max_steps", self.max_steps.map(u64::from)),
+            ("max_result_bytes", us(self.max_result_bytes)),
+            ("max_tool_calls", us(self.max_tool_calls)),
+            ("max_step_output_bytes", us(self.max_step_output_bytes)),
+            ("tools.max_parallel", us(self.tools.max_parallel)),
+            (
+                "subagents.max_depth",
+                self.subagents.max_depth.map(u64::from),
+            ),
+            (
+                "deepseek.max_retries",
+                self.deepseek.max_retries.map(u64::from),
+            ),
+            (
+                "deepseek.connect_timeout_ms",
+                self.deepseek.connect_timeout_ms,
+            ),
+            (
+                "deepseek.stream_idle_timeout_ms",
+                self.deepseek.stream_idle_timeout_ms,
+            ),
+            (
+                "deepseek.max_event_bytes",
+                us(self.deepseek.max_event_bytes),
+            ),
+            ("bash.timeout_ms", self.bash.timeout_ms),
+            ("bash.max_timeout_ms", self.bash.max_timeout_ms),
+            ("bash.max_output_bytes", us(self.bash.max_output_bytes)),
+        ] {
+            push(key.to_string(), key, value);
+        }
+        for (name, m) in &self.models {
+            push(
+                format!("models.{name:?}.context_window"),
+                "models.*.context_window",
+                m.context_window,
+            );
+        }
+        for (name, spec) in &self.mcp.servers {
+            push(
+                format!("mcp.servers.{name}.timeout_ms"),
+                "mcp.servers.*.timeout_ms",
+                spec.timeout_ms,
+            );
+            push(
+                format!("mcp.servers.{name}.max_message_bytes"),
+                "mcp.servers.*.max_message_bytes",
+                us(spec.max_message_bytes),
+            );
+        }
+        if let Some(section) = &self.hooks {
+            for (event, hook) in section.entries() {
+                push(
+                    format!("hooks.{}.timeout", event.name()),
+                    "hooks.*.timeout",
+                    hook.timeout,
+                );
+            }
+        }
+        out
+    }
+
+    /// This file without the keys [`FileConfig::unsafe_keys`] names (a
+    /// raised limit falls back to what a lower file or the default says).
     pub fn without_unsafe_keys(mut self) -> FileConfig {
+        for raised in self.raised_limits() {
+            self.clear_limit(&raised.key);
+        }
         self.mcp.servers.clear();
         self.hooks = None;
         self.claude_hooks.clear();
@@ -337,7 +605,66 @@ impl FileConfig {
         self.permission = None;
         self.session_dir = None;
         self.bash.env_passthrough = None;
+        for key in ["system_prompt", "session_dir", "deepseek.api_key"] {
+            self.origins.remove(key);
+        }
         self
+    }
+
+    /// Unsets the limit written `key` (as [`SetLimit::key`]).
+    fn clear_limit(&mut self, key: &str) {
+        match key {
+            "max_steps" => self.max_steps = None,
+            "max_result_bytes" => self.max_result_bytes = None,
+            "max_tool_calls" => self.max_tool_calls = None,
+            "max_step_output_bytes" => self.max_step_output_bytes = None,
+            "tools.max_parallel" => self.tools.max_parallel = None,
+            "subagents.max_depth" => self.subagents.max_depth = None,
+            "deepseek.max_retries" => self.deepseek.max_retries = None,
+            "deepseek.connect_timeout_ms" => self.deepseek.connect_timeout_ms = None,
+            "deepseek.stream_idle_timeout_ms" => self.deepseek.stream_idle_timeout_ms = None,
+            "deepseek.max_event_bytes" => self.deepseek.max_event_bytes = None,
+            "bash.timeout_ms" => self.bash.timeout_ms = None,
+            "bash.max_timeout_ms" => self.bash.max_timeout_ms = None,
+            "bash.max_output_bytes" => self.bash.max_output_bytes = None,
+            other => {
+                for (name, m) in &mut self.models {
+                    if other == format!("models.{name:?}.context_window") {
+                        m.context_window = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Makes the relative paths of this file (`system_prompt`,
+    /// `session_dir`, MCP servers' `cwd`) relative to `dir` (the directory
+    /// of the file) and expands a leading `~/` to `home`, and records
+    /// `file` as the origin of `system_prompt`, `session_dir` and
+    /// `deepseek.api_key` when they are set.
+    pub fn anchor_paths(&mut self, file: &Path, home: Option<&Path>) {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let anchor = |p: &mut PathBuf| *p = anchored(p, dir, home);
+        if let Some(p) = &mut self.system_prompt {
+            anchor(p);
+        }
+        if let Some(p) = &mut self.session_dir {
+            anchor(p);
+        }
+        for spec in self.mcp.servers.values_mut() {
+            if let Some(p) = &mut spec.cwd {
+                anchor(p);
+            }
+        }
+        for (key, set) in [
+            ("system_prompt", self.system_prompt.is_some()),
+            ("session_dir", self.session_dir.is_some()),
+            ("deepseek.api_key", self.deepseek.api_key.is_some()),
+        ] {
+            if set {
+                self.origins.insert(key.to_string(), file.to_path_buf());
+            }
+        }
     }
 
     /// `upper` over `self`: every key `upper` sets wins; MCP servers are
@@ -438,8 +765,33 @@ impl FileConfig {
                 }),
                 (u, l) => u.or(l),
             },
+            origins: {
+                let mut all = self.origins;
+                all.extend(upper.origins);
+                all
+            },
         }
     }
+}
+
+/// `path` made absolute against `dir`, a leading `~` (alone or `~/…`)
+/// replaced by `home`; an absolute path is kept.
+pub fn anchored(path: &Path, dir: &Path, home: Option<&Path>) -> PathBuf {
+    if let (Some(home), Ok(rest)) = (home, path.strip_prefix("~")) {
+        return home.join(rest);
+    }
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        dir.join(path)
+    }
+}
+
+/// `$HOME`, when set and absolute.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
 }
 
 /// A configuration error, naming the file and the key when it can.
@@ -508,17 +860,37 @@ pub struct LoadedConfig {
 /// # Errors
 /// An explicit `--config` file that is missing or unreadable; any found
 /// `dsh.toml` that is not a regular file, cannot be read or does not parse
-/// (unknown keys included).
+/// (unknown keys included): the first of [`load_all`]'s errors.
 pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<LoadedConfig, ConfigError> {
+    let (loaded, mut errors) = load_all(explicit, cwd);
+    match errors.is_empty() {
+        true => Ok(loaded),
+        false => Err(errors.remove(0)),
+    }
+}
+
+/// Finds and parses the configuration files, going on past a file that
+/// fails: the files that were read, and the error of each one that could
+/// not be (that file is then missing from the result), user config first.
+pub fn load_all(explicit: Option<&Path>, cwd: &Path) -> (LoadedConfig, Vec<ConfigError>) {
+    let mut errors = Vec::new();
     if let Some(path) = explicit {
-        return Ok(LoadedConfig {
-            base: Some(read(path, ConfigOrigin::Explicit)?),
-            project: None,
-        });
+        let base = read(path, ConfigOrigin::Explicit)
+            .map_err(|e| errors.push(e))
+            .ok();
+        return (
+            LoadedConfig {
+                base,
+                project: None,
+            },
+            errors,
+        );
     }
     let user_path = user_config_path();
     let base = match &user_path {
-        Some(p) if exists(p) || exists(&hooks_json_beside(p)) => Some(read(p, ConfigOrigin::User)?),
+        Some(p) if exists(p) || exists(&hooks_json_beside(p)) => {
+            read(p, ConfigOrigin::User).map_err(|e| errors.push(e)).ok()
+        }
         _ => None,
     };
     let local = cwd.join("dsh.toml");
@@ -526,11 +898,26 @@ pub fn load(explicit: Option<&Path>, cwd: &Path) -> Result<LoadedConfig, ConfigE
         same_file(u, &local) || same_file(&hooks_json_beside(u), &hooks_json_beside(&local))
     });
     let project = if (exists(&local) || exists(&hooks_json_beside(&local))) && !same_as_user {
-        Some(read(&local, ConfigOrigin::Project)?)
+        read(&local, ConfigOrigin::Project)
+            .map_err(|e| errors.push(e))
+            .ok()
     } else {
         None
     };
-    Ok(LoadedConfig { base, project })
+    (LoadedConfig { base, project }, errors)
+}
+
+/// The project config of `dir` (its `dsh.toml` and the `hooks.json` beside
+/// it), as `dsh trust` sees it; `None` when neither file exists.
+///
+/// # Errors
+/// As [`load`], for that directory's files.
+pub fn read_project(dir: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    let path = dir.join("dsh.toml");
+    if !exists(&path) && !exists(&hooks_json_beside(&path)) {
+        return Ok(None);
+    }
+    read(&path, ConfigOrigin::Project).map(Some)
 }
 
 /// Parses a `dsh.toml` text. A top-level `mcp_tool_prefix` is moved into
@@ -611,10 +998,13 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
 
 fn read_toml(path: &Path, origin: ConfigOrigin) -> Result<ConfigFile, ConfigError> {
     let text = read_text(path)?;
-    let file = parse(&text).map_err(|message| ConfigError::Invalid {
+    let mut file = parse(&text).map_err(|message| ConfigError::Invalid {
         path: path.to_path_buf(),
         message,
     })?;
+    // An absolute base, so paths stay valid whatever the working directory.
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    file.anchor_paths(&absolute, home_dir().as_deref());
     Ok(ConfigFile {
         path: path.to_path_buf(),
         origin,

@@ -42,7 +42,7 @@ pub mod tools;
 pub mod trust;
 
 pub use dsh_protocol::SandboxMode;
-pub use settings::{resolve, Resolved, Settings};
+pub use settings::{diagnose, model_problem, resolve, Diagnosis, Resolved, Settings};
 pub use stack::{
     feed_prompt, PreparedSession, Stack, StackOptions, MAIN_AGENT_ID, MODEL_CHANGE_EVENT,
     NEEDS_MODEL, SANDBOX_MODE_EVENT,

@@ -16,7 +16,6 @@ use crate::config::{
 };
 use crate::config::{
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_STEP_OUTPUT_BYTES, DEFAULT_MAX_TOOL_CALLS,
-    MAX_BASH_OUTPUT_BYTES,
 };
 use crate::echo_model::ECHO_MODEL;
 use crate::trust::{Decision, ProjectTrust, TrustStore};
@@ -122,18 +121,50 @@ pub struct Resolved {
 /// Resolves `settings` against the environment and the config file.
 ///
 /// # Errors
-/// [`StackError::Usage`] for an unreadable or invalid config file, an
-/// unknown model, a DeepSeek model without a key, an unreadable system
-/// prompt file or a malformed MCP server entry.
+/// [`StackError::Usage`] for an unreadable or invalid config file (a limit
+/// above its ceiling included), an untrusted project config that must be
+/// refused, an unknown model, a DeepSeek model without a key, an API key
+/// that cannot be sent, an unreadable system prompt file or a malformed MCP
+/// server entry: the first problem [`diagnose`] finds.
 pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
+    let mut diagnosis = diagnose(settings);
+    match diagnosis.problems.is_empty() {
+        true => Ok(diagnosis.resolved),
+        false => Err(diagnosis.problems.remove(0)),
+    }
+}
+
+/// Everything [`diagnose`] found.
+#[derive(Debug)]
+pub struct Diagnosis {
+    /// The resolution, with a fallback wherever there was a problem (a
+    /// config file that fails is left out, an unusable model becomes
+    /// `echo`, an unreadable system prompt none, a bad MCP entry is
+    /// skipped, an undecided project config loses its unsafe keys). For
+    /// reporting only: run nothing from it unless `problems` is empty.
+    pub resolved: Resolved,
+    /// Every problem, in the order found (config files first, user config
+    /// before project); [`resolve`] fails with the first.
+    pub problems: Vec<StackError>,
+}
+
+/// Resolves `settings` like [`resolve`], but goes on past each problem
+/// (with the fallback [`Diagnosis::resolved`] describes) and returns them
+/// all: what `dsh doctor` reports.
+pub fn diagnose(settings: &Settings) -> Diagnosis {
+    let mut problems: Vec<StackError> = Vec::new();
+    let mut problem = |msg: String| problems.push(StackError::Usage(msg));
     let cwd = match &settings.cwd {
         Some(cwd) => cwd.clone(),
-        None => std::env::current_dir().map_err(|e| {
-            StackError::Usage(format!("cannot determine the working directory: {e}"))
-        })?,
+        None => std::env::current_dir().unwrap_or_else(|e| {
+            problem(format!("cannot determine the working directory: {e}"));
+            PathBuf::from(".")
+        }),
     };
-    let loaded = config::load(settings.config.as_deref(), &cwd)
-        .map_err(|e| StackError::Usage(e.to_string()))?;
+    let (loaded, load_errors) = config::load_all(settings.config.as_deref(), &cwd);
+    for e in load_errors {
+        problem(e.to_string());
+    }
     let mut warnings = Vec::new();
     let config_name = loaded
         .project
@@ -141,11 +172,25 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         .or(loaded.base.as_ref())
         .map(|c| c.path.display().to_string())
         .unwrap_or_else(|| "dsh.toml".into());
-    let file = apply_trust(loaded, settings.project_trust, &mut warnings)?;
-    let hooks = compile_hooks(&file, &config_name, &mut warnings)?;
+    let file = apply_trust(loaded, settings.project_trust, &mut warnings, &mut problem);
+    let hooks = compile_hooks(&file, &config_name, &mut warnings, &mut problem);
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let api_key = env("DEEPSEEK_API_KEY").or_else(|| file.deepseek.api_key.clone());
-    let deepseek = api_key.map(|key| {
+    let (mut api_key, key_source) = match env("DEEPSEEK_API_KEY") {
+        Some(key) => (Some(key), "DEEPSEEK_API_KEY (environment)".to_string()),
+        None => (
+            file.deepseek.api_key.clone(),
+            match file.origins.get("deepseek.api_key") {
+                Some(path) => format!("[deepseek] api_key in {}", path.display()),
+                None => "[deepseek] api_key".to_string(),
+            },
+        ),
+    };
+    if let Some(Err(why)) = api_key.as_deref().map(dsh_llm_deepseek::check_api_key) {
+        // The key itself is never quoted: it is a secret.
+        problem(format!("invalid config: {key_source} {why}"));
+        api_key = None;
+    }
+    let deepseek = api_key.and_then(|key| {
         let mut cfg = dsh_llm_deepseek::DeepSeekConfig {
             api_key: Some(key),
             base_url: env("DEEPSEEK_BASE_URL").or_else(|| file.deepseek.base_url.clone()),
@@ -173,14 +218,16 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         if let Some(v) = file.deepseek.max_event_bytes {
             cfg.max_event_bytes = v;
         }
-        cfg.validate().map_err(|e| {
-            // The file's values were checked already; what is left came
-            // from the environment.
-            StackError::Usage(format!("DEEPSEEK_BASE_URL (environment): {e}"))
-        })?;
-        Ok::<_, StackError>(cfg)
+        match cfg.validate() {
+            Ok(()) => Some(cfg),
+            Err(e) => {
+                // The file's values were checked already; what is left came
+                // from the environment.
+                problem(format!("DEEPSEEK_BASE_URL (environment): {e}"));
+                None
+            }
+        }
     });
-    let deepseek = deepseek.transpose()?;
     let mut models = vec![ECHO_MODEL.to_string()];
     if let Some(cfg) = &deepseek {
         models.extend(cfg.models.iter().cloned());
@@ -192,25 +239,21 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             .to_string(),
         None => ECHO_MODEL.to_string(),
     };
-    let model = settings
+    let mut model = settings
         .model
         .clone()
         .or_else(|| env("DSH_MODEL"))
         .or_else(|| file.model.clone())
         .unwrap_or(default_model);
     if !models.contains(&model) {
-        let hint = if deepseek.is_none()
-            && (dsh_llm_deepseek::DEFAULT_MODELS.contains(&model.as_str())
-                || file.deepseek.models.contains(&model))
-        {
-            " (DeepSeek models need an API key: set DEEPSEEK_API_KEY or [deepseek] api_key in dsh.toml)"
-        } else {
-            ""
-        };
-        return Err(StackError::Usage(format!(
-            "unknown model \"{model}\"{hint}; available models: {}",
-            models.join(", ")
-        )));
+        let deepseek_model = dsh_llm_deepseek::DEFAULT_MODELS.contains(&model.as_str())
+            || file.deepseek.models.contains(&model);
+        problem(model_problem(
+            &model,
+            &models,
+            deepseek.is_none() && deepseek_model,
+        ));
+        model = ECHO_MODEL.to_string();
     }
     let session_dir = settings
         .session_dir
@@ -218,25 +261,33 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         .or_else(|| file.session_dir.clone())
         .unwrap_or_else(config::default_session_dir);
     // Absolute, so the paths recorded in the log (spill files) stay valid
-    // from any directory.
+    // from any directory. (A file's relative session_dir is already
+    // relative to that file.)
     let session_dir = if session_dir.is_relative() {
         cwd.join(session_dir)
     } else {
         session_dir
     };
-    let prompt_file = settings
-        .system_prompt
-        .clone()
-        .or_else(|| file.system_prompt.clone());
-    let system_prompt = match prompt_file {
-        Some(p) => Some(std::fs::read_to_string(&p).map_err(|e| {
-            StackError::Usage(format!(
-                "cannot read system prompt file {}: {e}",
-                p.display()
-            ))
-        })?),
-        None => None,
+    let prompt_file = match &settings.system_prompt {
+        Some(p) => Some((p.clone(), "--system-prompt".to_string())),
+        None => file.system_prompt.clone().map(|p| {
+            let from = match file.origins.get("system_prompt") {
+                Some(f) => format!("system_prompt in {}", f.display()),
+                None => "system_prompt".to_string(),
+            };
+            (p, from)
+        }),
     };
+    let system_prompt = prompt_file.and_then(|(p, from)| match std::fs::read_to_string(&p) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            problem(format!(
+                "cannot read system prompt file {} ({from}): {e}",
+                p.display()
+            ));
+            None
+        }
+    });
     let mcp_tool_prefix = file
         .mcp
         .mcp_tool_prefix
@@ -244,16 +295,19 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         .unwrap_or_else(|| dsh_mcp::DEFAULT_TOOL_PREFIX.to_string());
     let mut mcp: Vec<dsh_mcp::McpServerConfig> = Vec::new();
     for (name, spec) in &file.mcp.servers {
-        let cfg = spec
-            .clone()
-            .into_config(name)
-            .map_err(|e| StackError::Usage(format!("{config_name}: {e}")))?;
-        mcp.push(cfg.tool_prefix(mcp_tool_prefix.clone()));
+        match spec.clone().into_config(name) {
+            Ok(cfg) => mcp.push(cfg.tool_prefix(mcp_tool_prefix.clone())),
+            Err(e) => problem(format!("{config_name}: {e}")),
+        }
     }
     for flag in &settings.mcp {
-        let cfg = dsh_mcp::parse_mcp_flag(flag).map_err(|e| StackError::Usage(e.to_string()))?;
-        mcp.retain(|c| c.name != cfg.name);
-        mcp.push(cfg.tool_prefix(mcp_tool_prefix.clone()));
+        match dsh_mcp::parse_mcp_flag(flag) {
+            Ok(cfg) => {
+                mcp.retain(|c| c.name != cfg.name);
+                mcp.push(cfg.tool_prefix(mcp_tool_prefix.clone()));
+            }
+            Err(e) => problem(e.to_string()),
+        }
     }
     let mut bash = LocalBashConfig {
         cwd: Some(cwd.clone()),
@@ -275,17 +329,20 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         bash.env_passthrough = v;
     }
     let file_permission = file.permission.clone().unwrap_or_default();
+    let default_permission = || match file_permission.mode {
+        Some(mode) => (mode, config_name.clone()),
+        None => (SandboxMode::default(), "default".to_string()),
+    };
     let (permission, permission_source) = match (settings.permission, env("DSH_PERMISSION")) {
         (Some(mode), _) => (mode, "--permission".to_string()),
-        (None, Some(text)) => (
-            text.parse::<SandboxMode>()
-                .map_err(|e| StackError::Usage(format!("DSH_PERMISSION (environment): {e}")))?,
-            "DSH_PERMISSION".to_string(),
-        ),
-        (None, None) => match file_permission.mode {
-            Some(mode) => (mode, config_name.clone()),
-            None => (SandboxMode::default(), "default".to_string()),
+        (None, Some(text)) => match text.parse::<SandboxMode>() {
+            Ok(mode) => (mode, "DSH_PERMISSION".to_string()),
+            Err(e) => {
+                problem(format!("DSH_PERMISSION (environment): {e}"));
+                default_permission()
+            }
         },
+        (None, None) => default_permission(),
     };
     bash.sandbox = permission;
     if let Some(network) = file.sandbox.as_ref().and_then(|s| s.network) {
@@ -304,19 +361,35 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
         compaction.retain = r;
     }
     if compaction.retain >= compaction.threshold {
-        return Err(StackError::Usage(format!(
+        problem(format!(
             "invalid config: [compaction] retain ({}) must be below threshold ({})",
             compaction.retain, compaction.threshold
-        )));
+        ));
+        compaction = dsh_compaction::CompactionConfig::for_window(context_window);
     }
-    Ok(Resolved {
+    let mut tools = |names: &Vec<String>, source: &str| match checked_tools(names, source) {
+        Ok(()) => Some(names.clone()),
+        Err(e) => {
+            problem(e);
+            None
+        }
+    };
+    let tools = match (&settings.tools, &file.tools.enabled) {
+        (Some(names), _) => tools(names, "--tools"),
+        (None, Some(names)) => tools(names, &config_name),
+        (None, None) => None,
+    };
+    let resolved = Resolved {
         compaction,
         permission,
         permission_source,
         approval: file_permission.approval.unwrap_or_default(),
         model,
         deepseek,
-        max_retries: file.deepseek.max_retries.unwrap_or(3),
+        max_retries: file
+            .deepseek
+            .max_retries
+            .unwrap_or(config::DEFAULT_MAX_RETRIES),
         session_dir,
         system_prompt,
         cwd,
@@ -335,11 +408,7 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             .tools
             .max_parallel
             .unwrap_or(crate::config::DEFAULT_MAX_PARALLEL),
-        tools: match (&settings.tools, &file.tools.enabled) {
-            (Some(names), _) => Some(checked_tools(names.clone(), "--tools")?),
-            (None, Some(names)) => Some(checked_tools(names.clone(), &config_name)?),
-            (None, None) => None,
-        },
+        tools,
         hooks,
         todo_allow_parallel_in_progress: file.todo.allow_parallel_in_progress.unwrap_or(false),
         subagent_max_depth: file
@@ -347,182 +416,214 @@ pub fn resolve(settings: &Settings) -> Result<Resolved, StackError> {
             .max_depth
             .unwrap_or(crate::subagents::DEFAULT_MAX_DEPTH),
         warnings,
-    })
+    };
+    Diagnosis { resolved, problems }
 }
 
-/// `names` when every one is a built-in tool.
-/// Largest accepted `[tools] max_parallel`.
-const MAX_PARALLEL_LIMIT: usize = 100;
+/// The message for a model no adapter serves. `needs_key`: it is a DeepSeek
+/// model and no usable key is configured, which is what the user has to
+/// fix (not a typo in the name).
+pub fn model_problem(model: &str, available: &[String], needs_key: bool) -> String {
+    if needs_key {
+        format!(
+            "model \"{model}\" needs an API key (DEEPSEEK_API_KEY or api_key): set DEEPSEEK_API_KEY in the environment or api_key under [deepseek] in dsh.toml; without a key only the offline echo model is available"
+        )
+    } else {
+        format!(
+            "unknown model \"{model}\"; available models: {}",
+            available.join(", ")
+        )
+    }
+}
 
-fn checked_tools(names: Vec<String>, source: &str) -> Result<Vec<String>, StackError> {
+/// Fails when a name in `names` is not a built-in tool.
+fn checked_tools(names: &[String], source: &str) -> Result<(), String> {
     let known = crate::tools::BUILTIN_TOOLS;
     if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
-        return Err(StackError::Usage(format!(
+        return Err(format!(
             "{source}: unknown tool \"{bad}\" in tools; known tools: {}",
             known.join(", ")
-        )));
+        ));
     }
-    Ok(names)
+    Ok(())
 }
 
 /// The configuration that applies: the trusted base file, then the project
-/// file (whole when trusted, else only its harmless keys).
+/// file (whole when trusted, else only its harmless keys). A file with a
+/// bad value is reported and left out.
 fn apply_trust(
     loaded: LoadedConfig,
     policy: ProjectTrust,
     warnings: &mut Vec<String>,
-) -> Result<FileConfig, StackError> {
+    problem: &mut dyn FnMut(String),
+) -> FileConfig {
     let mut file = FileConfig::default();
     if let Some(base) = loaded.base {
-        check_values(&base)?;
-        file = base.file;
+        let bad = check_values(&base);
+        let ok = bad.is_empty();
+        bad.into_iter().for_each(&mut *problem);
+        if ok {
+            file = base.file;
+        }
     }
     if let Some(project) = loaded.project {
-        check_values(&project)?;
-        file = file.overlay(trusted_part(project, policy, warnings)?);
+        let bad = check_values(&project);
+        let ok = bad.is_empty();
+        bad.into_iter().for_each(&mut *problem);
+        if ok {
+            file = file.overlay(trusted_part(project, policy, warnings, problem));
+        }
     }
-    Ok(file)
+    file
 }
 
 fn trusted_part(
     project: ConfigFile,
     policy: ProjectTrust,
     warnings: &mut Vec<String>,
-) -> Result<FileConfig, StackError> {
+    problem: &mut dyn FnMut(String),
+) -> FileConfig {
     debug_assert_eq!(project.origin, ConfigOrigin::Project);
     let unsafe_keys = project.file.unsafe_keys();
     if unsafe_keys.is_empty() || policy == ProjectTrust::Trust {
-        return Ok(project.file);
+        return project.file;
     }
-    let store = TrustStore::open().map_err(|e| StackError::Usage(e.to_string()))?;
-    let decision = store.decision(&project.path, &project.text);
+    let (decision, changes) = match TrustStore::open() {
+        Ok(store) => (store.decision(&project), store.changes(&project)),
+        Err(e) => {
+            problem(e.to_string());
+            return project.file.without_unsafe_keys();
+        }
+    };
     let path = project.path.display();
     let keys = unsafe_keys.join(", ");
     match (decision, policy) {
-        (Decision::Trusted, _) => Ok(project.file),
-        (Decision::Unknown { changed }, ProjectTrust::Refuse) => Err(StackError::Usage(format!(
-            "the project config {path} is not trusted{}: it sets {keys}, which can run commands and change where your key is sent; review it, then run `dsh trust` (or pass --trust-project for this run)",
-            if changed { " (it changed since you decided)" } else { "" }
-        ))),
+        (Decision::Trusted, _) => project.file,
+        (Decision::Unknown { changed }, ProjectTrust::Refuse) => {
+            let what = if changed {
+                let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
+                format!(" (it changed since you decided: {})", list.join("; "))
+            } else {
+                String::new()
+            };
+            problem(format!(
+                "the project config {path} is not trusted{what}: it sets {keys}, which can run commands, change where your key is sent or lift limits; review it, then run `dsh trust` (or pass --trust-project for this run)"
+            ));
+            project.file.without_unsafe_keys()
+        }
         _ => {
             warnings.push(format!(
                 "ignoring {keys} from the untrusted project config {path} (trust it with `dsh trust`)"
             ));
-            Ok(project.file.without_unsafe_keys())
+            project.file.without_unsafe_keys()
         }
     }
 }
 
 /// The hooks `file` configures: its `[hooks]` section (per-file errors
 /// were reported by [`check_values`]), then each `hooks.json`; what a
-/// `hooks.json` holds that dsh does not run becomes a warning.
+/// `hooks.json` holds that dsh does not run becomes a warning, a
+/// `hooks.json` timeout above its ceiling a problem (that file's hooks are
+/// left out).
 fn compile_hooks(
     file: &FileConfig,
     config_name: &str,
     warnings: &mut Vec<String>,
-) -> Result<dsh_hooks::HookSet, StackError> {
+    problem: &mut dyn FnMut(String),
+) -> dsh_hooks::HookSet {
     let mut set = match &file.hooks {
-        Some(section) => dsh_hooks::HookSet::from_section(section, config_name)
-            .map_err(|e| StackError::Usage(format!("invalid hooks: {e}")))?,
+        Some(section) => match dsh_hooks::HookSet::from_section(section, config_name) {
+            Ok(set) => set,
+            Err(e) => {
+                problem(format!("invalid hooks: {e}"));
+                dsh_hooks::HookSet::new()
+            }
+        },
         None => dsh_hooks::HookSet::new(),
     };
+    let ceiling = config::limit("hooks.*.timeout").map_or(u64::MAX, |l| l.ceiling);
     for json in &file.claude_hooks {
-        let (more, skipped) =
-            dsh_hooks::HookSet::from_claude_json(&json.text, &json.path.display().to_string())
-                .map_err(|e| StackError::Usage(format!("invalid hooks file {e}")))?;
-        warnings.extend(skipped);
-        set.extend(more);
+        let source = json.path.display().to_string();
+        match dsh_hooks::HookSet::from_claude_json(&json.text, &source) {
+            Ok((more, skipped)) => {
+                if let Some(h) = more.iter().find(|h| h.timeout.as_secs() > ceiling) {
+                    problem(format!(
+                        "invalid hooks file {source}: a {} hook's timeout ({} s) is above its ceiling of {ceiling} s",
+                        h.event.name(),
+                        h.timeout.as_secs()
+                    ));
+                    continue;
+                }
+                warnings.extend(skipped);
+                set.extend(more);
+            }
+            Err(e) => problem(format!("invalid hooks file {e}")),
+        }
     }
-    Ok(set)
+    set
 }
 
-/// Values a file may not hold, named with the file.
-fn check_values(cfg: &ConfigFile) -> Result<(), StackError> {
+/// Values a file may not hold, each named with the file: every problem,
+/// in key order.
+fn check_values(cfg: &ConfigFile) -> Vec<String> {
     let f = &cfg.file;
-    let bad = |msg: String| {
-        Err(StackError::Usage(format!(
-            "invalid config file {}: {msg}",
-            cfg.path.display()
-        )))
-    };
+    let mut problems = Vec::new();
+    let mut bad =
+        |msg: String| problems.push(format!("invalid config file {}: {msg}", cfg.path.display()));
     if let Some(section) = &f.hooks {
         if let Err(e) = dsh_hooks::HookSet::from_section(section, "[hooks]") {
-            return bad(e);
+            bad(e);
         }
     }
     if let Some(t) = f.compaction.threshold {
         if !(t > 0.0 && t <= 1.0) {
-            return bad(format!(
+            bad(format!(
                 "[compaction] threshold = {t} must be above 0 and at most 1"
             ));
         }
     }
     if let Some(r) = f.compaction.retain {
         if !(0.0..1.0).contains(&r) {
-            return bad(format!(
+            bad(format!(
                 "[compaction] retain = {r} must be at least 0 and below 1"
             ));
         }
     }
-    for (name, m) in &f.models {
-        if m.context_window == Some(0) {
-            return bad(format!(
-                "[models.{name:?}] context_window must be at least 1"
+    // Every limit: at least 1 where 0 means nothing works, and never
+    // above its ceiling, whoever set it.
+    for set in f.limits() {
+        // 0 forbids sub-agents / retries; a zero hook timeout is refused
+        // by the [hooks] check above.
+        let may_be_zero = matches!(
+            set.limit.key,
+            "subagents.max_depth" | "deepseek.max_retries" | "hooks.*.timeout"
+        );
+        if set.value == 0 && !may_be_zero {
+            bad(format!("{} must be at least 1", set.key));
+        } else if set.value > set.limit.ceiling {
+            bad(format!(
+                "{} = {} is above its ceiling of {} (the most any configuration may set; the default is {})",
+                set.key, set.value, set.limit.ceiling, set.limit.default
             ));
         }
-    }
-    if f.max_steps == Some(0) {
-        return bad("max_steps must be at least 1".into());
-    }
-    for (key, v) in [
-        ("max_result_bytes", f.max_result_bytes),
-        ("max_tool_calls", f.max_tool_calls),
-        ("max_step_output_bytes", f.max_step_output_bytes),
-    ] {
-        if v == Some(0) {
-            return bad(format!("{key} must be at least 1"));
-        }
-    }
-    if let Some(n) = f.tools.max_parallel {
-        if !(1..=MAX_PARALLEL_LIMIT).contains(&n) {
-            return bad(format!(
-                "[tools] max_parallel = {n} must be between 1 and {MAX_PARALLEL_LIMIT}"
-            ));
-        }
-    }
-    match f.bash.max_output_bytes {
-        Some(0) => return bad("[bash] max_output_bytes must be at least 1".into()),
-        Some(n) if n > MAX_BASH_OUTPUT_BYTES => {
-            return bad(format!(
-                "[bash] max_output_bytes = {n} is above the limit of {MAX_BASH_OUTPUT_BYTES} bytes (8 MiB)"
-            ))
-        }
-        _ => {}
-    }
-    if f.bash.timeout_ms == Some(0) || f.bash.max_timeout_ms == Some(0) {
-        return bad("[bash] timeouts must be at least 1 ms".into());
     }
     // The [deepseek] values are checked even without an API key, so a typo
     // shows up before the key is added.
     let defaults = dsh_llm_deepseek::DeepSeekConfig::default();
     let deepseek = dsh_llm_deepseek::DeepSeekConfig {
         base_url: f.deepseek.base_url.clone(),
-        connect_timeout_ms: f
-            .deepseek
-            .connect_timeout_ms
-            .unwrap_or(defaults.connect_timeout_ms),
-        stream_idle_timeout_ms: f
-            .deepseek
-            .stream_idle_timeout_ms
-            .unwrap_or(defaults.stream_idle_timeout_ms),
-        max_event_bytes: f
-            .deepseek
-            .max_event_bytes
-            .unwrap_or(defaults.max_event_bytes),
         ..defaults
     };
     if let Err(e) = deepseek.validate() {
-        return bad(e);
+        bad(e);
     }
-    Ok(())
+    if let Some(Err(why)) = f
+        .deepseek
+        .api_key
+        .as_deref()
+        .map(dsh_llm_deepseek::check_api_key)
+    {
+        bad(format!("[deepseek] api_key {why}"));
+    }
+    problems
 }

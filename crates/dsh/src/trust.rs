@@ -2,24 +2,36 @@
 //! or refused, recorded in `$XDG_CONFIG_HOME/dsh/trusted.toml`.
 //!
 //! A decision is keyed by the config's canonical path **and** the SHA-256
-//! of its contents: a trusted file that changes (a `git pull`) is untrusted
-//! again until the user looks at it. The record file is written atomically
-//! (a private temporary file renamed over it) with mode 0600:
+//! of its contents (`dsh.toml` and the `hooks.json` beside it), and records
+//! the SHA-256 of every project file the config runs ([`project_files`]:
+//! hook scripts, MCP server programs and scripts inside the project). A
+//! trusted config that changes, or whose scripts change, appear or vanish
+//! (a `git pull`), is undecided again until the user looks at it;
+//! [`TrustStore::changes`] says what changed. The record file is written
+//! atomically (a private temporary file renamed over it) with mode 0600:
 //!
 //! ```toml
 //! [[project]]
 //! path = "/home/me/src/app/dsh.toml"
 //! sha256 = "9f86d081884c7d65…"
 //! trusted = true
+//!
+//! [project.files]
+//! "/home/me/src/app/hooks/check.sh" = "2c26b46b68ffc68f…"
 //! ```
+//!
+//! A record without `files` (written by an earlier dsh) vouches for the
+//! config only: it still counts for a config that runs no project file,
+//! and leaves one that does undecided (docs/decisions/0002).
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{self, ConfigError, FileConfig};
+use crate::config::{self, ConfigError, ConfigFile, FileConfig};
 
 /// What the user decided about one project config, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +76,54 @@ struct TrustEntry {
     path: PathBuf,
     sha256: String,
     trusted: bool,
+    /// Project file → SHA-256 of its contents; `None` in records of
+    /// earlier releases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    files: Option<BTreeMap<PathBuf, String>>,
+}
+
+/// A project file a config runs, as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectFile {
+    /// Its absolute path (inside the project directory).
+    pub path: PathBuf,
+    /// The SHA-256 of its contents, lower-case hex.
+    pub sha256: String,
+    /// What runs it (`hook on Stop`, `mcp server "files"`).
+    pub used_by: String,
+}
+
+/// One difference between a recorded decision and the project now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// `dsh.toml` (or the `hooks.json` beside it) changed.
+    Config(PathBuf),
+    /// A file the config runs changed.
+    Modified(PathBuf),
+    /// A file the config ran is gone.
+    Removed(PathBuf),
+    /// The config now runs a project file it did not run (or that did not
+    /// exist) when the decision was made.
+    Added(PathBuf),
+    /// The decision was recorded by an earlier dsh, which did not look at
+    /// the files a config runs; the config runs this one.
+    Unchecked(PathBuf),
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Config(p) => write!(f, "{} changed", p.display()),
+            Change::Modified(p) => write!(f, "{} changed", p.display()),
+            Change::Removed(p) => write!(f, "{} was removed", p.display()),
+            Change::Added(p) => write!(f, "{} was added (now run by the config)", p.display()),
+            Change::Unchecked(p) => write!(
+                f,
+                "{} is run by the config but was not checked when you decided (a decision recorded by an earlier dsh)",
+                p.display()
+            ),
+        }
+    }
 }
 
 /// The recorded decisions (`trusted.toml`).
@@ -110,37 +170,91 @@ impl TrustStore {
         &self.path
     }
 
-    /// The decision recorded for the config at `path` with contents `text`.
-    pub fn decision(&self, path: &Path, text: &str) -> Decision {
-        let key = canonical(path);
-        let hash = content_hash(text);
-        match self.file.projects.iter().find(|e| e.path == key) {
-            Some(e) if e.sha256 == hash => {
-                if e.trusted {
-                    Decision::Trusted
-                } else {
-                    Decision::Refused
-                }
-            }
-            Some(_) => Decision::Unknown { changed: true },
-            None => Decision::Unknown { changed: false },
+    /// The decision recorded for the project config `cfg` as it is now:
+    /// [`Decision::Trusted`] only when its text and every project file it
+    /// runs ([`project_files`]) are as recorded; [`Decision::Refused`] when
+    /// its text is as refused (its files do not matter: a refused config
+    /// runs nothing).
+    pub fn decision(&self, cfg: &ConfigFile) -> Decision {
+        let Some(entry) = self.entry(&cfg.path) else {
+            return Decision::Unknown { changed: false };
+        };
+        if entry.sha256 != content_hash(&cfg.text) {
+            return Decision::Unknown { changed: true };
+        }
+        if !entry.trusted {
+            return Decision::Refused;
+        }
+        let now = file_map(&project_files(cfg));
+        let same = match &entry.files {
+            Some(recorded) => *recorded == now,
+            None => now.is_empty(),
+        };
+        if same {
+            Decision::Trusted
+        } else {
+            Decision::Unknown { changed: true }
         }
     }
 
-    /// Records `trusted` for the config at `path` with contents `text`
-    /// (replacing any earlier decision about that path) and saves the file.
+    /// What differs between the decision recorded for `cfg` and `cfg` as it
+    /// is now, config first, then files by path; empty when nothing was
+    /// recorded or nothing changed. Paths are shown relative to the
+    /// project directory.
+    pub fn changes(&self, cfg: &ConfigFile) -> Vec<Change> {
+        let Some(entry) = self.entry(&cfg.path) else {
+            return Vec::new();
+        };
+        let dir = project_dir(cfg);
+        let show = |p: &Path| p.strip_prefix(&dir).unwrap_or(p).to_path_buf();
+        let mut out = Vec::new();
+        if entry.sha256 != content_hash(&cfg.text) {
+            let name = cfg
+                .path
+                .file_name()
+                .map_or_else(|| cfg.path.clone(), PathBuf::from);
+            out.push(Change::Config(name));
+        }
+        let now = file_map(&project_files(cfg));
+        match &entry.files {
+            None => out.extend(now.keys().map(|p| Change::Unchecked(show(p)))),
+            Some(recorded) => {
+                for (path, hash) in recorded {
+                    match now.get(path) {
+                        None => out.push(Change::Removed(show(path))),
+                        Some(h) if h != hash => out.push(Change::Modified(show(path))),
+                        Some(_) => {}
+                    }
+                }
+                for path in now.keys().filter(|p| !recorded.contains_key(*p)) {
+                    out.push(Change::Added(show(path)));
+                }
+            }
+        }
+        out
+    }
+
+    /// Records `trusted` for the project config `cfg` as it is now (its
+    /// text and the hash of every project file it runs), replacing any
+    /// earlier decision about that path, and saves the file.
     ///
     /// # Errors
     /// The record file cannot be written (the message names it).
-    pub fn record(&mut self, path: &Path, text: &str, trusted: bool) -> Result<(), String> {
-        let key = canonical(path);
+    pub fn record(&mut self, cfg: &ConfigFile, trusted: bool) -> Result<(), String> {
+        let key = canonical(&cfg.path);
         self.file.projects.retain(|e| e.path != key);
         self.file.projects.push(TrustEntry {
             path: key,
-            sha256: content_hash(text),
+            sha256: content_hash(&cfg.text),
             trusted,
+            files: Some(file_map(&project_files(cfg))),
         });
         self.save()
+    }
+
+    fn entry(&self, path: &Path) -> Option<&TrustEntry> {
+        let key = canonical(path);
+        self.file.projects.iter().find(|e| e.path == key)
     }
 
     /// Forgets the decision about `path`; whether there was one.
@@ -225,6 +339,12 @@ pub fn describe_unsafe(file: &FileConfig) -> Vec<String> {
             ));
         }
     }
+    for raised in file.raised_limits() {
+        lines.push(format!(
+            "{} = {} raises a limit above its default of {}",
+            raised.key, raised.value, raised.limit.default
+        ));
+    }
     for json in &file.claude_hooks {
         lines.push(format!(
             "{}: Claude Code hooks (commands run on agent events)",
@@ -265,6 +385,204 @@ pub fn describe_unsafe(file: &FileConfig) -> Vec<String> {
     lines
 }
 
+/// What [`describe_unsafe`] says, then one line per project file the
+/// config runs with its hash (`runs the project file hooks/x.sh (sha256
+/// 2c26b46b…)`): what a person trusting `cfg` vouches for.
+pub fn describe(cfg: &ConfigFile) -> Vec<String> {
+    let mut lines = describe_unsafe(&cfg.file);
+    let dir = project_dir(cfg);
+    for f in project_files(cfg) {
+        let shown = f.path.strip_prefix(&dir).unwrap_or(&f.path);
+        lines.push(format!(
+            "{}: runs the project file {:?} (sha256 {})",
+            f.used_by,
+            shown.display().to_string(),
+            f.sha256.get(..16).unwrap_or(&f.sha256)
+        ));
+    }
+    lines
+}
+
+/// The project files `cfg` would run, by path, each once: every word of a
+/// hook command (`[[hooks.<Event>]]` and `hooks.json`) and of an MCP
+/// server's `command` and `args` that names an existing regular file inside
+/// the project directory (the directory of `cfg.path`; an MCP server's
+/// words are taken relative to its `cwd`). `./hooks/x.sh`, `hooks/x.sh`,
+/// `bash hooks/x.sh`, `"$CLAUDE_PROJECT_DIR"/hooks/x.sh` and `python3
+/// server.py` all count; a program found on `PATH` does not. Words are
+/// split like a shell does, without expansion besides
+/// `$CLAUDE_PROJECT_DIR` / `$DSH_PROJECT_DIR`; what a script itself runs is
+/// not followed.
+pub fn project_files(cfg: &ConfigFile) -> Vec<ProjectFile> {
+    let dir = project_dir(cfg);
+    let mut found: BTreeMap<PathBuf, ProjectFile> = BTreeMap::new();
+    let mut scan = |command: &str, base: &Path, used_by: String| {
+        for word in shell_words(command, &dir) {
+            let path = config::anchored(Path::new(&word), base, None);
+            let path = lexical_normal(&path);
+            if !path.starts_with(&dir) || found.contains_key(&path) {
+                continue;
+            }
+            if let Some(sha256) = file_hash(&path) {
+                found.insert(
+                    path.clone(),
+                    ProjectFile {
+                        path,
+                        sha256,
+                        used_by: used_by.clone(),
+                    },
+                );
+            }
+        }
+    };
+    if let Some(section) = &cfg.file.hooks {
+        for (event, hook) in section.entries() {
+            scan(&hook.command, &dir, format!("hook on {}", event.name()));
+        }
+    }
+    for json in &cfg.file.claude_hooks {
+        // An invalid file is reported when the configuration resolves.
+        if let Ok((set, _)) = dsh_hooks::HookSet::from_claude_json(&json.text, "hooks.json") {
+            for hook in set.iter() {
+                scan(
+                    &hook.command,
+                    &dir,
+                    format!("hooks.json hook on {}", hook.event.name()),
+                );
+            }
+        }
+    }
+    for (name, spec) in &cfg.file.mcp.servers {
+        let base = match &spec.cwd {
+            Some(cwd) => std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.clone()),
+            None => dir.clone(),
+        };
+        let mut words: Vec<String> = spec.command.iter().cloned().collect();
+        words.extend(spec.args.iter().cloned());
+        for word in words {
+            // Each word as it is: no shell reads `command` or `args`.
+            let path = lexical_normal(&config::anchored(Path::new(&word), &base, None));
+            if !path.starts_with(&dir) || found.contains_key(&path) {
+                continue;
+            }
+            if let Some(sha256) = file_hash(&path) {
+                found.insert(
+                    path.clone(),
+                    ProjectFile {
+                        path,
+                        sha256,
+                        used_by: format!("mcp server {name:?}"),
+                    },
+                );
+            }
+        }
+    }
+    found.into_values().collect()
+}
+
+/// The absolute, canonical directory of a project config.
+fn project_dir(cfg: &ConfigFile) -> PathBuf {
+    let dir = cfg.path.parent().unwrap_or(Path::new("."));
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+fn file_map(files: &[ProjectFile]) -> BTreeMap<PathBuf, String> {
+    files
+        .iter()
+        .map(|f| (f.path.clone(), f.sha256.clone()))
+        .collect()
+}
+
+/// The SHA-256 of the regular file at `path` (through symlinks), or `None`
+/// when there is none or it cannot be read. Streamed in 64 KiB pieces.
+fn file_hash(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut hasher = Sha256::new();
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match std::io::Read::read(&mut file, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(buf.get(..n)?),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(
+        hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
+}
+
+/// `path` without `.` and with `..` applied, textually (so a symlinked
+/// project directory keeps its spelling).
+fn lexical_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The words of a shell command, split at blanks and at the operators `;
+/// & | < > ( )`, quotes removed, `$CLAUDE_PROJECT_DIR` / `$DSH_PROJECT_DIR`
+/// (bare or braced) replaced by `project`. Not a shell parser: good enough
+/// to find the file names a command mentions.
+fn shell_words(command: &str, project: &Path) -> Vec<String> {
+    let project = project.display().to_string();
+    let mut text = command.to_string();
+    for var in ["CLAUDE_PROJECT_DIR", "DSH_PROJECT_DIR"] {
+        text = text
+            .replace(&format!("${{{var}}}"), &project)
+            .replace(&format!("${var}"), &project);
+    }
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '\\') => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            (None, c) if c.is_whitespace() || ";&|<>()".contains(c) => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
 /// The SHA-256 of `text`, lower-case hex.
 pub fn content_hash(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
@@ -279,39 +597,103 @@ fn canonical(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    fn project(dir: &Path, text: &str) -> ConfigFile {
+        std::fs::write(dir.join("dsh.toml"), text).unwrap();
+        config::read_project(dir).unwrap().unwrap()
+    }
+
     #[test]
     fn decisions_are_keyed_by_path_and_contents() {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = dir.path().join("dsh.toml");
-        std::fs::write(&cfg, "model = \"echo\"\n").unwrap();
+        let cfg = project(dir.path(), "model = \"echo\"\n");
         let record = dir.path().join("conf/trusted.toml");
         let mut store = TrustStore::open_at(record.clone()).unwrap();
-        assert_eq!(
-            store.decision(&cfg, "model = \"echo\"\n"),
-            Decision::Unknown { changed: false }
-        );
-        store.record(&cfg, "model = \"echo\"\n", true).unwrap();
+        assert_eq!(store.decision(&cfg), Decision::Unknown { changed: false });
+        store.record(&cfg, true).unwrap();
         let store = TrustStore::open_at(record.clone()).unwrap();
+        assert_eq!(store.decision(&cfg), Decision::Trusted);
+        assert!(store.changes(&cfg).is_empty());
+        let other = project(dir.path(), "model = \"other\"\n");
+        assert_eq!(store.decision(&other), Decision::Unknown { changed: true });
         assert_eq!(
-            store.decision(&cfg, "model = \"echo\"\n"),
-            Decision::Trusted
-        );
-        assert_eq!(
-            store.decision(&cfg, "model = \"other\"\n"),
-            Decision::Unknown { changed: true }
+            store.changes(&other),
+            [Change::Config(PathBuf::from("dsh.toml"))]
         );
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&record).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let mut store = TrustStore::open_at(record.clone()).unwrap();
-        store.record(&cfg, "model = \"echo\"\n", false).unwrap();
+        store.record(&cfg, false).unwrap();
         assert_eq!(store.entries().len(), 1, "one decision per path");
-        assert_eq!(
-            store.decision(&cfg, "model = \"echo\"\n"),
-            Decision::Refused
+        assert_eq!(store.decision(&cfg), Decision::Refused);
+        assert!(store.forget(&cfg.path).unwrap());
+        assert!(!store.forget(&cfg.path).unwrap());
+    }
+
+    #[test]
+    fn the_files_a_config_runs_are_part_of_the_decision() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("hooks")).unwrap();
+        for f in ["a.sh", "b.sh", "c.sh", "d.py", "srv.js"] {
+            std::fs::write(d.join("hooks").join(f), f).unwrap();
+        }
+        std::fs::write(d.join("outside-not-run"), "x").unwrap();
+        let cfg = project(
+            d,
+            r#"
+[[hooks.Stop]]
+command = "./hooks/a.sh && bash hooks/b.sh --flag | tee /dev/null"
+[[hooks.PreToolUse]]
+command = "\"$CLAUDE_PROJECT_DIR\"/hooks/c.sh; python3 ${DSH_PROJECT_DIR}/hooks/d.py"
+[mcp.servers.s]
+command = "node"
+args = ["srv.js", "/etc/hostname", "../../x"]
+cwd = "hooks"
+"#,
         );
-        assert!(store.forget(&cfg).unwrap());
-        assert!(!store.forget(&cfg).unwrap());
+        let files: Vec<String> = project_files(&cfg)
+            .iter()
+            .map(|f| {
+                f.path
+                    .strip_prefix(std::fs::canonicalize(d).unwrap())
+                    .unwrap()
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            files,
+            [
+                "hooks/a.sh",
+                "hooks/b.sh",
+                "hooks/c.sh",
+                "hooks/d.py",
+                "hooks/srv.js"
+            ]
+        );
+        let record = d.join("conf/trusted.toml");
+        let mut store = TrustStore::open_at(record.clone()).unwrap();
+        store.record(&cfg, true).unwrap();
+        let store = TrustStore::open_at(record).unwrap();
+        assert_eq!(store.decision(&cfg), Decision::Trusted);
+        std::fs::write(d.join("hooks/b.sh"), "changed").unwrap();
+        std::fs::remove_file(d.join("hooks/srv.js")).unwrap();
+        assert_eq!(store.decision(&cfg), Decision::Unknown { changed: true });
+        assert_eq!(
+            store.changes(&cfg),
+            [
+                Change::Modified(PathBuf::from("hooks/b.sh")),
+                Change::Removed(PathBuf::from("hooks/srv.js"))
+            ]
+        );
+        let lines = describe(&cfg);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("\"hooks/b.sh\"") && l.contains("sha256")),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@ use dsh::config::ConfigOrigin;
 use dsh::SandboxMode;
 
 use crate::app::StackArgs;
-use crate::commands::report;
+use crate::output::emit;
+use crate::sanitize::visible;
 
 /// Arguments of `dsh doctor`.
 #[derive(Debug, Args)]
@@ -16,55 +17,63 @@ pub(crate) struct DoctorArgs {
     stack: StackArgs,
 }
 
-/// Prints the report; exit 0 when the configured permission mode can be
-/// enforced, 1 when commands would be refused (`SANDBOX_UNAVAILABLE`), 2
-/// for a configuration that does not resolve.
+/// Prints the report, every section whatever fails: exit 0 when the
+/// configuration resolves and the configured permission mode can be
+/// enforced; 1 when it found a problem (each is listed under `problems:`,
+/// configuration errors included) or commands would be refused
+/// (`SANDBOX_UNAVAILABLE`).
 pub(crate) fn run(args: DoctorArgs) -> u8 {
     let mut stack = args.stack;
     // Looking is harmless: an untrusted project config is reported, not
     // refused.
     stack.untrusted = dsh::ProjectTrust::IgnoreUnsafe;
-    let resolved = match crate::app::resolve(&stack) {
-        Ok(r) => r,
-        Err(e) => return report(&e),
+    let dsh::Diagnosis { resolved, problems } = dsh::diagnose(&stack.settings());
+    let mut out = String::new();
+    let mut line = |text: &str| {
+        out.push_str(&visible(text));
+        out.push('\n');
     };
     let support = dsh_sandbox::probe();
     let mode = resolved.permission;
     let network = resolved.bash.network;
     let enforced =
         !mode.confines() || (support.filesystem_full() && (network || support.network_rules()));
-    println!("sandbox: {support}");
-    println!("  mechanism: Landlock, applied to each command between fork and exec");
-    println!("  enforcement: {}", enforcement(&support, mode, network));
-    println!(
+    line(&format!("sandbox: {support}"));
+    line("  mechanism: Landlock, applied to each command between fork and exec");
+    line(&format!(
+        "  enforcement: {}",
+        enforcement(&support, mode, network)
+    ));
+    line(&format!(
         "permission: {mode} (from {}), approval {}",
         resolved.permission_source,
         match resolved.approval {
             dsh::approval::ApprovalPolicy::Ask => "ask",
             dsh::approval::ApprovalPolicy::Never => "never",
         }
-    );
-    println!(
+    ));
+    line(&format!(
         "  network for commands: {}",
         if network { "allowed" } else { "denied" }
-    );
-    println!("config files:");
-    match dsh::config::load(stack.config.as_deref(), &resolved.cwd) {
-        Ok(loaded) => {
-            let files: Vec<_> = loaded.base.iter().chain(loaded.project.iter()).collect();
-            if files.is_empty() {
-                println!("  (none)");
-            }
-            for f in files {
-                let origin = match f.origin {
-                    ConfigOrigin::Explicit => "--config",
-                    ConfigOrigin::User => "user",
-                    ConfigOrigin::Project => "project",
-                };
-                println!("  {} ({origin})", f.path.display());
+    ));
+    line("config files:");
+    let (loaded, _) = dsh::config::load_all(stack.config.as_deref(), &resolved.cwd);
+    let files: Vec<_> = loaded.base.iter().chain(loaded.project.iter()).collect();
+    if files.is_empty() {
+        line("  (none read)");
+    }
+    for f in files {
+        let origin = match f.origin {
+            ConfigOrigin::Explicit => "--config",
+            ConfigOrigin::User => "user",
+            ConfigOrigin::Project => "project",
+        };
+        line(&format!("  {} ({origin})", f.path.display()));
+        if f.origin == ConfigOrigin::Project {
+            for l in trust_lines(f) {
+                line(&format!("    {l}"));
             }
         }
-        Err(e) => println!("  error: {e}"),
     }
     let key = if std::env::var("DEEPSEEK_API_KEY").is_ok_and(|v| !v.is_empty()) {
         "set (DEEPSEEK_API_KEY)"
@@ -73,11 +82,11 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
     } else {
         "not set (only the offline echo model is available)"
     };
-    println!("model: {}", resolved.model);
-    println!("  DeepSeek key: {key}");
-    println!("mcp servers (run outside the sandbox):");
+    line(&format!("model: {}", resolved.model));
+    line(&format!("  DeepSeek key: {key}"));
+    line("mcp servers (run outside the sandbox):");
     if resolved.mcp.is_empty() {
-        println!("  (none)");
+        line("  (none)");
     }
     for s in &resolved.mcp {
         let state = match s.program() {
@@ -87,12 +96,60 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
             }
             _ => "enabled".to_string(),
         };
-        println!("  {}: {} ({state})", s.name, s.target());
+        line(&format!("  {}: {} ({state})", s.name, s.target()));
     }
     for w in &resolved.warnings {
-        println!("warning: {w}");
+        line(&format!("warning: {w}"));
     }
-    u8::from(!enforced)
+    if !problems.is_empty() {
+        line(&format!(
+            "problems ({}; the sections above show what applies without them):",
+            problems.len()
+        ));
+        for p in &problems {
+            line(&format!("  - {p}"));
+        }
+    }
+    let code = emit(&out);
+    if code != 0 {
+        return code;
+    }
+    if !problems.is_empty() {
+        eprintln!(
+            "dsh: doctor found {} configuration problem{}",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        );
+    }
+    u8::from(!enforced || !problems.is_empty())
+}
+
+/// The trust state of a project config, for the report: nothing to decide,
+/// trusted, refused or undecided, with what changed since the decision.
+fn trust_lines(cfg: &dsh::config::ConfigFile) -> Vec<String> {
+    use dsh::trust::Decision;
+    let keys = cfg.file.unsafe_keys();
+    if keys.is_empty() {
+        return vec!["trust: not needed (only harmless keys)".into()];
+    }
+    let store = match dsh::trust::TrustStore::open() {
+        Ok(s) => s,
+        Err(e) => return vec![format!("trust: unknown ({e})")],
+    };
+    let mut lines = vec![match store.decision(cfg) {
+        Decision::Trusted => "trust: trusted".to_string(),
+        Decision::Refused => format!("trust: refused (ignored: {})", keys.join(", ")),
+        Decision::Unknown { changed: false } => format!(
+            "trust: undecided (ignored until `dsh trust`: {})",
+            keys.join(", ")
+        ),
+        Decision::Unknown { changed: true } => format!(
+            "trust: undecided, changed since you decided (ignored until `dsh trust`: {})",
+            keys.join(", ")
+        ),
+    }];
+    lines.extend(store.changes(cfg).iter().map(|c| format!("  changed: {c}")));
+    lines
 }
 
 /// `full`, `partial` or `none`, with what it means for `mode`.

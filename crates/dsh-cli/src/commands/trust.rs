@@ -5,8 +5,10 @@
 //! trusts it. `dsh trust` shows what the config in DIR (default: the working
 //! directory) would do and records it as trusted in
 //! `$XDG_CONFIG_HOME/dsh/trusted.toml`, keyed by its path and the SHA-256 of
-//! its contents (an edited file must be trusted again). `--revoke` forgets
-//! the decision; `--list` prints every recorded one. Exit 0 done, 2 no or
+//! its contents, with the SHA-256 of every project file it runs (hook
+//! scripts, MCP server scripts): an edited config or script must be trusted
+//! again. `--revoke` forgets the decision; `--list` prints every recorded
+//! one and what changed since (or that there is none). Exit 0 done, 2 no or
 //! unusable config, 1 the record could not be written.
 
 use std::path::PathBuf;
@@ -14,6 +16,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::output::emit;
+use crate::sanitize::visible;
 
 /// Arguments of `dsh trust`.
 #[derive(Debug, Args)]
@@ -65,60 +68,80 @@ pub(crate) fn run(args: TrustArgs) -> u8 {
             }
         };
     }
-    let text = match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() => match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("dsh: cannot read {}: {e}", path.display());
-                return 2;
-            }
-        },
-        Ok(_) => {
-            eprintln!("dsh: {} is not a regular file", path.display());
+    let cfg = match dsh::config::read_project(&dir) {
+        Ok(Some(cfg)) => cfg,
+        Ok(None) => {
+            eprintln!(
+                "dsh: no project config at {}",
+                visible(&path.display().to_string())
+            );
             return 2;
         }
         Err(e) => {
-            eprintln!("dsh: no project config at {}: {e}", path.display());
+            eprintln!("dsh: {}", visible(&e.to_string()));
             return 2;
         }
     };
-    let file = match dsh::config::parse(&text) {
-        Ok(f) => f,
-        Err(message) => {
-            eprintln!("dsh: invalid config file {}: {message}", path.display());
-            return 2;
-        }
-    };
-    if let Err(e) = store.record(&path, &text, true) {
+    if let Err(e) = store.record(&cfg, true) {
         eprintln!("dsh: {e}");
         return 1;
     }
-    let mut out = format!(
+    let mut out = visible(&format!(
         "trusted {} (sha256 {})\n",
-        path.display(),
-        dsh::trust::content_hash(&text)
-    );
-    for line in dsh::trust::describe_unsafe(&file) {
-        out.push_str(&format!("  - {line}\n"));
+        cfg.path.display(),
+        dsh::trust::content_hash(&cfg.text)
+    ))
+    .into_owned();
+    for line in dsh::trust::describe(&cfg) {
+        out.push_str(&format!("  - {}\n", visible(&line)));
     }
     emit(&out)
 }
 
 fn list(store: &dsh::trust::TrustStore) -> u8 {
+    let entries = store.entries();
+    if entries.is_empty() {
+        return emit(&format!(
+            "no trust decisions recorded (they are kept in {})\n",
+            visible(&store.path().display().to_string())
+        ));
+    }
     let mut out = String::new();
-    for (path, trusted) in store.entries() {
-        let state = match std::fs::read_to_string(&path) {
-            Ok(text) => match store.decision(&path, &text) {
-                dsh::trust::Decision::Unknown { .. } => " (changed since)",
-                _ => "",
-            },
-            Err(_) => " (missing)",
-        };
+    for (path, trusted) in entries {
         let verdict = if trusted { "trusted" } else { "refused" };
-        out.push_str(&crate::sanitize::visible(&format!(
-            "{verdict}  {}{state}\n",
-            path.display()
-        )));
+        let project = path
+            .parent()
+            .map(dsh::config::read_project)
+            .unwrap_or(Ok(None));
+        let changes = match project {
+            Ok(Some(cfg)) => {
+                let changes = store.changes(&cfg);
+                let state = if changes.is_empty() {
+                    ""
+                } else {
+                    " (changed since)"
+                };
+                out.push_str(&visible(&format!("{verdict}  {}{state}\n", path.display())));
+                changes
+            }
+            Ok(None) => {
+                out.push_str(&visible(&format!(
+                    "{verdict}  {} (missing)\n",
+                    path.display()
+                )));
+                Vec::new()
+            }
+            Err(e) => {
+                out.push_str(&visible(&format!(
+                    "{verdict}  {} (unreadable: {e})\n",
+                    path.display()
+                )));
+                Vec::new()
+            }
+        };
+        for change in changes {
+            out.push_str(&format!("    {}\n", visible(&change.to_string())));
+        }
     }
     emit(&out)
 }
