@@ -499,6 +499,11 @@ impl Agent for LoopAgent {
         self.lock().status
     }
 
+    fn has_work(&self) -> bool {
+        let st = self.lock();
+        !st.disposed && (st.status == AgentStatus::Running || !st.queued.is_empty())
+    }
+
     fn send(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError> {
         self.enqueue(content, source, false)
     }

@@ -135,6 +135,14 @@ pub trait Agent: Send + Sync + 'static {
     fn session(&self) -> Arc<Session>;
     /// Current status.
     fn status(&self) -> AgentStatus;
+    /// Whether the agent has work: a turn running, or a message queued
+    /// for a turn not started yet (a background notice that woke an idle
+    /// agent is queued before the status says `running`). `false` means
+    /// idle with nothing queued, or disposed. The default answers from
+    /// [`Agent::status`] alone; an implementation with a queue refines it.
+    fn has_work(&self) -> bool {
+        self.status() == AgentStatus::Running
+    }
     /// Queues a message; starts a turn when idle, else waits for the next
     /// turn. Emits `agent/queued` (steering: false).
     ///

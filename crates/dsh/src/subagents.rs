@@ -268,7 +268,11 @@ impl Subagents {
             let description = args.description.clone();
             tokio::spawn(async move {
                 let (completed, text) = run.await;
-                me.notify(sink, &id, &description, completed, &text);
+                // The notice first: once the job reads as ended, whoever
+                // waits for it (job_output, `dsh run`) finds the parent
+                // already told.
+                let told = me.notify(sink, &id, &description, completed, &text);
+                me.finish(&id, (completed, text), told);
             });
             return Ok(vec![ContentBlock::text(format!(
                 "started subagent {} in the background (session {}); its answer arrives as a notice when it finishes, or read it with job_output",
@@ -284,6 +288,7 @@ impl Subagents {
                 run.await
             }
         };
+        self.finish(&id, (completed, text.clone()), false);
         if completed {
             Ok(vec![ContentBlock::text(text)])
         } else {
@@ -386,9 +391,9 @@ impl Subagents {
         Ok((id, handle))
     }
 
-    /// Sends the prompt, waits for the child's turn to end, records the
-    /// outcome and disposes the child. Resolves to (completed, answer or
-    /// what went wrong).
+    /// Sends the prompt, waits for the child's turn to end and disposes
+    /// the child. Resolves to (completed, answer or what went wrong); the
+    /// caller records it with [`Subagents::finish`].
     async fn run(
         self: Arc<Self>,
         id: String,
@@ -445,16 +450,23 @@ impl Subagents {
             None => (false, format!("the subagent {id} was disposed")),
         };
         let _ = tokio::time::timeout(ABORT_GRACE, handle.dispose()).await;
-        let mut st = lock(&self.state);
-        st.depth.remove(&id);
-        if let Some(c) = st.children.get_mut(&id) {
-            c.outcome = Some(outcome.clone());
-            c.ended.cancel();
-        }
+        lock(&self.state).depth.remove(&id);
         outcome
     }
 
-    /// Delivers a background child's outcome to its parent.
+    /// Records child `id`'s outcome (`read`: its parent has the answer
+    /// already, so `job_output` need not repeat it) and ends its job.
+    fn finish(&self, id: &str, outcome: (bool, String), read: bool) {
+        let mut st = lock(&self.state);
+        if let Some(c) = st.children.get_mut(id) {
+            c.outcome = Some(outcome);
+            c.read |= read;
+            c.ended.cancel();
+        }
+    }
+
+    /// Delivers a background child's outcome to its parent; returns
+    /// whether it was delivered.
     fn notify(
         &self,
         sink: Option<Arc<dyn ContextSink>>,
@@ -462,23 +474,23 @@ impl Subagents {
         description: &str,
         completed: bool,
         text: &str,
-    ) {
-        let Some(sink) = sink else { return };
+    ) -> bool {
+        let Some(sink) = sink else { return false };
         let head = if completed {
             format!("background subagent {id} ({description}) finished. Its answer:")
         } else {
             format!("background subagent {id} ({description}) did not finish.")
         };
         let notice = format!("{head}\n\n{text}");
-        if let Err(e) = sink.deliver_notice(
+        match sink.deliver_notice(
             vec![ContentBlock::text(notice)],
             MessageSource::plugin(NOTICE_SOURCE),
         ) {
-            tracing::debug!(target: "dsh", subagent = %id, "subagent notice not delivered: {e}");
-        }
-        if let Some(c) = lock(&self.state).children.get_mut(id) {
-            // The parent has the answer now; job_output need not repeat it.
-            c.read = true;
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(target: "dsh", subagent = %id, "subagent notice not delivered: {e}");
+                false
+            }
         }
     }
 }

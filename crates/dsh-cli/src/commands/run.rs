@@ -5,23 +5,34 @@
 //! `exit_plan_mode` the plan is printed (instead of the answer) and the run
 //! ends there, exit 0.
 //!
-//! Prints the final answer (or, with `--json`, every session event
-//! as one JSON line as it happens, the JSONL log format). Exit codes: 0 the
-//! turn completed, 1 it ended in error (message with code on stderr) or its
-//! output could not be written, 2 usage or configuration error; a signal
-//! aborts the turn (open tool calls answered, processes killed, log flushed)
-//! and exits 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP) or 131 (SIGQUIT).
+//! Background jobs the turn started (bash tasks, sub-agents) are waited
+//! for, and the wake-up turns their completion notices start run as in
+//! chat (at most three in a row), for at most `--wait-jobs` (default
+//! 10m); `--no-wait` does not wait. Whatever still runs then is stopped,
+//! one stderr line per job (`dsh: stopped job bash-1 (sleep 100) after
+//! waiting 10m`).
+//!
+//! Prints the final answer of the last turn (or, with `--json`, every
+//! session event as one JSON line as it happens, the JSONL log format).
+//! Exit codes: 0 the turn completed, 1 it ended in error (message with code
+//! on stderr) or its output could not be written, 2 usage or configuration
+//! error; a signal aborts the turn (open tool calls answered, processes
+//! killed, log flushed) and exits 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP)
+//! or 131 (SIGQUIT).
 
 use dsh_kernel::ErrorCode;
 use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use dsh::hooks::PromptDecision;
+use dsh_agent::Agent;
 use dsh_llm::MessageSource;
 use dsh_session::{AssistantMessageEvent, ErrorEvent, EventPayload, TurnEndReason};
 
 use crate::app::StackArgs;
-use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end};
+use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end, TurnEnds};
 use crate::output::WriteFailure;
 
 /// Arguments of `dsh run`.
@@ -39,6 +50,15 @@ pub(crate) struct RunArgs {
     /// presents (exit_plan_mode) is printed and the run ends.
     #[arg(long)]
     plan: bool,
+    /// Wait at most this long (e.g. 500ms, 30s, 10m, 1h) for the background
+    /// jobs the turn started and the wake-up turns they cause; then stop
+    /// what still runs.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    wait_jobs: Duration,
+    /// Stop the turn's background jobs when the turn ends instead of
+    /// waiting for them.
+    #[arg(long, conflicts_with = "wait_jobs")]
+    no_wait: bool,
     /// The prompt (several words are joined with spaces).
     #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
     prompt: Vec<String>,
@@ -126,6 +146,24 @@ async fn run_async(args: RunArgs) -> u8 {
         }),
     };
     let presented = app.plan.take_presented();
+    // The turn's jobs: waited for (with the wake-up turns they start)
+    // unless the run was stopped, the plan is presented or --no-wait.
+    let waiting = if stopped.is_some() || presented.is_some() || args.no_wait {
+        Waiting::NoWait
+    } else {
+        Waiting::For(args.wait_jobs)
+    };
+    let left = if stopped.is_none() {
+        match settle(&app, &agent, &turn_end, waiting, &mut signals).await {
+            Settled::Done(left) => left,
+            Settled::Stopped(stop, left) => {
+                stopped = Some(stop);
+                left
+            }
+        }
+    } else {
+        Vec::new()
+    };
     if !args.json && stopped.is_none() {
         let mut answer = match presented {
             Some(plan) => plan,
@@ -140,7 +178,9 @@ async fn run_async(args: RunArgs) -> u8 {
     }
     drop(json_listener);
     crate::commands::shutdown_bounded(async {
+        // Disposed first, so a job stopped below wakes no further turn.
         handle.dispose().await;
+        stop_jobs(&app, &left, waiting).await;
         error_listener.undo();
         app.shutdown().await;
     })
@@ -169,8 +209,9 @@ async fn run_async(args: RunArgs) -> u8 {
     }
 }
 
-/// The text of the last assistant message among `events`.
-fn final_answer(events: &[std::sync::Arc<dsh_session::SessionEvent>]) -> String {
+/// The text of the last assistant message among `events` (the last
+/// turn's answer when wake-up turns ran).
+fn final_answer(events: &[Arc<dsh_session::SessionEvent>]) -> String {
     events
         .iter()
         .rev()
@@ -185,4 +226,207 @@ fn final_answer(events: &[std::sync::Arc<dsh_session::SessionEvent>]) -> String 
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// How long `dsh run` waits for the turn's background jobs.
+#[derive(Debug, Clone, Copy)]
+enum Waiting {
+    /// `--no-wait` (or the run ends without waiting: a signal, a plan).
+    NoWait,
+    /// `--wait-jobs` (default 10m).
+    For(Duration),
+}
+
+/// How waiting for the jobs ended: with the jobs still running then.
+enum Settled {
+    /// Nothing runs any more, or the wait is over (`--wait-jobs` passed,
+    /// or `--no-wait`).
+    Done(Vec<Job>),
+    /// A signal stopped the wait (the running wake-up turn was aborted).
+    Stopped(crate::signals::Stop, Vec<Job>),
+}
+
+/// A job of the main agent: its id and what it does.
+struct Job {
+    id: String,
+    title: String,
+}
+
+/// The main agent's jobs still running.
+fn running_jobs(app: &crate::app::App) -> Vec<Job> {
+    app.jobs
+        .jobs_of(dsh::MAIN_AGENT_ID)
+        .into_iter()
+        .filter(|j| j.running)
+        .map(|j| Job {
+            id: j.id,
+            title: j.title,
+        })
+        .collect()
+}
+
+/// Waits until the main agent has no job running and no turn running or
+/// queued (the wake-up turns a job's notice starts run meanwhile), for at
+/// most what `waiting` allows. A job's wait resolves only once its
+/// completion notice reached the agent, so "no job running, no work"
+/// cannot miss a wake-up about to start. At the deadline a running
+/// wake-up turn is aborted and waited for; the jobs still running are
+/// returned, for [`stop_jobs`].
+async fn settle(
+    app: &crate::app::App,
+    agent: &Arc<dyn Agent>,
+    turn_end: &TurnEnds,
+    waiting: Waiting,
+    signals: &mut crate::signals::Signals,
+) -> Settled {
+    let Waiting::For(limit) = waiting else {
+        return Settled::Done(running_jobs(app));
+    };
+    let deadline = tokio::time::Instant::now() + limit;
+    // Status changes wake the loop (a stored permit: none is lost).
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let notify = changed.clone();
+    let _status = crate::commands::ListenerGuard::new(app.agents.hooks().status.on(move |s| {
+        if s.agent.id().as_str() == dsh::MAIN_AGENT_ID {
+            notify.notify_one();
+        }
+    }));
+    loop {
+        let running = running_jobs(app);
+        if running.is_empty() && !agent.has_work() {
+            return Settled::Done(running);
+        }
+        // Aborted when dropped: a wait outlives no iteration.
+        let mut waits = tokio::task::JoinSet::new();
+        for job in &running {
+            if let Ok(source) = app.jobs.source(dsh::MAIN_AGENT_ID, &job.id) {
+                waits.spawn(source.wait(&job.id));
+            }
+        }
+        let any_job = async {
+            if waits.join_next().await.is_none() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let stop = tokio::select! {
+            _ = turn_end.recv() => None,
+            () = any_job => None,
+            () = changed.notified() => None,
+            () = tokio::time::sleep_until(deadline) => Some(None),
+            stop = signals.next() => Some(Some(stop)),
+        };
+        let Some(signal) = stop else { continue };
+        // Out of time or stopped: a wake-up turn still running is aborted.
+        if agent.has_work() {
+            let reason = match signal {
+                Some(stop) => stop.reason().to_string(),
+                None => format!("dsh run stopped waiting after {}", format_duration(limit)),
+            };
+            agent.abort(Some(reason));
+            // Bounded: the shutdown disposes the agent anyway.
+            let _ = tokio::time::timeout(Duration::from_secs(5), turn_end.recv()).await;
+        }
+        let left = running_jobs(app);
+        return match signal {
+            Some(stop) => Settled::Stopped(stop, left),
+            None => Settled::Done(left),
+        };
+    }
+}
+
+/// Stops each job of `left` still running and says so on stderr, one line
+/// per job.
+async fn stop_jobs(app: &crate::app::App, left: &[Job], waiting: Waiting) {
+    let when = match waiting {
+        Waiting::NoWait => "at the end of the turn".to_string(),
+        Waiting::For(limit) => format!("after waiting {}", format_duration(limit)),
+    };
+    for job in left {
+        let Ok(source) = app.jobs.source(dsh::MAIN_AGENT_ID, &job.id) else {
+            continue;
+        };
+        if !source.info(&job.id).is_some_and(|j| j.running) {
+            continue;
+        }
+        // A job that cannot be stopped here is stopped by the shutdown.
+        let _ = source.kill(&job.id, Some("dsh run ended")).await;
+        // The command or description comes from the model: sanitised.
+        eprintln!(
+            "dsh: stopped job {} ({}) {when}",
+            job.id,
+            crate::sanitize::visible(&first_line(&job.title))
+        );
+    }
+}
+
+/// The first line of `text`, with an ellipsis when more followed.
+fn first_line(text: &str) -> String {
+    match text.trim().split_once('\n') {
+        Some((first, _)) => format!("{first}…"),
+        None => text.trim().to_string(),
+    }
+}
+
+/// Parses `--wait-jobs`: a whole number followed by `ms`, `s`, `m` or `h`.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let bad = || {
+        format!("invalid duration {text:?}: expected a number followed by ms, s, m or h (e.g. 30s, 10m)")
+    };
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let ms_per = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(ms_per)
+        .map(Duration::from_millis)
+        .ok_or_else(bad)
+}
+
+/// A duration as `--wait-jobs` writes it: `10m`, `30s`, `1h`, `500ms`.
+fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    match ms {
+        0 => "0s".to_string(),
+        _ if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
+        _ if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
+        _ if ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        _ => format!("{ms}ms"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_and_print_in_the_same_notation() {
+        for (text, ms) in [
+            ("500ms", 500),
+            ("30s", 30_000),
+            ("10m", 600_000),
+            ("1h", 3_600_000),
+        ] {
+            let d = parse_duration(text).unwrap();
+            assert_eq!(d, Duration::from_millis(ms));
+            assert_eq!(format_duration(d), text);
+        }
+        for bad in [
+            "",
+            "10",
+            "m",
+            "1.5s",
+            "-1s",
+            "10 m",
+            "5d",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
 }

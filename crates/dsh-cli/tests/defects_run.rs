@@ -1,0 +1,307 @@
+//! Issue 33 through the binary, `dsh run`'s end: a stop signal ends dsh in
+//! a few seconds even while a tool is blocked in a system call (item 1);
+//! the background jobs a turn started are waited for, with the wake-up
+//! turns they cause, for at most `--wait-jobs`, and whatever still runs is
+//! stopped with one line per job (item 6); the model is offered `job_*`
+//! only, while the old `bash_output` / `bash_kill` names still work
+//! (item 20).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A private home (and working directory) for one test.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn sessions(&self) -> PathBuf {
+        self.path().join("data/dsh/sessions")
+    }
+
+    fn dsh(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        let home = self.path();
+        c.current_dir(home)
+            .env_remove("DEEPSEEK_API_KEY")
+            .env_remove("DEEPSEEK_BASE_URL")
+            .env_remove("DSH_MODEL")
+            .env("NO_COLOR", "1")
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_STATE_HOME", home.join("state"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// `dsh run ARGS…`, bounded by `limit` (a hang fails the test).
+    fn run(&self, args: &[&str], limit: Duration) -> (Output, Duration) {
+        let started = Instant::now();
+        let mut child = self.dsh().arg("run").args(args).spawn().unwrap();
+        wait_exit(&mut child, limit);
+        let out = child.wait_with_output().unwrap();
+        (out, started.elapsed())
+    }
+
+    /// Every session log: its events.
+    fn logs(&self) -> Vec<Vec<Value>> {
+        std::fs::read_dir(self.sessions())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+            .map(|p| {
+                std::fs::read_to_string(p)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).expect("every line is an event"))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits for `child` to exit; its exit code (-1 for a signal death).
+fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("dsh did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Live `sleep` processes whose command line contains `needle`.
+fn sleeps_with(needle: &str) -> Vec<i32> {
+    dsh_testkit::procs::live_with("sleep", needle)
+}
+
+/// A marker unique to this test process and `tag`, for `sleep` arguments.
+fn marker(tag: u32) -> String {
+    format!("100.{}{tag}", std::process::id())
+}
+
+// ---------------------------------------------------------------- item 1
+
+/// Whether a thread of process `pid` is blocked opening a FIFO.
+fn blocked_in_fifo_open(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).any(|t| {
+        std::fs::read_to_string(t.path().join("wchan")).is_ok_and(|w| w == "wait_for_partner")
+    })
+}
+
+/// A repository whose `sub/AGENTS.md` is a FIFO: reading `sub/file.txt`
+/// makes dsh open the instruction file next to it, which blocks in
+/// `open()` for ever. SIGTERM still ends dsh within a few seconds, the
+/// usual way (143, the call answered, the log ending with the abort).
+#[test]
+fn sigterm_ends_dsh_quickly_while_a_tool_call_is_blocked_in_open() {
+    let home = Home::new();
+    std::fs::create_dir(home.path().join("sub")).unwrap();
+    std::fs::write(home.path().join("sub/file.txt"), "x\n").unwrap();
+    nix::unistd::mkfifo(
+        &home.path().join("sub/AGENTS.md"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let mut child = home
+        .dsh()
+        .args(["run", r#"call read {"file_path":"sub/file.txt"}"#])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_until(
+        "a dsh thread blocked in a FIFO open",
+        Duration::from_secs(30),
+        || blocked_in_fifo_open(pid),
+    );
+    let signalled = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let code = wait_exit(&mut child, Duration::from_secs(20));
+    let took = signalled.elapsed();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code, 143, "{}", text(&out.stderr));
+    assert!(
+        took < Duration::from_secs(5),
+        "SIGTERM took {took:?} to end dsh"
+    );
+    let logs = home.logs();
+    let log = &logs[0];
+    let last = log.last().unwrap();
+    assert_eq!(last["type"], "turn/end", "{last}");
+    assert_eq!(last["data"]["reason"]["kind"], "aborted", "{last}");
+    let result = log
+        .iter()
+        .find(|e| e["type"] == "tool/result")
+        .expect("the blocked call is answered");
+    assert_eq!(result["data"]["isError"], true, "{result}");
+}
+
+// ---------------------------------------------------------------- item 6
+
+/// The issue's example: the background command finishes (its file
+/// exists), then `dsh run` exits 0, after the wake-up turn its notice
+/// started.
+#[test]
+fn run_waits_for_a_background_job_and_its_wake_up_turn() {
+    let home = Home::new();
+    let (out, _) = home.run(
+        &[r#"call bash {"command":"sleep 1; touch bgdone","description":"bg","run_in_background":true}"#],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        home.path().join("bgdone").exists(),
+        "the job ran to its end"
+    );
+    assert!(
+        !text(&out.stderr).contains("stopped job"),
+        "{}",
+        text(&out.stderr)
+    );
+    let logs = home.logs();
+    let turns: Vec<&Value> = logs[0].iter().filter(|e| e["type"] == "turn/end").collect();
+    assert_eq!(turns.len(), 2, "the user's turn and the wake-up: {turns:?}");
+    assert!(
+        turns
+            .iter()
+            .all(|t| t["data"]["reason"]["kind"] == "completed"),
+        "{turns:?}"
+    );
+    let notice = logs[0].iter().any(|e| {
+        e.to_string()
+            .contains("background bash task bash-1 finished")
+    });
+    assert!(notice, "the wake-up turn saw the notice");
+}
+
+/// `--wait-jobs 1s`: a job still running then is stopped (its process is
+/// gone), one stderr line names it, and the turn's exit code stands.
+#[test]
+fn run_stops_a_job_still_running_after_wait_jobs() {
+    let home = Home::new();
+    let m = marker(1);
+    let call = format!(
+        r#"call bash {{"command":"sleep {m}","description":"bg","run_in_background":true}}"#
+    );
+    let (out, took) = home.run(&["--wait-jobs", "1s", &call], Duration::from_secs(60));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "dsh: stopped job bash-1 (sleep {m}) after waiting 1s"
+        )),
+        "{stderr}"
+    );
+    assert!(took >= Duration::from_secs(1), "it waited: {took:?}");
+    assert!(
+        took < Duration::from_secs(30),
+        "it stopped waiting: {took:?}"
+    );
+    wait_until("the sleep to be gone", Duration::from_secs(5), || {
+        sleeps_with(&m).is_empty()
+    });
+}
+
+/// `--no-wait`: the job is stopped at the end of the turn, with its line.
+#[test]
+fn run_no_wait_stops_the_jobs_at_the_end_of_the_turn() {
+    let home = Home::new();
+    let m = marker(2);
+    let call = format!(
+        r#"call bash {{"command":"sleep {m}","description":"bg","run_in_background":true}}"#
+    );
+    let (out, took) = home.run(&["--no-wait", &call], Duration::from_secs(60));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "dsh: stopped job bash-1 (sleep {m}) at the end of the turn"
+        )),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    wait_until("the sleep to be gone", Duration::from_secs(5), || {
+        sleeps_with(&m).is_empty()
+    });
+}
+
+/// A duration dsh cannot read is a usage error.
+#[test]
+fn run_refuses_a_wait_jobs_it_cannot_read() {
+    let home = Home::new();
+    for bad in ["10", "5x", "1.5s", "-1s"] {
+        let flag = format!("--wait-jobs={bad}");
+        let (out, _) = home.run(&[&flag, "hi"], Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("--wait-jobs"), "{bad}");
+    }
+}
+
+/// A background sub-agent finishes its work (its log ends with a
+/// completed turn, not "aborted: dsh is shutting down") and its answer
+/// reaches the parent as a notice.
+#[test]
+fn run_waits_for_a_background_subagent() {
+    let home = Home::new();
+    let (out, _) = home.run(
+        &[r#"call subagent {"description":"x","prompt":"echo hi","run_in_background":true}"#],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let logs = home.logs();
+    assert_eq!(logs.len(), 2, "the parent's log and the child's");
+    let (child, parent): (Vec<_>, Vec<_>) = logs
+        .into_iter()
+        .partition(|log| log.iter().any(|e| e["type"] == "subagent/start"));
+    let child = &child[0];
+    let last = child.last().unwrap();
+    assert_eq!(last["type"], "turn/end", "{last}");
+    assert_eq!(last["data"]["reason"]["kind"], "completed", "{last}");
+    assert!(
+        parent[0].iter().any(|e| e
+            .to_string()
+            .contains("background subagent agent-1 (x) finished")),
+        "the parent got the answer"
+    );
+}
