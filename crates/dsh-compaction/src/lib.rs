@@ -139,17 +139,28 @@ fn is_tool_result(m: &Message) -> bool {
 }
 
 /// Bytes saved by cutting every tool-result text of `m` to `head + tail`
-/// characters and the marker, as the derivation will.
-fn pruned_savings(m: &Message, head: usize, tail: usize) -> u64 {
-    m.content
+/// characters and the marker, as the derivation will; `None` when that
+/// saves nothing or makes one of the texts longer (a text only a little
+/// longer than `head + tail` grows by the marker), so such a message is
+/// never pruned and a prune never grows the request.
+fn pruned_savings(m: &Message, head: usize, tail: usize) -> Option<u64> {
+    let mut saved = 0u64;
+    let texts = m
+        .content
         .iter()
         .filter_map(|b| match b {
             ContentBlock::ToolResult(r) => Some(r),
             _ => None,
         })
-        .flat_map(|r| r.content.iter().filter_map(ContentBlock::as_text))
-        .map(|t| t.len().saturating_sub(pruned_len(t, head, tail)) as u64)
-        .sum()
+        .flat_map(|r| r.content.iter().filter_map(ContentBlock::as_text));
+    for t in texts {
+        let after = pruned_len(t, head, tail);
+        if after > t.len() {
+            return None;
+        }
+        saved += (t.len() - after) as u64;
+    }
+    (saved > 0).then_some(saved)
 }
 
 /// Plans a compaction of `messages` (whose positions are `seqs`, as
@@ -182,9 +193,12 @@ pub fn plan<M: Borrow<Message>>(
     let mut prune = Vec::new();
     let mut saved = 0u64;
     for (i, m) in messages[..retain_start].iter().enumerate() {
-        if has_text_longer_than(m.borrow(), config.prune_above) {
+        if !has_text_longer_than(m.borrow(), config.prune_above) {
+            continue;
+        }
+        if let Some(s) = pruned_savings(m.borrow(), config.prune_head, config.prune_tail) {
             prune.push(seqs[i]);
-            saved += pruned_savings(m.borrow(), config.prune_head, config.prune_tail);
+            saved += s;
         }
     }
     // A step boundary: the message opens a step (an assistant reply) or is
@@ -479,18 +493,14 @@ impl Compactor {
         // Fallback: cut the replaced part's tool results to a stub.
         let (results, saved) = replay.with(|replayed| {
             let replaced = &replayed[..cut];
-            let results: Vec<u64> = replaced
+            // Only the results the cut makes shorter.
+            let (results, savings): (Vec<u64>, Vec<u64>) = replaced
                 .iter()
                 .zip(&seqs)
                 .filter(|(m, _)| is_tool_result(m))
-                .map(|(_, s)| *s)
-                .collect();
-            let saved: u64 = replaced
-                .iter()
-                .filter(|m| is_tool_result(m))
-                .map(|m| pruned_savings(m, FALLBACK_HEAD, 0))
-                .sum();
-            (results, saved)
+                .filter_map(|(m, s)| Some((*s, pruned_savings(m, FALLBACK_HEAD, 0)?)))
+                .unzip();
+            (results, savings.iter().sum::<u64>())
         });
         let tokens_after = before.saturating_sub(tokens(saved));
         if !results.is_empty() {
