@@ -59,7 +59,7 @@ pub use error::{SpecError, ToolArgsError};
 pub use json::{ArgMap, ArgValue, JsonKind, JsonMap, JsonRead};
 pub use load::json_kind;
 pub use raw::{classify_json_schema, RawSchema, Unsupported};
-pub use spec::{SchemaProp, SchemaSpec, SchemaType};
+pub use spec::{SchemaProp, SchemaSpec, SchemaType, TOGETHER_KEY};
 pub use strict::{strip_introduced_nulls, to_strict_schema, Inexpressible};
 pub use validate::{
     drop_undeclared_keys, is_valid, is_valid_prop, near_miss_notes, normalize_integers,

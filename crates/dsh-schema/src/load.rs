@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::SpecError;
 use crate::number::cmp_numbers;
-use crate::spec::{SchemaProp, SchemaSpec, SchemaType};
+use crate::spec::{SchemaProp, SchemaSpec, SchemaType, TOGETHER_KEY};
 
 impl SchemaProp {
     /// Checks the rules a loaded spec must keep (see [`SchemaSpec::check`]),
@@ -344,7 +344,50 @@ impl SchemaProp {
 impl SchemaSpec {
     pub(crate) fn check_at(&self, prefix: &str) -> Result<(), SpecError> {
         for (name, prop) in self {
+            if name == TOGETHER_KEY {
+                return Err(SpecError::new(
+                    prefix,
+                    format!("\"{TOGETHER_KEY}\" is the key of the groups of properties given together, not a property name"),
+                ));
+            }
             prop.check(&join_path(prefix, name))?;
+        }
+        self.check_groups(prefix)
+    }
+
+    /// The groups of [`SchemaSpec::require_together`]: only at the top
+    /// level, each of two or more distinct declared properties.
+    fn check_groups(&self, prefix: &str) -> Result<(), SpecError> {
+        let path = join_path(prefix, TOGETHER_KEY);
+        if !prefix.is_empty() && !self.together().is_empty() {
+            return Err(SpecError::new(
+                path,
+                "groups of properties given together belong to the top level of a spec only (they are shown as the tool's dependentRequired)",
+            ));
+        }
+        for (i, group) in self.together().iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            if group.len() < 2 {
+                return Err(SpecError::new(
+                    at,
+                    "a group needs at least two property names",
+                ));
+            }
+            for (j, name) in group.iter().enumerate() {
+                if group[..j].contains(name) {
+                    return Err(SpecError::new(at, format!("names \"{name}\" twice")));
+                }
+                if !self.contains(name) {
+                    let declared: Vec<&str> = self.names().collect();
+                    return Err(SpecError::new(
+                        at,
+                        format!(
+                            "names \"{name}\", which is not a property of the spec (properties: {})",
+                            declared.join(", ")
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -365,12 +408,65 @@ impl SchemaSpec {
             ));
         };
         let mut spec = SchemaSpec::new();
+        let mut groups = None;
         for (name, v) in map {
+            if name == TOGETHER_KEY {
+                groups = Some(v);
+                continue;
+            }
             let path = join_path(prefix, name);
             spec.insert(name.clone(), SchemaProp::from_value_at(v, &path)?);
         }
+        if let Some(groups) = groups {
+            for group in together_groups(groups, &join_path(prefix, TOGETHER_KEY))? {
+                let names: Vec<&str> = group.iter().map(String::as_str).collect();
+                spec.together_unchecked(&names);
+            }
+            spec.check_groups(prefix)?;
+        }
         Ok(spec)
     }
+}
+
+/// The value of [`TOGETHER_KEY`]: a list of lists of property names.
+fn together_groups(value: &Value, path: &str) -> Result<Vec<Vec<String>>, SpecError> {
+    let shape = |got: &Value| {
+        SpecError::new(
+            path,
+            format!(
+                "\"{TOGETHER_KEY}\" must be a list of groups of property names, like [[\"a\", \"b\"]], got {}",
+                json_kind(got)
+            ),
+        )
+    };
+    let Value::Array(groups) = value else {
+        return Err(shape(value));
+    };
+    let mut out = Vec::with_capacity(groups.len());
+    for (i, group) in groups.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let Value::Array(names) = group else {
+            return Err(SpecError::new(
+                at,
+                format!(
+                    "a group must be a list of property names, got {}",
+                    json_kind(group)
+                ),
+            ));
+        };
+        let mut parsed = Vec::with_capacity(names.len());
+        for name in names {
+            let Value::String(name) = name else {
+                return Err(SpecError::new(
+                    at,
+                    format!("a property name must be a string, got {}", json_kind(name)),
+                ));
+            };
+            parsed.push(name.clone());
+        }
+        out.push(parsed);
+    }
+    Ok(out)
 }
 
 /// The path of branch `i` of a `oneOf` at `path` in spec errors.

@@ -246,7 +246,11 @@ impl SchemaProp {
         Self::new(SchemaType::Object)
     }
 
-    /// `object` with the given properties.
+    /// `object` with the given properties. Groups of
+    /// [`SchemaSpec::require_together`] in `properties` are dropped: they
+    /// are shown and checked for a tool's top-level arguments only, so a
+    /// nested object never carries them (a struct with
+    /// `#[tool(together(…))]` nested as a property loses its groups there).
     pub fn object_with(properties: SchemaSpec) -> Self {
         Self::object().with_properties(properties)
     }
@@ -353,8 +357,10 @@ impl SchemaProp {
         self
     }
 
-    /// Sets `properties`.
-    pub fn with_properties(mut self, properties: SchemaSpec) -> Self {
+    /// Sets `properties`, dropping its groups of
+    /// [`SchemaSpec::require_together`] as [`SchemaProp::object_with`] does.
+    pub fn with_properties(mut self, mut properties: SchemaSpec) -> Self {
+        properties.together.clear();
         self.properties = Some(properties);
         self
     }
@@ -377,6 +383,13 @@ fn bound_number(x: f64) -> Option<Number> {
     }
 }
 
+/// The reserved top-level key of a spec's JSON and TOML form that lists its
+/// groups of properties given together or not at all
+/// ([`SchemaSpec::require_together`]): `"$together": [["a", "b"], …]`. The
+/// `$` keeps it apart from property names (JSON Schema spells its own
+/// keywords the same way); no property may be named so.
+pub const TOGETHER_KEY: &str = "$together";
+
 /// An ordered map from property name to [`SchemaProp`]: the arguments of a
 /// tool, or the properties of a nested object.
 ///
@@ -388,7 +401,11 @@ fn bound_number(x: f64) -> Option<Number> {
 ///
 /// A spec may also name groups of top-level properties that must be given
 /// together or not at all ([`SchemaSpec::require_together`]), shown to the
-/// model as `dependentRequired`.
+/// model as `dependentRequired`. Its JSON form holds them under the
+/// reserved key [`TOGETHER_KEY`] next to the properties
+/// (`{"a": {…}, "b": {…}, "$together": [["a", "b"]]}`), so serializing a
+/// spec and loading it back gives the same spec. Groups belong to the top
+/// level only: a nested spec ([`SchemaProp::properties`]) has none.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SchemaSpec {
     props: Vec<(String, SchemaProp)>,
@@ -420,6 +437,13 @@ impl SchemaSpec {
             self.together
                 .push(names.iter().map(|n| (*n).to_string()).collect());
         }
+    }
+
+    /// Adds the group as loaded, short ones included, so that the load
+    /// checks can refuse it with its place.
+    pub(crate) fn together_unchecked(&mut self, names: &[&str]) {
+        self.together
+            .push(names.iter().map(|n| (*n).to_string()).collect());
     }
 
     /// Builder form of [`SchemaSpec::require_together`].
@@ -491,7 +515,9 @@ impl SchemaSpec {
         self.props.is_empty()
     }
 
-    /// Loads a spec from its JSON form (a [`Value`]).
+    /// Loads a spec from its JSON form (a [`Value`]): properties by name,
+    /// plus the groups of [`SchemaSpec::require_together`] under
+    /// [`TOGETHER_KEY`] at the top level.
     ///
     /// # Errors
     /// [`SpecError`] naming the property path when the value is not an object
@@ -499,7 +525,9 @@ impl SchemaSpec {
     /// non-boolean `required`, an `enum` that is not a non-empty list of
     /// scalars of the property's type or sits on an object/array, `properties`
     /// or `items` on the wrong type, an unknown key, or bounds that are not
-    /// numbers.
+    /// numbers; or (path `$together[i]`) a group that is not a list of two
+    /// or more distinct names of declared properties, or groups inside a
+    /// nested `properties`.
     pub fn from_value(value: &Value) -> Result<SchemaSpec, SpecError> {
         Self::from_value_at(value, "")
     }
@@ -513,7 +541,8 @@ impl SchemaSpec {
     }
 
     /// Checks the structural rules of [`SchemaSpec::from_value`] on a spec
-    /// built in code (builders do not check). Loaded specs already pass.
+    /// built in code (builders do not check), groups included, and that no
+    /// property is named [`TOGETHER_KEY`]. Loaded specs already pass.
     ///
     /// # Errors
     /// The first rule broken, naming the property path.
@@ -550,9 +579,13 @@ impl FromIterator<(String, SchemaProp)> for SchemaSpec {
 impl Serialize for SchemaSpec {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.props.len()))?;
+        let groups = usize::from(!self.together.is_empty());
+        let mut map = s.serialize_map(Some(self.props.len() + groups))?;
         for (name, prop) in &self.props {
             map.serialize_entry(name, prop)?;
+        }
+        if !self.together.is_empty() {
+            map.serialize_entry(TOGETHER_KEY, &self.together)?;
         }
         map.end()
     }

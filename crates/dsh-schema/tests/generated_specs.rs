@@ -160,6 +160,31 @@ fn spec() -> impl Strategy<Value = SchemaSpec> {
     proptest::collection::vec((name(), prop()), 0..6).prop_map(|props| props.into_iter().collect())
 }
 
+/// [`spec`] plus up to three groups of its properties given together.
+fn spec_with_groups() -> impl Strategy<Value = SchemaSpec> {
+    (
+        spec(),
+        proptest::collection::vec(proptest::collection::vec(any::<Index>(), 2..4), 0..3),
+    )
+        .prop_map(|(mut spec, groups)| {
+            let names: Vec<String> = spec.names().map(str::to_string).collect();
+            if names.len() < 2 {
+                return spec;
+            }
+            for group in groups {
+                let mut picked: Vec<&str> = Vec::new();
+                for i in group {
+                    let name = i.get(&names).as_str();
+                    if !picked.contains(&name) {
+                        picked.push(name);
+                    }
+                }
+                spec.require_together(&picked);
+            }
+            spec
+        })
+}
+
 fn spec_and_value() -> impl Strategy<Value = (SchemaSpec, Value)> {
     spec().prop_flat_map(|spec| {
         let value = testing::valid_value(&spec);
@@ -543,7 +568,7 @@ proptest! {
     }
 
     #[test]
-    fn generated_specs_pass_the_load_checks_and_round_trip(spec in spec()) {
+    fn generated_specs_pass_the_load_checks_and_round_trip(spec in spec_with_groups()) {
         prop_assert_eq!(spec.check(), Ok(()));
         let back: SchemaSpec = serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
         prop_assert_eq!(&back, &spec);
@@ -552,6 +577,14 @@ proptest! {
         let text = serde_json::to_string(&spec).unwrap();
         let back = SchemaSpec::from_json_str(&text).unwrap();
         prop_assert_eq!(back.names().collect::<Vec<_>>(), spec.names().collect::<Vec<_>>());
+        prop_assert_eq!(back.together(), spec.together());
+        // And TOML, when TOML can hold the spec (it has no null).
+        if let Ok(text) = toml::to_string(&spec) {
+            let back: SchemaSpec = toml::from_str(&text)
+                .map_err(|e| TestCaseError::fail(format!("{e} loading {text}")))?;
+            prop_assert_eq!(back.names().collect::<Vec<_>>(), spec.names().collect::<Vec<_>>());
+            prop_assert_eq!(back.together(), spec.together());
+        }
     }
 
     #[test]

@@ -273,3 +273,123 @@ fn spec_error_paths_under_a_key_named_empty_join_without_a_leading_dot() {
     );
     assert_eq!(built.check().unwrap_err().path(), "a");
 }
+
+/// The bash tool's shape: two optional properties given together.
+fn escalating() -> SchemaSpec {
+    SchemaSpec::new()
+        .with("command", SchemaProp::string().required(true))
+        .with("sandbox_permissions", SchemaProp::string())
+        .with("justification", SchemaProp::string())
+        .with_together(&["sandbox_permissions", "justification"])
+}
+
+#[test]
+fn together_groups_serialize_under_their_key_and_load_back() {
+    let spec = escalating();
+    let value = serde_json::to_value(&spec).unwrap();
+    assert_eq!(
+        value["$together"],
+        json!([["sandbox_permissions", "justification"]])
+    );
+    let back: SchemaSpec = serde_json::from_value(value).unwrap();
+    assert_eq!(back, spec);
+    assert_eq!(
+        to_json_schema(&back)["dependentRequired"],
+        json!({"sandbox_permissions": ["justification"], "justification": ["sandbox_permissions"]})
+    );
+    // TOML too: the key is quoted, and comes before the property tables.
+    let text = toml::to_string(&spec).unwrap();
+    assert!(text.starts_with("\"$together\" = "), "{text}");
+    let back: SchemaSpec = toml::from_str(&text).unwrap();
+    assert_eq!(back, spec);
+    // Without groups the key is absent.
+    let plain = SchemaSpec::new().with("a", SchemaProp::string());
+    assert_eq!(
+        serde_json::to_value(&plain).unwrap(),
+        json!({"a": {"type": "string"}})
+    );
+}
+
+#[test]
+fn a_spec_file_declares_groups_and_they_are_enforced() {
+    let text = r#"
+"$together" = [["sandbox_permissions", "justification"]]
+
+[command]
+type = "string"
+required = true
+
+[sandbox_permissions]
+type = "string"
+
+[justification]
+type = "string"
+"#;
+    let spec: SchemaSpec = toml::from_str(text).unwrap();
+    assert_eq!(spec, escalating());
+    assert_eq!(
+        dsh_schema::validate_args(&spec, &json!({"command": "ls", "justification": "x"})),
+        [
+            r#""sandbox_permissions" and "justification" must be given together; "sandbox_permissions" is missing"#
+        ]
+    );
+}
+
+#[test]
+fn malformed_groups_are_refused_with_their_place() {
+    let props = || {
+        json!({"a": {"type": "string"}, "b": {"type": "string"}})
+            .as_object()
+            .unwrap()
+            .clone()
+    };
+    let with = |groups: serde_json::Value| {
+        let mut m = props();
+        m.insert("$together".into(), groups);
+        load(serde_json::Value::Object(m)).unwrap_err()
+    };
+    assert!(with(json!("a,b")).contains("must be a list of groups"));
+    assert!(with(json!(["a", "b"])).contains(r#""$together[0]": a group must be a list"#));
+    assert!(with(json!([["a", 1]])).contains("a property name must be a string"));
+    assert!(with(json!([["a"]])).contains("at least two property names"));
+    assert!(with(json!([["a", "a"]])).contains("names \"a\" twice"));
+    let unknown = with(json!([["a", "c"]]));
+    assert!(
+        unknown.contains(r#""$together[0]": names "c", which is not a property"#)
+            && unknown.contains("(properties: a, b)"),
+        "{unknown}"
+    );
+    let nested = load(json!({"o": {"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": "string"}, "$together": [["a", "b"]]
+    }}}))
+    .unwrap_err();
+    assert!(
+        nested.contains(r#""o.$together": "#) && nested.contains("top level"),
+        "{nested}"
+    );
+}
+
+#[test]
+fn nested_objects_never_carry_groups_and_check_agrees_with_load() {
+    // object_with drops the groups of the spec it nests (a derived struct
+    // with #[tool(together)] used as a property).
+    let nested = SchemaProp::object_with(escalating());
+    assert!(nested.properties.as_ref().unwrap().together().is_empty());
+    // Set by hand, they fail the same check loading applies.
+    let mut by_hand = SchemaProp::object();
+    by_hand.properties = Some(escalating());
+    let spec = SchemaSpec::new().with("o", by_hand);
+    assert_eq!(spec.check().unwrap_err().path(), "o.$together");
+    // A group naming a property the spec lacks, built in code.
+    let ghost = SchemaSpec::new()
+        .with("a", SchemaProp::string())
+        .with_together(&["a", "ghost"]);
+    assert_eq!(ghost.check().unwrap_err().path(), "$together[0]");
+    // The key is not a property name.
+    let named = SchemaSpec::new().with("$together", SchemaProp::string());
+    assert!(named
+        .check()
+        .unwrap_err()
+        .to_string()
+        .contains("not a property name"));
+}

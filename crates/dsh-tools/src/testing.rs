@@ -87,9 +87,34 @@ pub fn strip_optional_nulls(spec: &SchemaSpec, value: &mut Value) {
     dsh_schema::strip_introduced_nulls(spec, value);
 }
 
-/// Runs both drift checks on `cases` generated values of `A`'s spec: each
-/// must deserialize, and the deserialized value, serialized again, must
-/// validate clean.
+/// Checks that `spec` passes [`SchemaSpec::check`] and that its serialized
+/// form loads back as the same spec, through a JSON value and through JSON
+/// text (compared by names and groups there: text may move a float's last
+/// bit).
+///
+/// # Errors
+/// What differs, with the serialized form.
+pub fn assert_spec_round_trips(spec: &SchemaSpec) -> Result<(), String> {
+    spec.check()
+        .map_err(|e| format!("the spec fails its own load checks: {e}"))?;
+    let value = serde_json::to_value(spec).map_err(|e| format!("cannot serialize: {e}"))?;
+    let back = SchemaSpec::from_value(&value).map_err(|e| format!("{e} loading {value}"))?;
+    if &back != spec {
+        return Err(format!("{value} loads back as {back:?}, not {spec:?}"));
+    }
+    let text = value.to_string();
+    let back = SchemaSpec::from_json_str(&text).map_err(|e| format!("{e} loading {text}"))?;
+    if back.names().ne(spec.names()) || back.together() != spec.together() {
+        return Err(format!("{text} loads back as {back:?}"));
+    }
+    Ok(())
+}
+
+/// Runs the drift checks on `A`: its spec passes the load checks and,
+/// written out in its JSON form, loads back as the same spec
+/// (together-groups included; [`assert_spec_round_trips`]); then on
+/// `cases` generated values of the spec, each must deserialize, and the
+/// deserialized value, serialized again, must validate clean.
 ///
 /// # Panics
 /// On the first drift found (with proptest's minimal failing input).
@@ -98,6 +123,9 @@ where
     A: ToolArgs + DeserializeOwned + Serialize + Debug,
 {
     let spec = A::schema_spec();
+    if let Err(e) = assert_spec_round_trips(&spec) {
+        panic!("{}: {e}", std::any::type_name::<A>());
+    }
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,

@@ -203,9 +203,10 @@ fn derived_specs_pass_the_load_time_checks() {
         Everything::schema_spec(),
         AllDefault::schema_spec(),
         dsh_tools::NoArgs::schema_spec(),
+        Escalating::schema_spec(),
     ] {
         spec.check().unwrap();
-        // and survive a JSON round trip
+        // and survive a JSON round trip, together-groups included
         let back: SchemaSpec =
             serde_json::from_value(serde_json::to_value(&spec).unwrap()).unwrap();
         assert_eq!(back, spec);

@@ -91,6 +91,49 @@ struct AllDefault {
     nested: Option<Shared>,
 }
 
+/// The bash tool's escalation pair, as the real `BashArgs` declares it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs)]
+#[tool(together("sandbox_permissions", "justification"))]
+struct Escalation {
+    command: String,
+    sandbox_permissions: Option<String>,
+    justification: Option<String>,
+}
+
+/// Groups of its own, groups brought by a flattened struct, and a struct
+/// with groups nested as a property (where it carries none).
+#[derive(Debug, Clone, Serialize, Deserialize, ToolArgs)]
+#[serde(rename_all = "camelCase")]
+#[tool(together("firstLine", "lastLine"))]
+struct Grouped {
+    first_line: Option<u32>,
+    last_line: Option<u32>,
+    #[serde(flatten)]
+    escalation: Escalation,
+    nested: Option<Escalation>,
+}
+
+#[test]
+fn together_groups_do_not_drift_and_round_trip() {
+    testing::assert_no_drift::<Escalation>(CASES);
+    testing::assert_no_drift::<Grouped>(CASES);
+    let spec = Grouped::schema_spec();
+    // The flattened struct's groups come with its properties, then the
+    // struct's own.
+    assert_eq!(
+        spec.together(),
+        [
+            vec![
+                "sandbox_permissions".to_string(),
+                "justification".to_string()
+            ],
+            vec!["firstLine".to_string(), "lastLine".to_string()],
+        ]
+    );
+    let nested = spec.get("nested").unwrap().properties.as_ref().unwrap();
+    assert!(nested.together().is_empty());
+}
+
 #[test]
 fn bash_args_do_not_drift() {
     testing::assert_no_drift::<BashArgs>(CASES);
