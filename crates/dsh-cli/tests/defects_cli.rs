@@ -600,8 +600,7 @@ fn todo_is_styled_on_a_terminal_and_the_banner_mentions_help() {
         script.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let screen = t.wait_for("the banner", |s| s.contains("Ctrl-D exits"));
-    assert!(screen.contains("/help"), "{screen}");
+    let banner = t.wait_for("the banner", |s| s.contains("Ctrl-D exits"));
     t.keys(&[
         r#"call todo_write {"todos":[{"content":"Explore","status":"completed"},{"content":"Build","status":"in_progress"}]}"#,
         "Enter",
@@ -619,4 +618,5 @@ fn todo_is_styled_on_a_terminal_and_the_banner_mentions_help() {
     let reply = &screen[screen.rfind("/todo").unwrap()..];
     assert!(reply.contains("\u{1b}[2m  ⎿ Todo list (1/2"), "{reply:?}");
     assert!(reply.contains("[~] Build"), "{reply:?}");
+    assert!(banner.contains("/help"), "the banner names /help: {banner}");
 }
