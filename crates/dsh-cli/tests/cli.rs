@@ -920,7 +920,13 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
         "the flag wins, registration order"
     );
     let mut c = sb.dsh();
-    c.args(["tools", "list", "--schemas", "--tools", "bash,str_replace_editor"]);
+    c.args([
+        "tools",
+        "list",
+        "--schemas",
+        "--tools",
+        "bash,str_replace_editor",
+    ]);
     let out = output(c).await;
     assert_eq!(
         names(&out.stdout),
