@@ -346,8 +346,6 @@ async fn run_against_a_loopback_deepseek_server() {
         tools,
         [
             "bash",
-            "bash_output",
-            "bash_kill",
             "job_output",
             "job_list",
             "job_kill",
@@ -624,8 +622,6 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
         [
             "echo",
             "bash",
-            "bash_output",
-            "bash_kill",
             "job_output",
             "job_list",
             "job_kill",
@@ -912,11 +908,11 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(names(&out.stdout), ["bash", "edit"]);
     let mut c = sb.dsh();
-    c.args(["tools", "list", "--schemas", "--tools", "read,bash_kill"]);
+    c.args(["tools", "list", "--schemas", "--tools", "read,job_kill"]);
     let out = output(c).await;
     assert_eq!(
         names(&out.stdout),
-        ["bash_kill", "read"],
+        ["job_kill", "read"],
         "the flag wins, registration order"
     );
     let mut c = sb.dsh();

@@ -305,3 +305,79 @@ fn run_waits_for_a_background_subagent() {
         "the parent got the answer"
     );
 }
+
+// ---------------------------------------------------------------- item 20
+
+/// The result of the one tool call in `log`.
+fn tool_result(log: &[Value]) -> &Value {
+    log.iter()
+        .find(|e| e["type"] == "tool/result")
+        .map(|e| &e["data"])
+        .expect("a tool result")
+}
+
+/// What the model is offered (the request's tools, the system prompt,
+/// `dsh tools list`) never names `bash_output` or `bash_kill`, while a
+/// call to them still runs, validated against their own schema.
+#[test]
+fn the_old_bash_job_tools_are_callable_but_not_offered() {
+    let home = Home::new();
+    let (out, _) = home.run(
+        &[r#"call bash_output {"task_id":"bash-9"}"#],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let logs = home.logs();
+    let log = &logs[0];
+    let tools = log
+        .iter()
+        .find(|e| e["type"] == "request/tools")
+        .expect("the request's tools are logged");
+    let names: Vec<&str> = tools["data"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"job_output") && names.contains(&"job_kill"),
+        "{names:?}"
+    );
+    let system = log
+        .iter()
+        .find(|e| e["type"] == "request/system")
+        .expect("the system prompt is logged");
+    for hidden in ["bash_output", "bash_kill"] {
+        assert!(!names.contains(&hidden), "{names:?}");
+        assert!(
+            !tools.to_string().contains(hidden),
+            "a description names {hidden}"
+        );
+        assert!(
+            !system.to_string().contains(hidden),
+            "the prompt names {hidden}"
+        );
+    }
+    // Run, not unknown: the task is what is missing.
+    let result = tool_result(log);
+    assert_eq!(result["errorCode"], "UNKNOWN_TASK", "{result}");
+
+    let home = Home::new();
+    let (out, _) = home.run(&[r#"call bash_kill {}"#], Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result = tool_result(&home.logs()[0]).clone();
+    assert_eq!(result["errorCode"], "INVALID_ARGS", "{result}");
+    assert!(
+        result.to_string().contains("task_id"),
+        "its own schema: {result}"
+    );
+
+    for list in [&["tools", "list"][..], &["tools", "list", "--json"][..]] {
+        let out = home.dsh().args(list).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains("job_output"), "{stdout}");
+        assert!(!stdout.contains("bash_output"), "{stdout}");
+        assert!(!stdout.contains("bash_kill"), "{stdout}");
+    }
+}

@@ -7,6 +7,12 @@
 //! (`docs/reference/bash-tools.md` §10): non-zero exits, timeouts and
 //! signal deaths are ordinary results with markers, not errors.
 //!
+//! With a job table ([`install_with_jobs`]) background tasks are `bash-N`
+//! jobs: `bash`'s description and the completion notice point at
+//! `job_output` and `job_kill`, and `bash_output` / `bash_kill` remain as
+//! aliases for old sessions (dsh registers them but does not offer them
+//! to the model).
+//!
 //! The tools know nothing about processes: that is the executor's job.
 
 #![warn(missing_docs)]
@@ -32,8 +38,15 @@ pub use render::{render_run_result, render_task_read, DETACHED_NOTE};
 /// The plugin name on completion notices (`<context source="plugin">`).
 pub const PLUGIN_NAME: &str = "tool-bash";
 
-/// Description of the `bash` tool, as the model sees it.
-pub const BASH_DESCRIPTION: &str = "Run a bash command with `bash -c` and return its stdout and stderr. Each call is a fresh, non-interactive shell: no working directory, variables or functions persist between calls, so pass `workdir` instead of using `cd`. A non-zero exit status is reported as `[exit code: N]`; check it. Long output is cut to its tail and the full output is saved to a file whose path is reported. With `run_in_background: true` the call returns a task id at once; poll it with `bash_output` and stop it with `bash_kill`.";
+/// Description of the `bash` tool, as the model sees it when background
+/// tasks are jobs (see [`install_with_jobs`]): they are read and stopped
+/// with the job tools.
+pub const BASH_DESCRIPTION: &str = "Run a bash command with `bash -c` and return its stdout and stderr. Each call is a fresh, non-interactive shell: no working directory, variables or functions persist between calls, so pass `workdir` instead of using `cd`. A non-zero exit status is reported as `[exit code: N]`; check it. Long output is cut to its tail and the full output is saved to a file whose path is reported. With `run_in_background: true` the call returns a task id at once; read its output with `job_output` and stop it with `job_kill`.";
+
+/// Description of the `bash` tool without a job table ([`install`]):
+/// background tasks are read and stopped with `bash_output` and
+/// `bash_kill`.
+pub const BASH_DESCRIPTION_WITHOUT_JOBS: &str = "Run a bash command with `bash -c` and return its stdout and stderr. Each call is a fresh, non-interactive shell: no working directory, variables or functions persist between calls, so pass `workdir` instead of using `cd`. A non-zero exit status is reported as `[exit code: N]`; check it. Long output is cut to its tail and the full output is saved to a file whose path is reported. With `run_in_background: true` the call returns a task id at once; poll it with `bash_output` and stop it with `bash_kill`.";
 
 /// Description of the `bash_output` tool.
 pub const BASH_OUTPUT_DESCRIPTION: &str = "Read new output of a background task started by `bash` with `run_in_background: true`. Returns only the output produced since the previous `bash_output` call for that task, followed by the task status. The task keeps running; poll again later.";
@@ -151,9 +164,9 @@ impl Owners {
 /// Injects the completion notice of `task` into `agent`; a disposed agent is
 /// skipped (`AGENT_DISPOSED` is the one failure expected here: the agent went
 /// away while its task ran, and nobody is left to tell).
-fn notify(agent: &dyn ContextSink, task: &TaskInfo) -> Result<(), DshError> {
+fn notify(agent: &dyn ContextSink, task: &TaskInfo, jobs: bool) -> Result<(), DshError> {
     match agent.deliver_notice(
-        vec![ContentBlock::text(completion_notice(task))],
+        vec![ContentBlock::text(completion_notice(task, jobs))],
         MessageSource::plugin(PLUGIN_NAME),
     ) {
         Err(e) if e.code() != codes::AGENT_DISPOSED => Err(e),
@@ -219,6 +232,7 @@ pub fn install_with_jobs(
     keep: impl Fn(&str) -> bool,
 ) -> Result<Registration, ToolError> {
     let owners = Arc::new(Owners::default());
+    let with_jobs = jobs.is_some();
     let mut regs = Vec::new();
     if let Some(jobs) = &jobs {
         regs.push(jobs.add_source(
@@ -245,17 +259,19 @@ pub fn install_with_jobs(
         let Some(agent) = owners.complete(task).and_then(|w| w.upgrade()) else {
             return Ok(());
         };
-        notify(agent.as_ref(), task).map_err(Into::into)
+        notify(agent.as_ref(), task, with_jobs).map_err(Into::into)
     }));
     Ok(Registration::merge(regs))
 }
 
-/// `background bash task <id> finished <status line>. Read its output with bash_output.`
-pub fn completion_notice(task: &TaskInfo) -> String {
+/// `background bash task <id> finished <status line>. Read its output with
+/// job_output.` (`bash_output` without a job table: `jobs` false).
+pub fn completion_notice(task: &TaskInfo, jobs: bool) -> String {
     format!(
-        "background bash task {} finished {}. Read its output with bash_output.",
+        "background bash task {} finished {}. Read its output with {}.",
         task.id,
-        dsh_bash::status_line(task)
+        dsh_bash::status_line(task),
+        if jobs { "job_output" } else { "bash_output" }
     )
 }
 
@@ -314,9 +330,14 @@ fn bash_tool(
     owners: Arc<Owners>,
     jobs: Option<Arc<dsh_jobs::JobTable>>,
 ) -> Arc<dyn dsh_tools::Tool> {
+    let description = if jobs.is_some() {
+        BASH_DESCRIPTION
+    } else {
+        BASH_DESCRIPTION_WITHOUT_JOBS
+    };
     define_tool(
         "bash",
-        BASH_DESCRIPTION,
+        description,
         move |args: BashArgs, ctx: ToolContext| {
             let executor = executor.clone();
             let owners = owners.clone();
@@ -365,7 +386,7 @@ fn bash_tool(
                     if let Some(done) = early {
                         // The task completed before its owner was recorded;
                         // deliver the notice the listener could not.
-                        if let Err(e) = notify(agent.as_ref(), &done) {
+                        if let Err(e) = notify(agent.as_ref(), &done, jobs.is_some()) {
                             tracing::warn!(task = %done.id, "bash completion notice failed: {e}");
                         }
                     }

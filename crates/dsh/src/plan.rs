@@ -34,7 +34,8 @@ pub const PLAN_MODE_EVENT: &str = "plan/mode";
 pub const EXIT_PLAN_MODE_TOOL: &str = "exit_plan_mode";
 
 /// The tools the guard denies while planning (`str_replace_editor` is
-/// allowed with `command: "view"`).
+/// allowed with `command: "view"`; `bash_kill` is the hidden alias of
+/// `job_kill`, still denied for the sessions that call it).
 pub const DENIED_WHILE_PLANNING: [&str; 5] =
     ["write", "edit", "bash", "bash_kill", "str_replace_editor"];
 
@@ -42,7 +43,7 @@ pub const DENIED_WHILE_PLANNING: [&str; 5] =
 pub const PLAN_SOURCE: &str = "plan";
 
 /// The context message that tells the model it is planning.
-pub const ENTERED_TEXT: &str = "Plan mode is on: you are planning, not executing. Explore with read-only tools (read, glob, grep, bash_output) and change nothing: write, edit, bash, bash_kill and str_replace_editor (except its view command) are denied until the plan is approved. When the plan is ready, call exit_plan_mode with the whole plan in markdown (the steps, the files to change, how to verify); the user approves it or asks you to revise it.";
+pub const ENTERED_TEXT: &str = "Plan mode is on: you are planning, not executing. Explore with read-only tools (read, glob, grep, job_output) and change nothing: write, edit, bash and str_replace_editor (except its view command) are denied until the plan is approved. When the plan is ready, call exit_plan_mode with the whole plan in markdown (the steps, the files to change, how to verify); the user approves it or asks you to revise it.";
 
 /// The context message that tells the model planning is over.
 pub const LEFT_TEXT: &str = "Plan mode is off: you may edit files and run commands again.";

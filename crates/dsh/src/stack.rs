@@ -17,7 +17,7 @@ use dsh_agent_loop::{AgentHandle, AgentLoop, LoopSetup};
 use dsh_bash::BashExecutor;
 use dsh_bash_local::LocalBashExecutor;
 use dsh_kernel::{DshError, Kernel, Plugin, Registration, Scope};
-use dsh_llm::{LlmAdapter, LlmService};
+use dsh_llm::{LlmAdapter, LlmService, ToolSet};
 use dsh_prompt::PromptService;
 use dsh_protocol::SandboxMode;
 use dsh_session::{ErrorEvent, EventPayload, JsonlStore, SessionStore};
@@ -809,15 +809,37 @@ impl Stack {
     }
 }
 
-/// Makes the registry's schemas the prompt's tool list (asked at every
-/// assembly) and forwards `tools/change` as `system-prompt/change`. Undo
-/// removes both.
+/// Makes the registry's schemas, but the hidden aliases
+/// ([`crate::tools::HIDDEN_TOOLS`]), the prompt's tool list (asked at every
+/// assembly; the same shared set until the registry changes) and forwards
+/// `tools/change` as `system-prompt/change`. Undo removes both.
 pub fn feed_prompt(prompt: &Arc<PromptService>, tools: &Arc<ToolRegistry>) -> Registration {
     let weak = Arc::downgrade(tools);
+    // The registry's last set and what of it is offered.
+    let last: std::sync::Mutex<Option<(ToolSet, ToolSet)>> = std::sync::Mutex::new(None);
     let provider = prompt.add_tool_provider(move || {
-        weak.upgrade()
-            .map(|tools| tools.tool_set())
-            .unwrap_or_default()
+        let Some(all) = weak.upgrade().map(|tools| tools.tool_set()) else {
+            return ToolSet::default();
+        };
+        let mut last = dsh_kernel::sync::lock(&last);
+        if let Some((seen, offered)) = &*last {
+            if seen.same(&all) {
+                return offered.clone();
+            }
+        }
+        let offered = if all.schemas().iter().all(|t| crate::tools::offered(&t.name)) {
+            all.clone()
+        } else {
+            ToolSet::new(
+                all.schemas()
+                    .iter()
+                    .filter(|t| crate::tools::offered(&t.name))
+                    .cloned()
+                    .collect(),
+            )
+        };
+        *last = Some((all, offered.clone()));
+        offered
     });
     let prompt = prompt.clone();
     let forward = tools.on_change().on(move |_| prompt.notify_change());

@@ -248,3 +248,55 @@ async fn at_most_ten_jobs_run_per_agent() {
     assert_eq!(w.background("sleep 300").await, "bash-11");
     w.close().await;
 }
+
+/// Issue 33, item 20: the model is offered `job_output` / `job_kill` only.
+/// The old names are in no request's tool list, no tool description and
+/// no part of the system prompt, yet a call to them still runs (validated
+/// against their own schema), and a completion notice names `job_output`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_old_bash_job_names_work_but_are_not_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = world(dir.path(), "", None);
+    let assembly = w.stack.prompt.assemble().await;
+    let names: Vec<&str> = assembly.tools.iter().map(|t| t.name.as_str()).collect();
+    for hidden in ["bash_output", "bash_kill"] {
+        assert!(!names.contains(&hidden), "{names:?}");
+        assert!(
+            w.stack.tools.get(hidden).is_some(),
+            "{hidden} stays callable"
+        );
+    }
+    for name in ["bash", "job_output", "job_kill"] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    let shown = serde_json::to_string(&*assembly.tools).unwrap();
+    let system = dsh_prompt::render(&assembly);
+    for text in [&shown, &system] {
+        assert!(!text.contains("bash_output"), "{text}");
+        assert!(!text.contains("bash_kill"), "{text}");
+    }
+
+    let id = w.background("echo out").await;
+    w.settle(2).await;
+    let notice = w.context_texts().concat() + &format!("{:?}", w.triggers());
+    let logged: String = w
+        .agent
+        .session()
+        .events()
+        .iter()
+        .map(|e| serde_json::to_string(&**e).unwrap())
+        .collect();
+    assert!(
+        logged.contains(&format!(
+            "background bash task {id} finished [status: completed, exit code: 0]. Read its output with job_output."
+        )),
+        "{notice}"
+    );
+    let r = w.call("bash_output", json!({"task_id": id})).await;
+    assert!(!r.is_error, "{}", r.text());
+    assert!(r.text().starts_with("out\n"), "{}", r.text());
+    let r = w.call("bash_kill", json!({})).await;
+    assert_eq!(r.code(), Some("INVALID_ARGS"), "{}", r.text());
+    assert!(r.text().contains("task_id"), "{}", r.text());
+    w.close().await;
+}

@@ -61,6 +61,7 @@ pub(crate) fn run(args: ToolsArgs) -> u8 {
                 .tools
                 .schemas_with_checks()
                 .into_iter()
+                .filter(|(schema, _)| dsh::tools::offered(&schema.name))
                 .map(|(schema, check)| {
                     let mut entry = serde_json::to_value(&schema).unwrap_or_default();
                     if let Some(map) = entry.as_object_mut() {
@@ -75,6 +76,7 @@ pub(crate) fn run(args: ToolsArgs) -> u8 {
                 .tools
                 .schemas()
                 .iter()
+                .filter(|s| dsh::tools::offered(&s.name))
                 .map(|s| serde_json::to_value(s).unwrap_or_default())
                 .collect();
             json_text(&listed)
@@ -84,7 +86,13 @@ pub(crate) fn run(args: ToolsArgs) -> u8 {
                 .iter()
                 .map(|s| (s.name().to_string(), s.tools()))
                 .collect();
-            table(&app.tools.schemas_with_checks(), &servers)
+            let offered: Vec<_> = app
+                .tools
+                .schemas_with_checks()
+                .into_iter()
+                .filter(|(schema, _)| dsh::tools::offered(&schema.name))
+                .collect();
+            table(&offered, &servers)
         };
         let code = crate::output::emit(&text);
         app.shutdown().await;

@@ -46,6 +46,18 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "skill",
 ];
 
+/// Built-in tools that stay callable but are never offered to the model
+/// (left out of every request's tool list and of `dsh tools list`):
+/// `bash_output` and `bash_kill`, the old names of `job_output` and
+/// `job_kill`, kept so that sessions logged with them still run.
+pub const HIDDEN_TOOLS: &[&str] = &["bash_output", "bash_kill"];
+
+/// Whether the tool `name` is offered to the model (all but the
+/// [`HIDDEN_TOOLS`]).
+pub fn offered(name: &str) -> bool {
+    !HIDDEN_TOOLS.contains(&name)
+}
+
 /// Built-in tools offered only when selected by name (`tools` in dsh.toml
 /// or `--tools`): the SWE-bench editor, for benchmark set-ups.
 pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
