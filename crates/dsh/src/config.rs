@@ -183,6 +183,18 @@ pub fn limit(key: &str) -> Option<&'static Limit> {
     LIMITS.iter().find(|l| l.key == key)
 }
 
+impl SetLimit {
+    /// The key as a person finds it in the file: `[tools] max_parallel`,
+    /// `[[hooks.Stop]] timeout`, `max_steps`.
+    pub fn written(&self) -> String {
+        match self.key.rsplit_once('.') {
+            Some((table, leaf)) if table.starts_with("hooks.") => format!("[[{table}]] {leaf}"),
+            Some((table, leaf)) => format!("[{table}] {leaf}"),
+            None => self.key.clone(),
+        }
+    }
+}
+
 /// A limit a file sets: the key as written in the file (the table name in
 /// place of `*`), the entry in [`LIMITS`] and the value.
 #[derive(Debug, Clone, PartialEq, Eq)]

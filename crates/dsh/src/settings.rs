@@ -599,11 +599,11 @@ fn check_values(cfg: &ConfigFile) -> Vec<String> {
             "subagents.max_depth" | "deepseek.max_retries" | "hooks.*.timeout"
         );
         if set.value == 0 && !may_be_zero {
-            bad(format!("{} must be at least 1", set.key));
+            bad(format!("{} must be at least 1", set.written()));
         } else if set.value > set.limit.ceiling {
             bad(format!(
                 "{} = {} is above its ceiling of {} (the most any configuration may set; the default is {})",
-                set.key, set.value, set.limit.ceiling, set.limit.default
+                set.written(), set.value, set.limit.ceiling, set.limit.default
             ));
         }
     }
