@@ -250,6 +250,36 @@ async fn doctor_reports_a_deepseek_model_without_a_key_and_keeps_going() {
 }
 
 #[tokio::test]
+async fn switching_to_a_deepseek_model_without_a_key_says_it_needs_one() {
+    let home = Home::new();
+    let mut c = home.dsh();
+    c.args(["chat"]).stdin(Stdio::piped());
+    let mut child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"/model deepseek-v4-flash\n")
+            .await
+            .unwrap();
+    }
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("needs an API key (DEEPSEEK_API_KEY or api_key)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("unknown model"), "{stderr}");
+}
+
+#[tokio::test]
 async fn doctor_reports_every_config_problem_and_prints_each_section() {
     let home = Home::new();
     home.write_user("modle = \"echo\"\n");

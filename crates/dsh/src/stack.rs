@@ -401,7 +401,8 @@ impl Stack {
     ///
     /// # Errors
     /// [`StackError::Usage`] when no adapter serves `name`, listing the
-    /// models served.
+    /// models served (a DeepSeek model without a key: that it needs one,
+    /// as [`crate::model_problem`] says).
     pub fn set_model(
         &self,
         name: &str,
@@ -410,9 +411,10 @@ impl Stack {
     ) -> Result<(), StackError> {
         let models = self.models();
         if !models.iter().any(|m| m == name) {
-            return Err(StackError::Usage(format!(
-                "unknown model \"{name}\"; available models: {}",
-                models.join(", ")
+            let needs_key = self.resolved.deepseek.is_none()
+                && dsh_llm_deepseek::DEFAULT_MODELS.contains(&name);
+            return Err(StackError::Usage(crate::model_problem(
+                name, &models, needs_key,
             )));
         }
         *dsh_kernel::sync::lock(&self.model_override) =
