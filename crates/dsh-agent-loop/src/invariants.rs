@@ -5,11 +5,11 @@
 //! turn nesting (`step/start` inside a turn, steps numbered 1, 2, … and closed
 //! before the next opens or the turn ends; turn numbers strictly increase);
 //! every `tool/call` answered by a `tool/result` with the same call id before
-//! its step ends; legal status transitions (idle ⇄ running, anything →
+//! its step ends; no call id logged twice in a session; legal status transitions (idle ⇄ running, anything →
 //! disposed, nothing out of disposed). A backstop `error` (step 0) closes
 //! the turn it interrupted, as the loop's contract allows.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use dsh_agent::{AgentRegistry, AgentStatus};
@@ -28,6 +28,8 @@ struct SessionTrack {
     open_step: Option<u64>,
     last_step: u64,
     pending_calls: Vec<String>,
+    /// Every `tool/call` id logged since the checks started.
+    call_ids: HashSet<String>,
 }
 
 /// What the plugin observed. Cloning shares the same record.
@@ -144,6 +146,9 @@ pub fn install(store: &SessionStore, registry: &AgentRegistry) -> (Invariants, R
                 let call_id = &call.call_id;
                 if t.open_step.is_none() {
                     i2.report(format!("{id}: tool/call {call_id} outside a step"));
+                }
+                if !t.call_ids.insert(call_id.to_string()) {
+                    i2.report(format!("{id}: tool/call id {call_id} logged twice"));
                 }
                 t.pending_calls.push(call_id.to_string());
             }
