@@ -266,6 +266,38 @@ fn run_no_wait_stops_the_jobs_at_the_end_of_the_turn() {
     });
 }
 
+/// A stop signal while `dsh run` waits for its jobs ends it at once the
+/// usual way (143), stopping the job with its line.
+#[test]
+fn a_signal_while_waiting_for_jobs_stops_them_and_exits_143() {
+    let home = Home::new();
+    let m = marker(3);
+    let call = format!(
+        r#"call bash {{"command":"sleep {m}","description":"bg","run_in_background":true}}"#
+    );
+    let mut child = home.dsh().args(["run", &call]).spawn().unwrap();
+    wait_until("the job to run", Duration::from_secs(30), || {
+        !sleeps_with(&m).is_empty()
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let code = wait_exit(&mut child, Duration::from_secs(10));
+    let stderr = text(&child.wait_with_output().unwrap().stderr);
+    assert_eq!(code, 143, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "dsh: stopped job bash-1 (sleep {m}): terminated (SIGTERM)"
+        )),
+        "{stderr}"
+    );
+    wait_until("the sleep to be gone", Duration::from_secs(5), || {
+        sleeps_with(&m).is_empty()
+    });
+}
+
 /// A duration dsh cannot read is a usage error.
 #[test]
 fn run_refuses_a_wait_jobs_it_cannot_read() {

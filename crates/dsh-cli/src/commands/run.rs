@@ -162,7 +162,13 @@ async fn run_async(args: RunArgs) -> u8 {
             }
         }
     } else {
-        Vec::new()
+        running_jobs(&app)
+    };
+    // Why the jobs still running are stopped, for their lines.
+    let why = match (stopped, waiting) {
+        (Some(stop), _) => format!(": {}", stop.reason()),
+        (None, Waiting::NoWait) => " at the end of the turn".to_string(),
+        (None, Waiting::For(limit)) => format!(" after waiting {}", format_duration(limit)),
     };
     if !args.json && stopped.is_none() {
         let mut answer = match presented {
@@ -180,14 +186,14 @@ async fn run_async(args: RunArgs) -> u8 {
     crate::commands::shutdown_bounded(async {
         // Disposed first, so a job stopped below wakes no further turn.
         handle.dispose().await;
-        stop_jobs(&app, &left, waiting).await;
+        stop_jobs(&app, &left, &why).await;
         error_listener.undo();
         app.shutdown().await;
     })
     .await;
     let code = match stopped {
         Some(stop) => {
-            eprintln!("dsh: aborted: {}", stop.reason());
+            crate::output::say!("dsh: aborted: {}", stop.reason());
             return stop.exit_code();
         }
         None => exit_code_for(reason.as_ref()),
@@ -200,7 +206,7 @@ async fn run_async(args: RunArgs) -> u8 {
         .map(|v| v.clone())
         .unwrap_or_default();
     for f in &failures {
-        eprintln!("dsh: session log not saved: error {f}");
+        crate::output::say!("dsh: session log not saved: error {f}");
     }
     if code == 0 && !failures.is_empty() {
         1
@@ -335,12 +341,9 @@ async fn settle(
 }
 
 /// Stops each job of `left` still running and says so on stderr, one line
-/// per job.
-async fn stop_jobs(app: &crate::app::App, left: &[Job], waiting: Waiting) {
-    let when = match waiting {
-        Waiting::NoWait => "at the end of the turn".to_string(),
-        Waiting::For(limit) => format!("after waiting {}", format_duration(limit)),
-    };
+/// per job ending with `why` (` after waiting 10m`, ` at the end of the
+/// turn`, `: terminated (SIGTERM)`).
+async fn stop_jobs(app: &crate::app::App, left: &[Job], why: &str) {
     for job in left {
         let Ok(source) = app.jobs.source(dsh::MAIN_AGENT_ID, &job.id) else {
             continue;
@@ -350,11 +353,12 @@ async fn stop_jobs(app: &crate::app::App, left: &[Job], waiting: Waiting) {
         }
         // A job that cannot be stopped here is stopped by the shutdown.
         let _ = source.kill(&job.id, Some("dsh run ended")).await;
-        // The command or description comes from the model: sanitised.
-        eprintln!(
-            "dsh: stopped job {} ({}) {when}",
+        // The command or description comes from the model: `say`
+        // sanitises the line.
+        crate::output::say!(
+            "dsh: stopped job {} ({}){why}",
             job.id,
-            crate::sanitize::visible(&first_line(&job.title))
+            first_line(&job.title)
         );
     }
 }
@@ -393,9 +397,9 @@ fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
     match ms {
         0 => "0s".to_string(),
-        _ if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
-        _ if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
-        _ if ms % 1_000 == 0 => format!("{}s", ms / 1_000),
+        _ if ms.is_multiple_of(3_600_000) => format!("{}h", ms / 3_600_000),
+        _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
+        _ if ms.is_multiple_of(1_000) => format!("{}s", ms / 1_000),
         _ => format!("{ms}ms"),
     }
 }
