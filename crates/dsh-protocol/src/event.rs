@@ -116,7 +116,9 @@ pub struct ToolCallEvent {
     pub turn: u64,
     /// Step number.
     pub step: u64,
-    /// The call, exactly as the model produced it.
+    /// The call as the model produced it, except its id: an id the model
+    /// repeated carries a unique suffix (`tool/call-renamed` records the
+    /// change; the raw `assistant/chunk` events keep the model's id).
     #[serde(flatten)]
     pub call: ToolCall,
 }
