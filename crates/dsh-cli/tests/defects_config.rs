@@ -288,6 +288,18 @@ async fn doctor_reports_every_config_problem_and_prints_each_section() {
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(all.contains("modle"), "{all}");
+    assert!(
+        all.contains("connect_timeout_ms") && all.contains("600000"),
+        "both files' problems: {all}"
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "{} (not applied: see problems)",
+            home.user_config().display()
+        )),
+        "{}",
+        out.stdout
+    );
     for section in [
         "sandbox:",
         "permission:",

@@ -833,6 +833,17 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            ConfigError::Read { path, .. }
+            | ConfigError::NotAFile { path }
+            | ConfigError::Invalid { path, .. } => path,
+        }
+    }
+}
+
 /// Where a config file came from, which decides whether it is trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigOrigin {

@@ -57,10 +57,16 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
         if network { "allowed" } else { "denied" }
     ));
     line("config files:");
-    let (loaded, _) = dsh::config::load_all(stack.config.as_deref(), &resolved.cwd);
+    let (loaded, errors) = dsh::config::load_all(stack.config.as_deref(), &resolved.cwd);
     let files: Vec<_> = loaded.base.iter().chain(loaded.project.iter()).collect();
-    if files.is_empty() {
-        line("  (none read)");
+    if files.is_empty() && errors.is_empty() {
+        line("  (none)");
+    }
+    for e in &errors {
+        line(&format!(
+            "  {} (not applied: see problems)",
+            e.path().display()
+        ));
     }
     for f in files {
         let origin = match f.origin {
