@@ -301,11 +301,13 @@ async fn connect_stdio(
         .take()
         .map(|err| tokio::spawn(log_stderr(shared.clone(), err)));
     let config = &shared.config;
+    shared.refusals.clear();
     let messages = bound_messages(
         config.name.clone(),
         stdout,
         config.max_message_bytes,
         shared.oversize.clone(),
+        shared.refusals.clone(),
     );
     let started = handshake(handler, (messages, stdin), config.timeout).await;
     match started {

@@ -8,12 +8,18 @@
 //!   by a JSON-RPC error for the same request id (found in the kept head or
 //!   tail), so the call fails at once with `RESULT_TOO_LARGE` instead of
 //!   waiting for its timeout. A too-large message whose id cannot be found
-//!   is dropped and counted in [`Oversize`].
+//!   is dropped and counted in [`Oversize`]. Every message that fits is
+//!   screened for depth first ([`crate::depth::screen`]): a listing loses
+//!   its too-deep or too-large tools, and a message too deep for rmcp's
+//!   parser is answered like a too-large one, so nothing rmcp would drop
+//!   leaves a request waiting for its timeout.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+
+use crate::depth::{screen, too_deep_message, Refusals, Screened, MAX_MESSAGE_DEPTH};
 
 /// Default of [`McpServerConfig::max_message_bytes`](crate::McpServerConfig::max_message_bytes): 16 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -113,6 +119,7 @@ pub(crate) fn bound_messages<R>(
     stdout: R,
     max: usize,
     oversize: Arc<Oversize>,
+    refusals: Arc<Refusals>,
 ) -> impl AsyncRead + Send + Unpin + 'static
 where
     R: AsyncRead + Send + Unpin + 'static,
@@ -143,9 +150,29 @@ where
                     }
                 }
             } else {
-                let mut bytes = line.head;
-                bytes.push(b'\n');
-                bytes
+                match screen(&line.head, &refusals) {
+                    Screened::Pass => {
+                        let mut bytes = line.head;
+                        bytes.push(b'\n');
+                        bytes
+                    }
+                    Screened::Rewritten(mut bytes) => {
+                        bytes.push(b'\n');
+                        bytes
+                    }
+                    Screened::TooDeep { depth } => {
+                        match error_reply(&line, too_deep_message(depth)) {
+                            Some(reply) => {
+                                tracing::warn!(target: "dsh_mcp", server = %server, depth, "a message nested {depth} levels deep, too deep to parse (limit {MAX_MESSAGE_DEPTH}); its request fails");
+                                reply.into_bytes()
+                            }
+                            None => {
+                                tracing::warn!(target: "dsh_mcp", server = %server, depth, "a message nested {depth} levels deep, too deep to parse (limit {MAX_MESSAGE_DEPTH}), without a request id; dropped");
+                                continue;
+                            }
+                        }
+                    }
+                }
             };
             if to_rmcp.write_all(&out).await.is_err() {
                 break; // rmcp is gone
@@ -160,12 +187,23 @@ where
 /// found (a request or notification from the server has no reply to make
 /// and is dropped like one without an id).
 fn too_large_reply(line: &Line, max: usize) -> Option<String> {
-    let head = &line.head[..line.head.len().min(HEAD_SCAN)];
-    let id = top_level_id(head).or_else(|| trailing_id(&line.tail))?;
     let message = format!(
         "{TOO_LARGE_MARKER} the server sent a {} byte message, above max_message_bytes ({max})",
         line.len
     );
+    error_reply(line, message)
+}
+
+/// A JSON-RPC error with `message` for the request `line` answers, when its
+/// id can be found at the start of the line or at its end.
+fn error_reply(line: &Line, message: String) -> Option<String> {
+    let head = &line.head[..line.head.len().min(HEAD_SCAN)];
+    let tail = if line.cut() {
+        &line.tail[..]
+    } else {
+        &line.head[line.head.len().saturating_sub(TAIL_KEEP)..]
+    };
+    let id = top_level_id(head).or_else(|| trailing_id(tail))?;
     let reply = serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -231,7 +269,7 @@ fn parse_id(text: &str) -> Option<serde_json::Value> {
 }
 
 /// Index of the `"` closing the string that opens at `start`.
-fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
     let mut i = start + 1;
     while i < bytes.len() {
         match bytes[i] {
@@ -307,7 +345,7 @@ mod tests {
         let oversize = Arc::new(Oversize::default());
         let mut out = String::new();
         let input = std::io::Cursor::new(big.into_bytes());
-        let mut r = bound_messages("s".into(), input, 1000, oversize.clone());
+        let mut r = bound_messages("s".into(), input, 1000, oversize.clone(), Arc::default());
         tokio::io::AsyncReadExt::read_to_string(&mut r, &mut out)
             .await
             .unwrap();

@@ -59,6 +59,7 @@
 mod config;
 mod connection;
 mod content;
+mod depth;
 mod error;
 mod frames;
 mod naming;

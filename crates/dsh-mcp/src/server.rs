@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{McpServerConfig, McpTransport};
 use crate::connection::{connect, Ending, Link, Live};
+use crate::depth::Refusals;
 use crate::error::{codes, McpError};
 use crate::frames::Oversize;
 use crate::tools::{resync_loop, sync_tools};
@@ -58,7 +59,9 @@ impl fmt::Display for McpServerState {
     }
 }
 
-/// A server tool that was not registered, and why (name collision).
+/// A server tool that was not registered, and why: a name collision, or a
+/// definition nested too deep or too large to offer (refused before it was
+/// parsed, so the rest of the listing still registers).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedTool {
     /// The tool's name on the server.
@@ -113,8 +116,12 @@ impl McpServer {
     /// bounded by `config.timeout`; a failed start is not retried.
     ///
     /// Tools whose name collides (two server tools that sanitise alike, or a
-    /// tool already in the registry) are skipped with a warning and listed
-    /// by [`McpServer::skipped`].
+    /// tool already in the registry), and tools whose definition nests
+    /// deeper than 64 levels or takes more than 1 MiB (refused on the raw
+    /// bytes, before parsing, so the rest of the listing goes on at once),
+    /// are skipped with a warning naming the tool and why, and listed by
+    /// [`McpServer::skipped`]. A message nested too deep to parse at all
+    /// fails its request at once instead of leaving it to time out.
     ///
     /// # Errors
     /// `MCP_START_FAILED` naming the server and the command line or URL,
@@ -138,6 +145,7 @@ impl McpServer {
             done: CancellationToken::new(),
             stderr_tail: Mutex::new(VecDeque::new()),
             oversize: Arc::default(),
+            refusals: Arc::default(),
             pid: Mutex::new(None),
         });
         let (live, tools) = match connect(&shared).await {
@@ -184,7 +192,8 @@ impl McpServer {
         self.shared.tool_names()
     }
 
-    /// Server tools that were not registered (name collisions).
+    /// Server tools that were not registered, with why (name collisions,
+    /// definitions too deep or too large), as of the last listing.
     pub fn skipped(&self) -> Vec<SkippedTool> {
         lock(&self.shared.skipped).clone()
     }
@@ -274,6 +283,9 @@ pub(crate) struct Shared {
     pub(crate) stderr_tail: Mutex<VecDeque<String>>,
     /// Too-large messages dropped without a request id.
     pub(crate) oversize: Arc<Oversize>,
+    /// Tools the message filter left out of a listing (too deep or too
+    /// large), until the listing is synced.
+    pub(crate) refusals: Arc<Refusals>,
     /// The current process of a stdio server.
     pub(crate) pid: Mutex<Option<u32>>,
 }

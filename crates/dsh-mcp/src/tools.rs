@@ -62,6 +62,7 @@ pub(crate) async fn resync_loop(shared: Arc<Shared>, link: Arc<Link>, resync: Ar
             () = link.ended.cancelled() => return,
             () = resync.notified() => {}
         }
+        shared.refusals.clear();
         let listed = tokio::select! {
             () = link.ended.cancelled() => return,
             r = tokio::time::timeout(shared.config.timeout, link.peer.list_all_tools()) => r,
@@ -112,7 +113,17 @@ pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
         tracing::info!(target: "dsh_mcp", server = %shared.config.name, tool = %m.name, "MCP tool removed");
         m.registration.undo();
     }
-    let mut skipped = Vec::new();
+    // Tools the message filter refused before parsing.
+    let mut skipped: Vec<SkippedTool> = shared
+        .refusals
+        .take()
+        .into_iter()
+        .map(|r| SkippedTool {
+            name: tool_name(&shared.config.tool_prefix, &shared.config.name, &r.tool),
+            tool: r.tool,
+            reason: r.reason,
+        })
+        .collect();
     for (remote, schema, read_only) in wanted {
         let name = schema.name.clone();
         let already = lock(&shared.mounted).iter().any(|m| m.remote == remote);
@@ -147,7 +158,7 @@ pub(crate) fn sync_tools(shared: &Arc<Shared>, tools: Vec<McpTool>) {
         }
     }
     for s in &skipped {
-        tracing::warn!(target: "dsh_mcp", server = %shared.config.name, tool = %s.tool, name = %s.name, "MCP tool skipped: {}", s.reason);
+        tracing::warn!(target: "dsh_mcp", server = %shared.config.name, tool = %s.tool, name = %s.name, "tool \"{}\" ({}) skipped: {}", s.tool, s.name, s.reason);
     }
     *lock(&shared.skipped) = skipped;
     // A crash between the check above and here leaves tools the supervisor

@@ -800,3 +800,60 @@ async fn a_server_that_stayed_up_starts_its_attempts_over() {
     assert!(!sum.is_error, "{sum:?}");
     server.shutdown().await;
 }
+
+/// Issue 33 item 13: a server listing one tool whose `inputSchema` nests
+/// 200 levels deep starts at once; its other tools register and work, and
+/// the refused tool is named with the reason and the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_too_deep_tool_schema_is_refused_and_the_rest_start_at_once() {
+    let started = Instant::now();
+    let (registry, server) = start(fixture("fx").env("DSH_FIXTURE_DEEP", "200")).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "start-up took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.state(), McpServerState::Running);
+    // `nest` is listed on the same page as `deep` (two per page).
+    let mut every_other = FIXTURE_TOOLS.to_vec();
+    every_other.insert(FIXTURE_TOOLS.len() - 1, "mcp__fx__nest");
+    assert_eq!(server.tools(), every_other, "every other tool registers");
+    assert_eq!(
+        exec(&registry, "mcp__fx__add", r#"{"a": 2, "b": 3}"#)
+            .await
+            .text(),
+        "5"
+    );
+    let refused: Vec<_> = server
+        .skipped()
+        .into_iter()
+        .filter(|s| s.tool == "deep")
+        .collect();
+    assert_eq!(refused.len(), 1, "{:?}", server.skipped());
+    assert_eq!(refused[0].name, "mcp__fx__deep");
+    let reason = &refused[0].reason;
+    assert!(
+        reason.contains("depth") && reason.contains("200") && reason.contains("limit"),
+        "{reason}"
+    );
+    assert!(!registry.names().iter().any(|n| n == "mcp__fx__deep"));
+    // A call whose result is too deep to parse fails at once, saying so,
+    // and the server keeps serving.
+    let started = Instant::now();
+    let result = exec(&registry, "mcp__fx__nest", r#"{"depth": 300}"#).await;
+    assert!(result.is_error, "{}", result.text());
+    assert!(
+        result.text().contains("nested 30") && result.text().contains("depth limit"),
+        "{}",
+        result.text()
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        exec(&registry, "mcp__fx__nest", r#"{"depth": 20}"#)
+            .await
+            .text(),
+        "nested"
+    );
+    assert_eq!(server.state(), McpServerState::Running);
+    server.shutdown().await;
+}

@@ -73,6 +73,11 @@ pub(crate) fn run(args: McpArgs) -> u8 {
                         line.push_str(&format!("\n  {tool}\targs: {check}"));
                     }
                 }
+                // And one per tool left out (a name collision, a definition
+                // too deep or too large), with why.
+                for skipped in server.skipped() {
+                    line.push_str(&format!("\n  skipped {}: {}", skipped.tool, skipped.reason));
+                }
                 line
             } else {
                 format!("{name}\tnot started")

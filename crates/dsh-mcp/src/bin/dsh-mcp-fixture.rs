@@ -21,7 +21,11 @@
 //! - `header {name}` → the value of that header of the HTTP request, or
 //!   `<unset>` (always `<unset>` over stdio);
 //! - `twin.tool` and `twin_tool` (same registry name), `doomed`, and after
-//!   `grow` `extra` → their own name as text.
+//!   `grow` `extra` → their own name as text;
+//! - with `DSH_FIXTURE_DEEP=N` in its environment, last, `deep`, whose
+//!   `inputSchema` nests `N` levels deep (objects in `properties`), and
+//!   `nest {depth}`, whose result's `structuredContent` nests that deep; with
+//!   `DSH_FIXTURE_HUGE=BYTES`, `huge`, whose description is that long.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -54,6 +58,21 @@ fn tool(name: &'static str, description: &'static str, schema: Value) -> Tool {
         unreachable!("fixture schemas are objects")
     };
     Tool::new(name, description, Arc::new(schema))
+}
+
+/// An object schema whose JSON nests `depth` levels deep (at least 1):
+/// `{"type":"object","properties":{"x":{…}}}`, each object two levels.
+fn deep_schema(depth: usize) -> Value {
+    let (mut schema, mut levels) = if depth % 2 == 1 {
+        (json!({"type": "object"}), 1)
+    } else {
+        (json!({"type": "object", "properties": {}}), 2)
+    };
+    while levels + 2 <= depth {
+        schema = json!({"type": "object", "properties": {"x": schema}});
+        levels += 2;
+    }
+    schema
 }
 
 fn text(t: impl Into<String>) -> CallToolResponse {
@@ -128,6 +147,24 @@ impl Fixture {
             tool("twin.tool", "First twin", json!({"type": "object"})),
             tool("twin_tool", "Second twin", json!({"type": "object"})),
         ];
+        let env_number = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+        };
+        if let Some(depth) = env_number("DSH_FIXTURE_DEEP") {
+            tools.push(tool(
+                "nest",
+                "A result nested `depth` levels deep",
+                obj(json!({"depth": {"type": "integer"}}), json!(["depth"])),
+            ));
+            tools.push(tool("deep", "A schema nested too deep", deep_schema(depth)));
+        }
+        if let Some(bytes) = env_number("DSH_FIXTURE_HUGE") {
+            let mut huge = tool("huge", "", json!({"type": "object"}));
+            huge.description = Some("h".repeat(bytes).into());
+            tools.push(huge);
+        }
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool(
                 "extra",
@@ -246,6 +283,12 @@ impl Fixture {
                 eprintln!("{line}");
                 eprintln!("fixture: shouted");
                 Ok(text("shouted"))
+            }
+            "nest" => {
+                let depth = args.get("depth").and_then(Value::as_u64).unwrap_or(1);
+                let mut result = CallToolResult::success(vec![ContentBlock::text("nested")]);
+                result.structured_content = Some(deep_schema(usize::try_from(depth).unwrap_or(1)));
+                Ok(CallToolResponse::Complete(result))
             }
             "doomed" | "extra" | "twin.tool" | "twin_tool" => Ok(text(name.to_string())),
             other => Err(ErrorData::invalid_params(
