@@ -53,8 +53,9 @@ pub fn denial_note(
 }
 
 /// The paths a line of stderr names as refused, when the line reports a
-/// refused write (one of [`DENIAL_ERRORS`], any case) in a known form;
-/// empty otherwise. The forms:
+/// refused write (`Permission denied`, `Operation not permitted`, `Invalid
+/// cross-device link`, `Read-only file system`, Node's `cross-device link
+/// not permitted`, in any case) in a known form; empty otherwise. The forms:
 ///
 /// - the error text ends the line, after the path: coreutils and bash
 ///   (`touch: cannot touch '/x': Permission denied`, `cp: cannot create
