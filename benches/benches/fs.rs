@@ -1,12 +1,19 @@
 //! The file tools on big files: an `edit` of one line in a 10 MB file, and
 //! a `read` window near the end of a 100 MB file (which must not load it).
 //!
+//! Memory: the peak RSS (`VmHWM`) of a child process (this binary again,
+//! see `dsh_benches::tool_call_in_child`) making one `read` of a window at
+//! the end of a 1 GiB file of 100-byte lines, and of the first lines of a
+//! 1 GiB file that is one line; both must stay under 64 MiB (the benchmark
+//! fails otherwise) and are printed next to the peak of a read of a small
+//! file (the runtime's own share). The child's time is benchmarked too.
+//!
 //! `cargo bench -p dsh-benches --bench fs`
 
 // A benchmark panics on a broken set-up; that is its failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
 
 fn file_of(dir: &std::path::Path, name: &str, bytes: usize) -> String {
@@ -66,5 +73,50 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+/// The most a `read` child may peak at, in KiB.
+const PEAK_LIMIT_KIB: u64 = 64 * 1024;
+
+fn memory(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("small.txt"), "one line\n").unwrap();
+    let lines = dir.path().join("lines.txt");
+    let line = dir.path().join("line.txt");
+    dsh_benches::big_text_file(&lines, 1 << 30, false);
+    dsh_benches::big_text_file(&line, 1 << 30, true);
+    // 1 GiB of 100-byte lines (a line restarts at each MiB): 10,736,642.
+    let at_the_end = r#"{"file_path": "lines.txt", "offset": 10736500, "limit": 100}"#;
+    let cases = [
+        ("a small file", r#"{"file_path": "small.txt"}"#),
+        ("a window at the end of 1 GiB of lines", at_the_end),
+        (
+            "the start of a 1 GiB line",
+            r#"{"file_path": "line.txt", "limit": 2}"#,
+        ),
+    ];
+    for (what, args) in cases {
+        let peak = dsh_benches::tool_call_in_child("read", dir.path(), args);
+        println!(
+            "fs/memory: read of {what}: peak RSS {} MiB ({peak} KiB)",
+            peak / 1024
+        );
+        assert!(
+            peak < PEAK_LIMIT_KIB,
+            "read of {what} peaked at {peak} KiB (limit {PEAK_LIMIT_KIB})"
+        );
+    }
+    let mut g = c.benchmark_group("fs");
+    g.sample_size(10);
+    g.bench_function("read/window_at_the_end_of_1GiB_in_a_child", |b| {
+        b.iter(|| dsh_benches::tool_call_in_child("read", dir.path(), at_the_end))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, memory);
+
+fn main() {
+    // A child of `tool_call_in_child` makes its call and exits here.
+    dsh_benches::serve_child_call();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

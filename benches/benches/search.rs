@@ -26,7 +26,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
 
 /// Total measured time and iterations per benchmark, for the final ratios.
@@ -261,5 +261,56 @@ fn search(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, search);
-criterion_main!(benches);
+/// The most a `grep` child may peak at, in KiB.
+const PEAK_LIMIT_KIB: u64 = 64 * 1024;
+
+/// Memory: the peak RSS of a child (this binary again, see
+/// `dsh_benches::tool_call_in_child`) making one `grep` over a 1 GiB file
+/// of 100-byte lines (the only match on its last line) and over a 1 GiB
+/// file that is one line; both must stay under 64 MiB. The child's time
+/// over the lines is benchmarked too.
+fn memory(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("small.txt"), "the needle\n").unwrap();
+    dsh_benches::big_text_file(&dir.path().join("lines.txt"), 1 << 30, false);
+    dsh_benches::big_text_file(&dir.path().join("line.txt"), 1 << 30, true);
+    let over_lines = r#"{"pattern": "the needle", "path": "lines.txt"}"#;
+    let cases = [
+        (
+            "a small file",
+            r#"{"pattern": "the needle", "path": "small.txt"}"#,
+        ),
+        ("1 GiB of lines", over_lines),
+        (
+            "a 1 GiB line",
+            r#"{"pattern": "the needle", "path": "line.txt"}"#,
+        ),
+    ];
+    for (what, args) in cases {
+        let peak = dsh_benches::tool_call_in_child("grep", dir.path(), args);
+        let line = format!(
+            "search/memory: grep of {what}: peak RSS {} MiB ({peak} KiB)",
+            peak / 1024
+        );
+        println!("{line}");
+        assert!(
+            peak < PEAK_LIMIT_KIB,
+            "grep of {what} peaked at {peak} KiB (limit {PEAK_LIMIT_KIB})"
+        );
+    }
+    let mut g = c.benchmark_group("search");
+    g.sample_size(10);
+    g.bench_function("grep/1GiB_of_lines_in_a_child", |b| {
+        b.iter(|| dsh_benches::tool_call_in_child("grep", dir.path(), over_lines))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, search, memory);
+
+fn main() {
+    // A child of `tool_call_in_child` makes its call and exits here.
+    dsh_benches::serve_child_call();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -73,3 +73,103 @@ pub fn rss_kib() -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// This process's peak resident set size in KiB (`VmHWM`), 0 when unknown.
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Writes a text file of `bytes` bytes (rounded up to whole 1 MiB chunks)
+/// at `path` without holding it in memory: lines of 100 bytes, or one
+/// single line when `one_line`; either way it ends with the line
+/// `the needle`. Kept when it already has that size (a re-run of a
+/// benchmark reuses it).
+pub fn big_text_file(path: &std::path::Path, bytes: u64, one_line: bool) {
+    use std::io::Write;
+    let chunk: Vec<u8> = if one_line {
+        vec![b'a'; 1 << 20]
+    } else {
+        let line = format!("{}\n", "0123456789".repeat(10).get(..99).unwrap());
+        line.repeat((1 << 20) / line.len() + 1).into_bytes()[..1 << 20].to_vec()
+    };
+    let chunks = bytes.div_ceil(1 << 20);
+    let size = chunks * (1 << 20) + b"\nthe needle\n".len() as u64;
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == size) {
+        return;
+    }
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for _ in 0..chunks {
+        w.write_all(&chunk).unwrap();
+    }
+    w.write_all(b"\nthe needle\n").unwrap();
+    w.flush().unwrap();
+}
+
+/// The environment variable that turns a benchmark binary into the child
+/// of [`tool_call_in_child`]: `TOOL\tROOT\tARGUMENTS`.
+pub const CHILD_CALL: &str = "DSH_BENCH_CHILD_CALL";
+
+/// Runs the child side of [`tool_call_in_child`] when this process is one
+/// (call first thing in `main`, before any benchmark): installs the file
+/// and search tools over the root it was given, makes the one call, prints
+/// its peak RSS in KiB (`VmHWM`) on stdout and exits. Returns when this
+/// process is not such a child.
+pub fn serve_child_call() {
+    let Ok(spec) = std::env::var(CHILD_CALL) else {
+        return;
+    };
+    let mut parts = spec.splitn(3, '\t');
+    let (tool, root, args) = (
+        parts.next().unwrap().to_string(),
+        std::path::PathBuf::from(parts.next().unwrap()),
+        parts.next().unwrap().to_string(),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let registry = dsh_tools::ToolRegistry::new();
+    let _fs = dsh_tool_fs::install(&registry, root.clone()).unwrap();
+    let _search = dsh_tool_search::install(&registry, root).unwrap();
+    let r = rt.block_on(registry.execute(
+        &dsh_tools::ToolCall::new("c", &tool, args),
+        dsh_tools::CallEnv::default(),
+    ));
+    assert!(!r.is_error, "{}", r.text());
+    let text = r.text();
+    eprintln!(
+        "child {tool}: {}",
+        text.lines()
+            .last()
+            .unwrap_or_default()
+            .chars()
+            .take(120)
+            .collect::<String>()
+    );
+    println!("{}", peak_rss_kib());
+    std::process::exit(0);
+}
+
+/// Runs one call of `tool` with `args` (JSON) over `root` in a child
+/// process (this benchmark binary again, see [`serve_child_call`]) and
+/// returns the child's peak RSS in KiB: what the call cost in memory, the
+/// runtime and the tool set included, apart from the parent's fixtures.
+pub fn tool_call_in_child(tool: &str, root: &std::path::Path, args: &str) -> u64 {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(CHILD_CALL, format!("{tool}\t{}\t{args}", root.display()))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the child failed: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
