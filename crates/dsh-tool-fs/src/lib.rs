@@ -38,7 +38,7 @@ mod fence;
 mod files;
 mod guard;
 mod read;
-mod regular;
+pub mod regular;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,5 +1,9 @@
 //! Only regular files are opened.
 //!
+//! Public so every reader of files from an untrusted repository (the
+//! composition crate's instruction files, skills, config, trust hashes)
+//! opens them the same way.
+//!
 //! Opening a FIFO for reading blocks until a writer appears (for ever, in
 //! practice), and a device may block or act on open. So a path is looked
 //! at first (`stat`, which never blocks) and refused unless it is a regular
@@ -16,10 +20,11 @@ use std::path::Path;
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 
 /// What a path is when it is not a regular file, carried inside the
-/// `io::Error` of [`check`] and [`open`] (`crate::io_error` maps it to
-/// `FS_IS_DIRECTORY` or `FS_NOT_A_FILE`).
+/// `io::Error` of [`check`] and [`open`] (the file tools map it to
+/// `FS_IS_DIRECTORY` or `FS_NOT_A_FILE`). Its `Display` reads "not a regular
+/// file: a fifo (named pipe)".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct NotAFile(pub(crate) &'static str);
+pub struct NotAFile(pub &'static str);
 
 impl std::fmt::Display for NotAFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,7 +35,7 @@ impl std::fmt::Display for NotAFile {
 impl std::error::Error for NotAFile {}
 
 /// The name of a file type that is not a regular file (`None` for one).
-pub(crate) fn special_kind(t: FileType) -> Option<&'static str> {
+pub fn special_kind(t: FileType) -> Option<&'static str> {
     if t.is_file() {
         None
     } else if t.is_dir() {
@@ -51,13 +56,13 @@ pub(crate) fn special_kind(t: FileType) -> Option<&'static str> {
 }
 
 /// [`special_kind`]'s name of a directory.
-pub(crate) const DIRECTORY: &str = "directory";
+pub const DIRECTORY: &str = "directory";
 
 /// `Ok` for the metadata of a regular file.
 ///
 /// # Errors
 /// An `io::Error` carrying [`NotAFile`].
-pub(crate) fn check(meta: &Metadata) -> std::io::Result<()> {
+pub fn check(meta: &Metadata) -> std::io::Result<()> {
     match special_kind(meta.file_type()) {
         None => Ok(()),
         Some(kind) => Err(std::io::Error::other(NotAFile(kind))),
@@ -71,7 +76,7 @@ pub(crate) fn check(meta: &Metadata) -> std::io::Result<()> {
 /// # Errors
 /// The I/O error; [`NotAFile`] (inside the `io::Error`) for anything but a
 /// regular file.
-pub(crate) fn open(path: &Path) -> std::io::Result<(File, Metadata)> {
+pub fn open(path: &Path) -> std::io::Result<(File, Metadata)> {
     check(&std::fs::metadata(path)?)?;
     let file = OpenOptions::new()
         .read(true)
@@ -90,15 +95,25 @@ pub(crate) fn open(path: &Path) -> std::io::Result<(File, Metadata)> {
 ///
 /// # Errors
 /// As [`open`], or the read error.
-pub(crate) fn read_all(path: &Path) -> std::io::Result<(Metadata, Vec<u8>)> {
+pub fn read_all(path: &Path) -> std::io::Result<(Metadata, Vec<u8>)> {
     let (mut file, meta) = open(path)?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.read_to_end(&mut bytes)?;
     Ok((meta, bytes))
 }
 
+/// The text of the regular file at `path` ([`read_all`]), like
+/// `std::fs::read_to_string` but never blocking on a fifo or device.
+///
+/// # Errors
+/// As [`read_all`]; `InvalidData` when the file is not UTF-8.
+pub fn read_to_string(path: &Path) -> std::io::Result<String> {
+    let (_, bytes) = read_all(path)?;
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// The [`NotAFile`] an `io::Error` carries, if any.
-pub(crate) fn not_a_file(e: &std::io::Error) -> Option<NotAFile> {
+pub fn not_a_file(e: &std::io::Error) -> Option<NotAFile> {
     e.get_ref()
         .and_then(|r| r.downcast_ref::<NotAFile>())
         .copied()

@@ -497,12 +497,9 @@ fn file_map(files: &[ProjectFile]) -> BTreeMap<PathBuf, String> {
 /// The SHA-256 of the regular file at `path` (through symlinks), or `None`
 /// when there is none or it cannot be read. Streamed in 64 KiB pieces.
 fn file_hash(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
+    // Refuses (without blocking) anything but a regular file.
+    let (mut file, _) = dsh_tool_fs::regular::open(path).ok()?;
     let mut hasher = Sha256::new();
-    let mut file = std::fs::File::open(path).ok()?;
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match std::io::Read::read(&mut file, &mut buf) {

@@ -212,8 +212,9 @@ impl Plugin for NestedInstructions {
 /// note when cut). `None` when the file is unreadable, not UTF-8 or blank.
 pub fn render_nested(path: &Path) -> Option<String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
-    let total = file.metadata().ok()?.len();
+    // Never blocks: a fifo named AGENTS.md is refused, not waited on.
+    let (file, meta) = dsh_tool_fs::regular::open(path).ok()?;
+    let total = meta.len();
     let mut bytes = Vec::new();
     // A UTF-8 character is at most 4 bytes: reading 3 past the limit is
     // enough to cut on a character boundary.

@@ -361,11 +361,9 @@ fn load_skill(dir: &Path, source: SkillSource) -> Result<Skill, Skip> {
 /// The text of a `SKILL.md`, without a byte-order mark.
 fn read_skill_file(path: &Path) -> Result<String, String> {
     use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
-    let len = file
-        .metadata()
-        .map_err(|e| format!("cannot read the file: {e}"))?
-        .len();
+    let (file, meta) =
+        dsh_tool_fs::regular::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
+    let len = meta.len();
     if len > MAX_SKILL_BYTES {
         return Err(format!(
             "the file has {len} bytes, more than the {MAX_SKILL_BYTES} a SKILL.md may have (move details into other files of the skill's folder)"
