@@ -38,7 +38,6 @@ mod fence;
 mod files;
 mod guard;
 mod read;
-pub mod regular;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,6 +45,7 @@ use std::sync::Arc;
 use dsh_kernel::{DshError, Registration};
 use dsh_llm::ContentBlock;
 use dsh_protocol::codes;
+use dsh_tools::regular;
 use dsh_tools::{
     approved_escalation, define_tool, SandboxPermissions, Tool, ToolArgs, ToolContext, ToolError,
     ToolRegistry,

@@ -261,10 +261,11 @@ impl Visitor<'_> {
         if !searchable || !self.included(&entry) {
             return;
         }
-        let file = match crate::regular::open(entry.path()) {
-            Ok(Some(file)) => file,
-            // Swapped for a FIFO, socket or device since the walk saw it.
-            Ok(None) => return,
+        // Never blocks in open(): an entry swapped for a FIFO, socket or
+        // device since the walk saw it is passed over.
+        let file = match dsh_tools::regular::open(entry.path()) {
+            Ok((file, _)) => file,
+            Err(e) if dsh_tools::regular::not_a_file(&e).is_some() => return,
             Err(_) => {
                 self.shared.unreadable.fetch_add(1, Ordering::Relaxed);
                 return;

@@ -34,7 +34,6 @@
 
 mod glob;
 mod grep;
-mod regular;
 mod walk;
 
 use std::path::PathBuf;

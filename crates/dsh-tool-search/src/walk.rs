@@ -64,7 +64,9 @@ pub(crate) fn resolve(root: &Path, arg: Option<&str>) -> Result<Target, ToolErro
     };
     let shown_arg = arg.unwrap_or(".");
     match std::fs::metadata(&abs) {
-        Ok(meta) => match crate::regular::special_kind(meta.file_type()) {
+        Ok(meta) => match dsh_tools::regular::special_kind(meta.file_type())
+            .filter(|kind| *kind != dsh_tools::regular::DIRECTORY)
+        {
             Some(kind) => Err(ToolError::new(
                 codes::FS_NOT_A_FILE,
                 format!(

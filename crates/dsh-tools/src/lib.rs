@@ -51,6 +51,7 @@ mod guard;
 #[doc = include_str!("../README.md")]
 mod readme {}
 mod registry;
+pub mod regular;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tool;

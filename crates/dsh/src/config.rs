@@ -1013,7 +1013,7 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
             })
         }
     }
-    dsh_tool_fs::regular::read_to_string(path).map_err(|source| ConfigError::Read {
+    dsh_tools::regular::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })

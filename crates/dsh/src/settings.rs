@@ -278,7 +278,7 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
             (p, from)
         }),
     };
-    let system_prompt = prompt_file.and_then(|(p, from)| match dsh_tool_fs::regular::read_to_string(&p) {
+    let system_prompt = prompt_file.and_then(|(p, from)| match dsh_tools::regular::read_to_string(&p) {
         Ok(text) => Some(text),
         Err(e) => {
             problem(format!(

@@ -498,7 +498,7 @@ fn file_map(files: &[ProjectFile]) -> BTreeMap<PathBuf, String> {
 /// when there is none or it cannot be read. Streamed in 64 KiB pieces.
 fn file_hash(path: &Path) -> Option<String> {
     // Refuses (without blocking) anything but a regular file.
-    let (mut file, _) = dsh_tool_fs::regular::open(path).ok()?;
+    let (mut file, _) = dsh_tools::regular::open(path).ok()?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

@@ -72,7 +72,7 @@ pub fn instruction_file_of(dir: &Path) -> Option<PathBuf> {
 }
 
 fn read_instructions(path: &Path) -> Option<InstructionFile> {
-    let text = dsh_tool_fs::regular::read_to_string(path).ok()?;
+    let text = dsh_tools::regular::read_to_string(path).ok()?;
     let text = text.trim_end();
     (!text.trim().is_empty()).then(|| InstructionFile {
         path: path.to_path_buf(),

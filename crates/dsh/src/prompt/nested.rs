@@ -213,7 +213,7 @@ impl Plugin for NestedInstructions {
 pub fn render_nested(path: &Path) -> Option<String> {
     use std::io::Read;
     // Never blocks: a fifo named AGENTS.md is refused, not waited on.
-    let (file, meta) = dsh_tool_fs::regular::open(path).ok()?;
+    let (file, meta) = dsh_tools::regular::open(path).ok()?;
     let total = meta.len();
     let mut bytes = Vec::new();
     // A UTF-8 character is at most 4 bytes: reading 3 past the limit is

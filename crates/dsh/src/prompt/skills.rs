@@ -362,7 +362,7 @@ fn load_skill(dir: &Path, source: SkillSource) -> Result<Skill, Skip> {
 fn read_skill_file(path: &Path) -> Result<String, String> {
     use std::io::Read;
     let (file, meta) =
-        dsh_tool_fs::regular::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
+        dsh_tools::regular::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
     let len = meta.len();
     if len > MAX_SKILL_BYTES {
         return Err(format!(

@@ -1,8 +1,8 @@
 //! Only regular files are opened.
 //!
-//! Public so every reader of files from an untrusted repository (the
-//! composition crate's instruction files, skills, config, trust hashes)
-//! opens them the same way.
+//! Shared by every reader of files from an untrusted repository (the file
+//! and search tools, the composition crate's instruction files, skills,
+//! config and trust hashes), so they all open them the same way.
 //!
 //! Opening a FIFO for reading blocks until a writer appears (for ever, in
 //! practice), and a device may block or act on open. So a path is looked
