@@ -1,107 +1,72 @@
 //! The command line's view of the stack: [`StackArgs`] (the flags every
-//! agent command shares) mapped onto the library's [`dsh::Settings`].
-
-use std::path::PathBuf;
+//! agent command shares, defined in [`crate::cli`]) mapped onto the
+//! library's [`dsh::Settings`] by [`settings`].
 
 pub(crate) use dsh::{Resolved, Stack as App, StackError};
 
-/// Options shared by the commands that run an agent (and by `tools list`,
-/// `mcp list`, `doctor`). Every one is global: accepted before the
-/// subcommand as well as after it (`dsh --model M run …`); a command that
-/// runs no agent ignores them.
-#[derive(Debug, Clone, Default, clap::Args)]
-#[command(next_help_heading = "Agent options")]
-pub(crate) struct StackArgs {
-    /// Model to use (default: deepseek-v4-flash with an API key, else echo).
-    #[arg(long, short = 'm', global = true)]
-    pub model: Option<String>,
-    /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions).
-    #[arg(long, global = true)]
-    pub session_dir: Option<PathBuf>,
-    /// A file whose text is appended to the system prompt.
-    #[arg(long, value_name = "FILE", global = true)]
-    pub system_prompt: Option<PathBuf>,
-    /// Configuration file (default: ./dsh.toml, then $XDG_CONFIG_HOME/dsh/dsh.toml).
-    #[arg(long, value_name = "FILE", global = true)]
-    pub config: Option<PathBuf>,
-    /// An MCP server whose tools the agent gets, as NAME=COMMAND ARGS…
-    /// (split like a shell) or NAME=URL (http:// or https://, streamable
-    /// HTTP); repeatable; overrides a configured server of the same name.
-    #[arg(
-        long = "mcp",
-        value_name = "NAME=COMMAND ARGS…|NAME=URL",
-        global = true
-    )]
-    pub mcp: Vec<String>,
-    /// Trust the working directory's dsh.toml for this run (its MCP servers,
-    /// base_url, system_prompt… apply) without recording it; see `dsh trust`.
-    #[arg(long, global = true)]
-    pub trust_project: bool,
-    /// Send tools in DeepSeek's strict function-calling dialect where their
-    /// schema allows (the beta endpoint; also `[deepseek] strict_tools`).
-    #[arg(long, global = true)]
-    pub strict_tools: bool,
-    /// The built-in tools to offer, comma-separated (default: all; also
-    /// `tools = [..]` in dsh.toml), e.g. `--tools bash,read,edit`.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES", global = true)]
-    pub tools: Option<Vec<String>>,
-    /// The permission mode: read-only, workspace-write (default) or
-    /// danger-full-access (also DSH_PERMISSION and `[permission] mode`).
-    #[arg(long, value_name = "MODE", global = true)]
-    pub permission: Option<dsh::SandboxMode>,
-    /// What the command does with an untrusted project config (set by the
-    /// command, not a flag).
-    #[arg(skip)]
-    pub untrusted: dsh::ProjectTrust,
-}
+use crate::cli::PermissionMode;
+pub(crate) use crate::cli::StackArgs;
 
-impl StackArgs {
-    /// The library settings these flags stand for.
-    pub(crate) fn settings(&self) -> dsh::Settings {
-        dsh::Settings {
-            model: self.model.clone(),
-            session_dir: self.session_dir.clone(),
-            system_prompt: self.system_prompt.clone(),
-            config: self.config.clone(),
-            mcp: self.mcp.clone(),
-            cwd: None,
-            strict_tools: self.strict_tools,
-            tools: self.tools.clone(),
-            permission: self.permission,
-            project_trust: if self.trust_project {
-                dsh::ProjectTrust::Trust
-            } else {
-                self.untrusted
-            },
-        }
+/// The library settings the agent flags stand for. `untrusted` is what
+/// the command does with an untrusted project config (refuse, ignore its
+/// unsafe keys, or what the user answered [`ask_about_project`]);
+/// `--trust-project` overrides it.
+pub(crate) fn settings(args: &StackArgs, untrusted: dsh::ProjectTrust) -> dsh::Settings {
+    dsh::Settings {
+        model: args.model.clone(),
+        session_dir: args.session_dir.clone(),
+        system_prompt: args.system_prompt.clone(),
+        config: args.config.clone(),
+        mcp: args.mcp.clone(),
+        cwd: None,
+        strict_tools: args.strict_tools,
+        tools: args.tools.clone(),
+        permission: args.permission.map(sandbox_mode),
+        project_trust: if args.trust_project {
+            dsh::ProjectTrust::Trust
+        } else {
+            untrusted
+        },
     }
 }
 
-/// Resolves the flags, the environment and `dsh.toml`.
+/// The library's mode for `--permission`'s.
+fn sandbox_mode(mode: PermissionMode) -> dsh::SandboxMode {
+    match mode {
+        PermissionMode::ReadOnly => dsh::SandboxMode::ReadOnly,
+        PermissionMode::WorkspaceWrite => dsh::SandboxMode::WorkspaceWrite,
+        PermissionMode::DangerFullAccess => dsh::SandboxMode::DangerFullAccess,
+    }
+}
+
+/// Resolves the settings, the environment and `dsh.toml`.
 ///
 /// # Errors
 /// As [`dsh::resolve`].
-pub(crate) fn resolve(args: &StackArgs) -> Result<Resolved, StackError> {
-    dsh::resolve(&args.settings())
+pub(crate) fn resolve(settings: &dsh::Settings) -> Result<Resolved, StackError> {
+    dsh::resolve(settings)
 }
 
 /// Asks on the terminal whether to trust an undecided project config that
-/// sets unsafe keys, records the answer and sets `stack.untrusted` for this
-/// run. Does nothing without a terminal on stdin and stderr, with
-/// `--config` or `--trust-project`, or when the config is harmless or
-/// already decided (resolving then refuses, or applies the harmless keys,
-/// as the decision says).
-pub(crate) fn ask_about_project(stack: &mut StackArgs) {
+/// sets unsafe keys, records the answer and returns what this run does
+/// with the config: [`dsh::ProjectTrust::Trust`] or
+/// [`dsh::ProjectTrust::IgnoreUnsafe`] as answered. Asks nothing and
+/// returns [`dsh::ProjectTrust::Refuse`] (the default) without a terminal
+/// on stdin and stderr, with `--config` or `--trust-project`, or when the
+/// config is harmless or already decided (resolving then refuses, or
+/// applies the harmless keys, as the decision says).
+pub(crate) fn ask_about_project(stack: &StackArgs) -> dsh::ProjectTrust {
     use std::io::{BufRead, IsTerminal, Write};
+    let unasked = dsh::ProjectTrust::Refuse;
     if stack.trust_project
         || stack.config.is_some()
         || !std::io::stdin().is_terminal()
         || !std::io::stderr().is_terminal()
     {
-        return;
+        return unasked;
     }
     let Ok(cwd) = std::env::current_dir() else {
-        return;
+        return unasked;
     };
     // Errors surface when the command resolves the configuration.
     let Ok(dsh::config::LoadedConfig {
@@ -109,17 +74,17 @@ pub(crate) fn ask_about_project(stack: &mut StackArgs) {
         ..
     }) = dsh::config::load(None, &cwd)
     else {
-        return;
+        return unasked;
     };
     if project.file.unsafe_keys().is_empty() {
-        return;
+        return unasked;
     }
     let Ok(mut store) = dsh::trust::TrustStore::open() else {
-        return;
+        return unasked;
     };
     let changed = match store.decision(&project) {
         dsh::trust::Decision::Unknown { changed } => changed,
-        _ => return,
+        _ => return unasked,
     };
     let dir = project.path.parent().unwrap_or(&cwd).display().to_string();
     // The path and what the config sets come from the repository: shown
@@ -155,9 +120,30 @@ pub(crate) fn ask_about_project(stack: &mut StackArgs) {
     if let Err(e) = store.record(&project, yes) {
         crate::output::say!("dsh: {e} (the answer applies to this run only)");
     }
-    stack.untrusted = if yes {
+    if yes {
         dsh::ProjectTrust::Trust
     } else {
         dsh::ProjectTrust::IgnoreUnsafe
-    };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_permission_mode_maps_to_the_library_mode_of_its_name() {
+        let modes: Vec<dsh::SandboxMode> =
+            PermissionMode::ALL.into_iter().map(sandbox_mode).collect();
+        assert_eq!(modes, dsh::SandboxMode::ALL);
+        for mode in PermissionMode::ALL {
+            assert_eq!(mode.as_str(), sandbox_mode(mode).as_str());
+            assert_eq!(mode.as_str().parse::<PermissionMode>(), Ok(mode));
+        }
+        // The words of the library's own error (DSH_PERMISSION, dsh.toml).
+        assert_eq!(
+            "off".parse::<PermissionMode>().unwrap_err(),
+            "off".parse::<dsh::SandboxMode>().unwrap_err()
+        );
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! Parses the command line and dispatches to one module per subcommand under
 //! `commands/`; the plugin stack comes from the `dsh` library ([`app`] maps
-//! the shared flags onto it). The agent flags ([`app::StackArgs`]) are
+//! the shared flags onto it). Every clap definition is in [`cli`], which
+//! `build.rs` also includes to render the man pages at build time. The
+//! agent flags ([`cli::StackArgs`]) are
 //! global: `dsh --permission read-only run …` and `dsh run --permission
 //! read-only …` mean the same (the one after the subcommand wins when both
 //! are given). Exit codes: 0 success, 1 a failed result (a turn that ended
@@ -12,6 +14,7 @@
 
 mod app;
 mod approve;
+mod cli;
 mod commands;
 mod complete;
 mod logging;
@@ -22,55 +25,13 @@ mod signals;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, Parser};
 
+use crate::cli::{Cli, Command};
 use crate::output::say;
 
-/// dsh — a coding agent that drives DeepSeek models (or the offline echo
-/// model) in a tool loop.
-#[derive(Debug, Parser)]
-#[command(name = "dsh", version, about, long_about = None)]
-struct Cli {
-    #[command(subcommand)]
-    command: Option<Command>,
-    #[command(flatten)]
-    chat: commands::chat::ChatArgs,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Chat interactively (the default command).
-    Chat(commands::chat::ChatArgs),
-    /// Run one turn and print the final answer.
-    Run(commands::run::RunArgs),
-    /// Serve the Agent Client Protocol on stdin/stdout (for editors).
-    Acp(commands::acp::AcpArgs),
-    /// List the tools the model is shown.
-    Tools(commands::tools::ToolsArgs),
-    /// List the skills found (project .dsh/skills, .agents/skills, user).
-    Skills(commands::skills::SkillsArgs),
-    /// Work with tool argument schemas (the model boundary).
-    Schema(commands::schema::SchemaArgs),
-    /// List, show and replay session logs.
-    Session(commands::session::SessionArgs),
-    /// MCP servers: list their state and tools.
-    Mcp(commands::mcp::McpArgs),
-    /// Trust the working directory's dsh.toml (its MCP servers, base_url…).
-    Trust(commands::trust::TrustArgs),
-    /// Report the sandbox (mechanism, ABI, full or partial enforcement),
-    /// the config files read, the model and key, the MCP servers.
-    Doctor(commands::doctor::DoctorArgs),
-    /// Print a shell completion script: `dsh completions bash >
-    /// ~/.local/share/bash-completion/completions/dsh`.
-    Completions {
-        /// The shell to complete for.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Print the man page (troff): `dsh man > ~/.local/share/man/man1/dsh.1`.
-    #[command(hide = true)]
-    Man,
-}
+// `MAN_PAGES`: the man pages build.rs rendered from `cli.rs`.
+include!(concat!(env!("OUT_DIR"), "/man_pages.rs"));
 
 fn main() -> ExitCode {
     output::install_print_failure_hook();
@@ -95,7 +56,7 @@ fn main() -> ExitCode {
         Some(Command::Trust(args)) => commands::trust::run(args),
         Some(Command::Doctor(args)) => commands::doctor::run(args),
         Some(Command::Completions { shell }) => completions(shell),
-        Some(Command::Man) => man_page(),
+        Some(Command::Man { command }) => man_page(&command),
         None => commands::chat::run(cli.chat),
     };
     ExitCode::from(code)
@@ -127,21 +88,76 @@ fn clap_failure(e: &clap::Error) -> u8 {
 }
 
 /// `dsh completions SHELL`: the completion script on stdout.
-fn completions(shell: clap_complete::Shell) -> u8 {
+fn completions(shell: cli::Shell) -> u8 {
+    let shell = match shell {
+        cli::Shell::Bash => clap_complete::Shell::Bash,
+        cli::Shell::Elvish => clap_complete::Shell::Elvish,
+        cli::Shell::Fish => clap_complete::Shell::Fish,
+        cli::Shell::Powershell => clap_complete::Shell::PowerShell,
+        cli::Shell::Zsh => clap_complete::Shell::Zsh,
+    };
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "dsh", &mut script);
     output::emit(&String::from_utf8_lossy(&script))
 }
 
-/// `dsh man`: the man page, generated from the same command definitions
-/// as the parser (so it cannot drift from it).
-fn man_page() -> u8 {
-    let mut page = Vec::new();
-    match clap_mangen::Man::new(Cli::command()).render(&mut page) {
-        Ok(()) => output::emit(&String::from_utf8_lossy(&page)),
-        Err(e) => {
-            say!("dsh: error: cannot render the man page: {e}");
-            1
+/// `dsh man [COMMAND…]`: dsh's man page, or the page of the subcommand
+/// `COMMAND…` names (`dsh man tools list` prints `dsh-tools-list`).
+/// build.rs rendered them from the parser's own definitions ([`cli`]), so
+/// they cannot drift from it. Exit 2 for a page that does not exist.
+fn man_page(command: &[String]) -> u8 {
+    let name = std::iter::once("dsh")
+        .chain(command.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join("-");
+    match MAN_PAGES.iter().find(|(page, _)| *page == name) {
+        Some((_, text)) => output::emit(text),
+        None => {
+            let names: Vec<&str> = MAN_PAGES.iter().map(|(page, _)| *page).collect();
+            say!(
+                "dsh: error: no man page {name}; the pages are: {}",
+                names.join(", ")
+            );
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_shell_is_clap_completes_by_name() {
+        use clap::ValueEnum;
+        let ours: Vec<String> = cli::Shell::value_variants()
+            .iter()
+            .filter_map(|s| s.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let theirs: Vec<String> = clap_complete::Shell::value_variants()
+            .iter()
+            .filter_map(|s| s.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn the_man_pages_are_those_of_the_commands() {
+        let names: Vec<&str> = MAN_PAGES.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names[0], "dsh");
+        let root = Cli::command();
+        for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let page = format!("dsh-{}", sub.get_name());
+            assert!(names.contains(&page.as_str()), "{page}: {names:?}");
+        }
+        assert!(names.contains(&"dsh-tools-list"), "{names:?}");
+        assert!(!names
+            .iter()
+            .any(|n| n.ends_with("-help") || n.ends_with("-man")));
+        for (name, text) in MAN_PAGES {
+            assert!(text.contains(&format!(".TH {name} 1")), "{name}: {text}");
         }
     }
 }

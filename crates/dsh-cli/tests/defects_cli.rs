@@ -514,6 +514,60 @@ fn completions_and_the_man_page() {
         page.contains("\\-\\-permission"),
         "the global flags: {page}"
     );
+    // Every subcommand is listed, each with a page of its own (rendered at
+    // build time) holding its flags, the global ones included.
+    let man = |words: &[&str]| {
+        let mut c = home.dsh();
+        c.arg("man").args(words);
+        let out = run_with(c, None);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    for sub in [
+        "chat",
+        "run",
+        "acp",
+        "tools",
+        "skills",
+        "schema",
+        "session",
+        "mcp",
+        "trust",
+        "doctor",
+        "completions",
+    ] {
+        assert!(
+            page.contains(&format!("dsh\\-{sub}(1)")),
+            "{sub} listed: {page}"
+        );
+        let sub_page = man(&[sub]);
+        assert!(
+            sub_page.contains(&format!(".TH dsh-{sub} 1  \"dsh ")),
+            "{sub}'s page: {sub_page}"
+        );
+    }
+    let run_page = man(&["run"]);
+    for flag in ["wait\\-jobs", "no\\-wait", "permission", "resume"] {
+        assert!(
+            run_page.contains(&format!("\\-\\-{flag}")),
+            "{flag}: {run_page}"
+        );
+    }
+    assert!(man(&["acp"]).contains("\\-\\-max\\-line\\-bytes"));
+    let list_page = man(&["tools", "list"]);
+    assert!(list_page.contains("\\-\\-schemas"), "{list_page}");
+    assert!(list_page.contains("\\-\\-permission"), "{list_page}");
+    assert!(man(&["session"]).contains("dsh\\-session\\-compact(1)"));
+    // A page that does not exist is a usage error naming the pages.
+    let mut c = home.dsh();
+    c.args(["man", "nope"]);
+    let out = run_with(c, None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("dsh-run"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 // ------------------------------------------------------- items 18 and 25

@@ -28,7 +28,6 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::Args;
 use dsh::hooks::PromptDecision;
 use dsh_agent::{Agent, AgentStatus};
 use dsh_agent_loop::AgentHandle;
@@ -36,38 +35,30 @@ use dsh_llm::MessageSource;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::app::{App, StackArgs};
+use crate::app::App;
 use crate::approve::TerminalPerson;
+use crate::cli::ChatArgs;
 use crate::commands::{block_on, start_agent, wait_turn_end, TurnEnds};
 use crate::complete::LineCompletion;
 use crate::render::{self, Printer, Style};
 use crate::signals::Stop;
 
-/// Arguments of `dsh chat`.
-#[derive(Debug, Default, Args)]
-pub(crate) struct ChatArgs {
-    #[command(flatten)]
-    stack: StackArgs,
-    /// Continue the saved session ID.
-    #[arg(long, value_name = "ID")]
-    pub(crate) resume: Option<String>,
-}
-
 /// Runs `dsh chat`; returns the exit code.
-pub(crate) fn run(mut args: ChatArgs) -> u8 {
-    crate::app::ask_about_project(&mut args.stack);
-    block_on(chat(args))
+pub(crate) fn run(args: ChatArgs) -> u8 {
+    let trust = crate::app::ask_about_project(&args.stack);
+    let settings = crate::app::settings(&args.stack, trust);
+    block_on(chat(settings, args.resume))
 }
 
-async fn chat(args: ChatArgs) -> u8 {
+async fn chat(settings: dsh::Settings, resume: Option<String>) -> u8 {
     let terminal = TerminalMode::save();
-    let code = chat_session(args).await;
+    let code = chat_session(&settings, resume.as_deref()).await;
     terminal.restore();
     code
 }
 
-async fn chat_session(args: ChatArgs) -> u8 {
-    let (app, handle) = match start_agent(&args.stack, args.resume.as_deref()).await {
+async fn chat_session(settings: &dsh::Settings, resume: Option<&str>) -> u8 {
+    let (app, handle) = match start_agent(settings, resume).await {
         Ok(started) => started,
         Err(code) => return code,
     };

@@ -2,20 +2,12 @@
 //! sandbox mechanism and whether it enforces the mode in full, the config
 //! files read, the model and the key, the MCP servers. Starts nothing.
 
-use clap::Args;
 use dsh::config::ConfigOrigin;
 use dsh::SandboxMode;
 
-use crate::app::StackArgs;
+use crate::cli::DoctorArgs;
 use crate::output::emit;
 use crate::sanitize::visible;
-
-/// Arguments of `dsh doctor`.
-#[derive(Debug, Args)]
-pub(crate) struct DoctorArgs {
-    #[command(flatten)]
-    stack: StackArgs,
-}
 
 /// Prints the report, every section whatever fails: exit 0 when the
 /// configuration resolves and the configured permission mode can be
@@ -23,11 +15,11 @@ pub(crate) struct DoctorArgs {
 /// configuration errors included) or commands would be refused
 /// (`SANDBOX_UNAVAILABLE`).
 pub(crate) fn run(args: DoctorArgs) -> u8 {
-    let mut stack = args.stack;
+    let stack = args.stack;
     // Looking is harmless: an untrusted project config is reported, not
     // refused.
-    stack.untrusted = dsh::ProjectTrust::IgnoreUnsafe;
-    let dsh::Diagnosis { resolved, problems } = dsh::diagnose(&stack.settings());
+    let settings = crate::app::settings(&stack, dsh::ProjectTrust::IgnoreUnsafe);
+    let dsh::Diagnosis { resolved, problems } = dsh::diagnose(&settings);
     let mut out = String::new();
     let mut line = |text: &str| {
         out.push_str(&visible(text));

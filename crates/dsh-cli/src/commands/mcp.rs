@@ -1,35 +1,17 @@
 //! `dsh mcp list`: every configured MCP server, its state and its tools.
 
-use clap::{Args, Subcommand};
-
-use crate::app::{resolve, App, StackArgs};
+use crate::app::{resolve, App};
+use crate::cli::{McpArgs, McpCommand};
 use crate::commands::block_on;
-
-/// Arguments of `dsh mcp`.
-#[derive(Debug, Args)]
-pub(crate) struct McpArgs {
-    #[command(subcommand)]
-    command: McpCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum McpCommand {
-    /// Start every configured server (dsh.toml and --mcp), list its state
-    /// and tools, then stop them. Exit 1 when a server failed to start.
-    List {
-        #[command(flatten)]
-        stack: StackArgs,
-    },
-}
 
 /// Runs `dsh mcp`; returns the exit code.
 pub(crate) fn run(args: McpArgs) -> u8 {
-    let McpCommand::List { mut stack } = args.command;
+    let McpCommand::List { stack } = args.command;
     // Listing only looks: an untrusted project config's servers are left
     // out with a warning rather than refused.
-    stack.untrusted = dsh::ProjectTrust::IgnoreUnsafe;
+    let settings = crate::app::settings(&stack, dsh::ProjectTrust::IgnoreUnsafe);
     block_on(async {
-        let resolved = match resolve(&stack) {
+        let resolved = match resolve(&settings) {
             Ok(r) => r,
             Err(e) => return crate::commands::report(&e),
         };

@@ -1,5 +1,6 @@
-//! One module per subcommand. Each exposes an `Args` type (clap) and
-//! `run(args) -> u8` returning the process exit code; shared helpers below.
+//! One module per subcommand. Each exposes `run(args) -> u8` taking its
+//! `Args` from [`crate::cli`] and returning the process exit code; shared
+//! helpers below.
 
 pub(crate) mod acp;
 pub(crate) mod chat;
@@ -18,7 +19,7 @@ use dsh_agent_loop::AgentHandle;
 use dsh_session::{EventPayload, TurnEndEvent, TurnEndReason};
 use tokio::sync::mpsc;
 
-use crate::app::{resolve, App, StackArgs, StackError};
+use crate::app::{resolve, App, StackError};
 
 /// Runs a command's future on a multi-threaded tokio runtime and returns its
 /// exit code (1 when the runtime cannot start). Threads still blocked when
@@ -48,8 +49,8 @@ pub(crate) fn block_on(command: impl std::future::Future<Output = u8>) -> u8 {
 /// servers; on failure the error is reported and its exit code returned. A
 /// stop signal during MCP start-up stops the servers already started (and
 /// kills those still starting) and returns the signal's exit code.
-pub(crate) async fn start_app(stack: &StackArgs) -> Result<App, u8> {
-    let resolved = resolve(stack).map_err(|e| report(&e))?;
+pub(crate) async fn start_app(settings: &dsh::Settings) -> Result<App, u8> {
+    let resolved = resolve(settings).map_err(|e| report(&e))?;
     let app = App::build(resolved).map_err(|e| report(&e))?;
     start_servers(app).await
 }
@@ -98,10 +99,10 @@ pub(crate) async fn shutdown_bounded(shutdown: impl std::future::Future<Output =
 /// MCP servers start, so a log in use or unwritable fails before anything
 /// runs.
 pub(crate) async fn start_agent(
-    stack: &StackArgs,
+    settings: &dsh::Settings,
     resume: Option<&str>,
 ) -> Result<(App, AgentHandle), u8> {
-    let resolved = resolve(stack).map_err(|e| report(&e))?;
+    let resolved = resolve(settings).map_err(|e| report(&e))?;
     let app = App::build(resolved).map_err(|e| report(&e))?;
     let prepared = match app.prepare_session(resume) {
         Ok(prepared) => prepared,

@@ -25,44 +25,14 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
 use dsh::hooks::PromptDecision;
 use dsh_agent::Agent;
 use dsh_llm::MessageSource;
 use dsh_session::{AssistantMessageEvent, ErrorEvent, EventPayload, TurnEndReason};
 
-use crate::app::StackArgs;
+use crate::cli::RunArgs;
 use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end, TurnEnds};
 use crate::output::WriteFailure;
-
-/// Arguments of `dsh run`.
-#[derive(Debug, Args)]
-pub(crate) struct RunArgs {
-    #[command(flatten)]
-    stack: StackArgs,
-    /// Continue the saved session ID (its log is replayed, new events are appended).
-    #[arg(long, value_name = "ID")]
-    resume: Option<String>,
-    /// Print every session event as one JSON line instead of the answer.
-    #[arg(long)]
-    json: bool,
-    /// Plan only: commands and file changes are denied; the plan the model
-    /// presents (exit_plan_mode) is printed and the run ends.
-    #[arg(long)]
-    plan: bool,
-    /// Wait at most this long (e.g. 500ms, 30s, 10m, 1h) for the background
-    /// jobs the turn started and the wake-up turns they cause; then stop
-    /// what still runs.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
-    wait_jobs: Duration,
-    /// Stop the turn's background jobs when the turn ends instead of
-    /// waiting for them.
-    #[arg(long, conflicts_with = "wait_jobs")]
-    no_wait: bool,
-    /// The prompt (several words are joined with spaces).
-    #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
-    prompt: Vec<String>,
-}
 
 /// Runs `dsh run`; returns the exit code.
 pub(crate) fn run(args: RunArgs) -> u8 {
@@ -70,7 +40,8 @@ pub(crate) fn run(args: RunArgs) -> u8 {
 }
 
 async fn run_async(args: RunArgs) -> u8 {
-    let (app, handle) = match start_agent(&args.stack, args.resume.as_deref()).await {
+    let settings = crate::app::settings(&args.stack, dsh::ProjectTrust::Refuse);
+    let (app, handle) = match start_agent(&settings, args.resume.as_deref()).await {
         Ok(started) => started,
         Err(code) => return code,
     };
@@ -371,27 +342,6 @@ fn first_line(text: &str) -> String {
     }
 }
 
-/// Parses `--wait-jobs`: a whole number followed by `ms`, `s`, `m` or `h`.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let bad = || {
-        format!("invalid duration {text:?}: expected a number followed by ms, s, m or h (e.g. 30s, 10m)")
-    };
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let ms_per = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(ms_per)
-        .map(Duration::from_millis)
-        .ok_or_else(bad)
-}
-
 /// A duration as `--wait-jobs` writes it: `10m`, `30s`, `1h`, `500ms`.
 fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
@@ -407,6 +357,7 @@ fn format_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::parse_duration;
 
     #[test]
     fn durations_parse_and_print_in_the_same_notation() {

@@ -9,45 +9,14 @@
 //! says where the text stops parsing).
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::{Args, Subcommand};
 use dsh_schema::{to_json_schema, validate_args, SchemaSpec};
 // The raw-text parser of the typed call path, so that `validate` reports
 // unparsable arguments exactly as a tool call would (INVALID_JSON).
 use dsh_tools::parse_arguments;
 
-/// Arguments of `dsh schema`.
-#[derive(Debug, Args)]
-pub(crate) struct SchemaArgs {
-    #[command(subcommand)]
-    command: SchemaCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum SchemaCommand {
-    /// Print the JSON Schema a spec converts to (what the model is shown).
-    JsonSchema {
-        /// The spec file (JSON, or TOML when it ends in `.toml`).
-        #[arg(long, value_name = "FILE")]
-        spec: PathBuf,
-        /// One line instead of pretty-printed.
-        #[arg(long)]
-        compact: bool,
-    },
-    /// Validate tool arguments against a spec; prints
-    /// `{"valid": bool, "violations": [...]}` on one line. Exit 0 valid,
-    /// 1 invalid, 2 unusable input.
-    Validate {
-        /// The spec file (JSON, or TOML when it ends in `.toml`).
-        #[arg(long, value_name = "FILE")]
-        spec: PathBuf,
-        /// The arguments as the model would send them (JSON; `-` reads
-        /// stdin; an empty file means `{}`).
-        #[arg(long, value_name = "FILE")]
-        args: PathBuf,
-    },
-}
+use crate::cli::{SchemaArgs, SchemaCommand};
 
 /// Runs `dsh schema`; returns the exit code.
 pub(crate) fn run(args: SchemaArgs) -> u8 {

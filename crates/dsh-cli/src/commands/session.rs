@@ -9,7 +9,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Subcommand};
 use dsh_llm::{ContentBlock, MessageSource, StreamChunk, TokenUsage};
 use dsh_protocol::{ToolCall, ToolResult};
 use dsh_session::{
@@ -19,102 +18,7 @@ use dsh_session::{
     TurnTrigger, UsageEvent,
 };
 
-/// Arguments of `dsh session`.
-#[derive(Debug, Args)]
-pub(crate) struct SessionArgs {
-    #[command(subcommand)]
-    command: SessionCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum SessionCommand {
-    /// Print a human-readable timeline of a session log: turns, steps, tool
-    /// calls and results, errors, usage totals.
-    Show {
-        /// The session log (`<id>.jsonl`), or the id of a session in the
-        /// session directory.
-        #[arg(value_name = "FILE|ID")]
-        file: String,
-        /// Also print every raw stream chunk.
-        #[arg(long)]
-        chunks: bool,
-        /// Print the exact request body of every step instead, rebuilt
-        /// from the log (`--- turn T step S: N bytes`, then the body).
-        #[arg(long, conflicts_with = "chunks")]
-        requests: bool,
-        /// Directory of session logs (default as for `list`), for an ID.
-        #[arg(long, value_name = "DIR")]
-        session_dir: Option<PathBuf>,
-    },
-    /// Re-derive the model message history from a session log and print it as JSON.
-    Replay {
-        /// The session log (`<id>.jsonl`), or the id of a session in the
-        /// session directory.
-        #[arg(value_name = "FILE|ID")]
-        file: String,
-        /// Directory of session logs (default as for `list`), for an ID.
-        #[arg(long, value_name = "DIR")]
-        session_dir: Option<PathBuf>,
-    },
-    /// List the saved sessions, newest first: id, creation time, turns,
-    /// tokens used, title (a model's, else the first prompt cut to 60
-    /// characters).
-    List {
-        /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions,
-        /// else ~/.local/share/dsh/sessions).
-        #[arg(long, value_name = "DIR")]
-        session_dir: Option<PathBuf>,
-        /// Show sub-agents' sessions under their parent's, indented.
-        #[arg(long)]
-        tree: bool,
-    },
-    /// Validation telemetry of a session: per tool calls, failures (by
-    /// code), most frequent violation paths, self-corrections; turns, steps
-    /// and tokens.
-    Stats {
-        /// A session log file, or the id of a session in the session directory.
-        #[arg(value_name = "FILE|ID")]
-        session: String,
-        /// Print the figures as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Directory of session logs (default as for `list`), for an ID.
-        #[arg(long, value_name = "DIR")]
-        session_dir: Option<PathBuf>,
-    },
-    /// Compact a saved session now: old tool results are cut and the older
-    /// history is replaced by a summary the model writes (needs a model;
-    /// the offline echo model cannot, exit 2). The events are appended to
-    /// the session's log.
-    Compact {
-        /// The session to compact.
-        #[arg(value_name = "ID")]
-        id: String,
-        /// What the summary should keep in particular.
-        #[arg(long, value_name = "TEXT")]
-        focus: Option<String>,
-        #[command(flatten)]
-        stack: crate::app::StackArgs,
-    },
-    /// Remove the files kept for saved sessions (spilled tool output under
-    /// <session-dir>/<id>/); the logs stay, and `session show` then says
-    /// which files were removed. Sessions in use are skipped.
-    Clean {
-        /// The sessions to clean.
-        #[arg(
-            value_name = "ID",
-            required_unless_present = "all",
-            conflicts_with = "all"
-        )]
-        ids: Vec<String>,
-        /// Clean every session in the directory.
-        #[arg(long)]
-        all: bool,
-        /// Directory of session logs (default as for `list`).
-        #[arg(long, value_name = "DIR")]
-        session_dir: Option<PathBuf>,
-    },
-}
+use crate::cli::{SessionArgs, SessionCommand};
 
 /// Runs `dsh session`; returns the exit code.
 pub(crate) fn run(args: SessionArgs) -> u8 {
@@ -159,7 +63,8 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
 }
 
 async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs) -> u8 {
-    let resolved = match crate::app::resolve(&stack) {
+    let settings = crate::app::settings(&stack, dsh::ProjectTrust::Refuse);
+    let resolved = match crate::app::resolve(&settings) {
         Ok(r) => r,
         Err(e) => return crate::commands::report(&e),
     };
@@ -167,7 +72,7 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
         crate::output::say!("dsh: {}", dsh::NEEDS_MODEL);
         return 2;
     }
-    let (app, handle) = match crate::commands::start_agent(&stack, Some(&id)).await {
+    let (app, handle) = match crate::commands::start_agent(&settings, Some(&id)).await {
         Ok(started) => started,
         Err(code) => return code,
     };

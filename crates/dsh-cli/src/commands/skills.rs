@@ -9,34 +9,15 @@
 //! `shadowed`, `warnings` and `roots`. Exit 0 (2 when the working directory
 //! cannot be determined).
 
-use clap::{Args, Subcommand};
 use dsh::prompt::skills::{discover, Skill, SkillCatalog};
 use serde_json::{json, Value};
 
+use crate::cli::{SkillsArgs, SkillsCommand};
 use crate::output::emit;
 use crate::sanitize::{json_visible, visible};
 
 /// The most characters of a description the text listing shows.
 const DESCRIPTION_COLUMN: usize = 80;
-
-/// Arguments of `dsh skills`.
-#[derive(Debug, Args)]
-pub(crate) struct SkillsArgs {
-    #[command(subcommand)]
-    command: SkillsCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum SkillsCommand {
-    /// List the skills found for the working directory (project
-    /// .dsh/skills and .agents/skills, then $XDG_CONFIG_HOME/dsh/skills),
-    /// the shadowed ones and the files skipped.
-    List {
-        /// Print one JSON object: skills, shadowed, warnings, roots.
-        #[arg(long)]
-        json: bool,
-    },
-}
 
 /// Runs `dsh skills`; returns the exit code.
 pub(crate) fn run(args: SkillsArgs) -> u8 {

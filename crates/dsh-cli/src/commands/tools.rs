@@ -6,53 +6,27 @@
 //! `--schemas` prints the schemas exactly as the model is shown them (a
 //! JSON array); `--json` the same entries each with a `"validation"` field.
 
-use clap::{Args, Subcommand};
 use dsh_protocol::ToolSchema;
 use dsh_tools::ArgsCheck;
 
-use crate::app::StackArgs;
+use crate::cli::{ToolsArgs, ToolsCommand};
 use crate::commands::{block_on, start_app};
 
 /// The most characters of a description the table shows.
 const DESCRIPTION_COLUMN: usize = 72;
-
-/// Arguments of `dsh tools`.
-#[derive(Debug, Args)]
-pub(crate) struct ToolsArgs {
-    #[command(subcommand)]
-    command: ToolsCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum ToolsCommand {
-    /// List the tools the model would be shown: a table of name, source,
-    /// who validates the arguments, and what the tool does.
-    List {
-        /// Print the tool schemas (JSON) exactly as the model is shown them.
-        #[arg(long, conflicts_with = "json")]
-        schemas: bool,
-        /// Each schema with who checks its arguments: `"validation"` is
-        /// `dsh`, `local` (an MCP server with validate_args), `server`, or
-        /// `unsupported: <keyword at path>` (a raw schema dsh cannot enforce).
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        stack: StackArgs,
-    },
-}
 
 /// Runs `dsh tools`; returns the exit code.
 pub(crate) fn run(args: ToolsArgs) -> u8 {
     let ToolsCommand::List {
         schemas,
         json,
-        mut stack,
+        stack,
     } = args.command;
     // Listing only looks: an untrusted project config's MCP servers are not
     // started (a warning says so) rather than refused.
-    stack.untrusted = dsh::ProjectTrust::IgnoreUnsafe;
+    let settings = crate::app::settings(&stack, dsh::ProjectTrust::IgnoreUnsafe);
     block_on(async {
-        let app = match start_app(&stack).await {
+        let app = match start_app(&settings).await {
             Ok(app) => app,
             Err(code) => return code,
         };

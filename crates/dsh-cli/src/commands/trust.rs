@@ -11,26 +11,9 @@
 //! one and what changed since (or that there is none). Exit 0 done, 2 no or
 //! unusable config, 1 the record could not be written.
 
-use std::path::PathBuf;
-
-use clap::Args;
-
+use crate::cli::TrustArgs;
 use crate::output::emit;
 use crate::sanitize::visible;
-
-/// Arguments of `dsh trust`.
-#[derive(Debug, Args)]
-pub(crate) struct TrustArgs {
-    /// The directory whose dsh.toml to trust (default: the working directory).
-    #[arg(value_name = "DIR")]
-    dir: Option<PathBuf>,
-    /// Forget the decision about DIR's dsh.toml instead.
-    #[arg(long, conflicts_with = "list")]
-    revoke: bool,
-    /// List the recorded decisions.
-    #[arg(long, conflicts_with = "dir")]
-    list: bool,
-}
 
 /// Runs `dsh trust`; returns the exit code.
 pub(crate) fn run(args: TrustArgs) -> u8 {

@@ -1,0 +1,516 @@
+//! The command line's grammar: every clap definition of `dsh`, and nothing
+//! else.
+//!
+//! This module depends on `clap` and `std` only, so that `build.rs`
+//! includes it as well (`#[path = "src/cli.rs"] mod cli;`) and renders the
+//! man pages from the very definitions the parser uses, at build time. The
+//! values it parses are the command line's own ([`PermissionMode`],
+//! [`Shell`]); the binary maps them onto the library's types
+//! ([`crate::app`], `main.rs`), and each command module under `commands/`
+//! takes its `Args` from here.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// dsh — a coding agent that drives DeepSeek models (or the offline echo
+/// model) in a tool loop.
+#[derive(Debug, Parser)]
+#[command(name = "dsh", version, about, long_about = None)]
+pub(crate) struct Cli {
+    /// The subcommand (chat when none is given).
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+    /// Chat's options, for `dsh` without a subcommand.
+    #[command(flatten)]
+    pub(crate) chat: ChatArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Chat interactively (the default command).
+    Chat(ChatArgs),
+    /// Run one turn and print the final answer.
+    Run(RunArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout (for editors).
+    Acp(AcpArgs),
+    /// List the tools the model is shown.
+    Tools(ToolsArgs),
+    /// List the skills found (project .dsh/skills, .agents/skills, user).
+    Skills(SkillsArgs),
+    /// Work with tool argument schemas (the model boundary).
+    Schema(SchemaArgs),
+    /// List, show and replay session logs.
+    Session(SessionArgs),
+    /// MCP servers: list their state and tools.
+    Mcp(McpArgs),
+    /// Trust the working directory's dsh.toml (its MCP servers, base_url…).
+    Trust(TrustArgs),
+    /// Report the sandbox (mechanism, ABI, full or partial enforcement),
+    /// the config files read, the model and key, the MCP servers.
+    Doctor(DoctorArgs),
+    /// Print a shell completion script: `dsh completions bash >
+    /// ~/.local/share/bash-completion/completions/dsh`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print a man page (troff, generated at build time): `dsh man >
+    /// ~/.local/share/man/man1/dsh.1`; `dsh man run > …/dsh-run.1`.
+    #[command(hide = true)]
+    Man {
+        /// The subcommand whose page to print (e.g. `run`, `tools list`;
+        /// default: dsh's own page).
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+}
+
+/// The shells `dsh completions` writes a script for: clap_complete's,
+/// by the same names (`main.rs` maps them onto it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shell {
+    /// `bash`.
+    Bash,
+    /// `elvish`.
+    Elvish,
+    /// `fish`.
+    Fish,
+    /// `powershell`.
+    Powershell,
+    /// `zsh`.
+    Zsh,
+}
+
+// Written out rather than derived: a derived value enum would show each
+// variant's doc as help, which clap_complete's own `Shell` does not.
+impl ValueEnum for Shell {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Shell::Bash,
+            Shell::Elvish,
+            Shell::Fish,
+            Shell::Powershell,
+            Shell::Zsh,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Shell::Bash => "bash",
+            Shell::Elvish => "elvish",
+            Shell::Fish => "fish",
+            Shell::Powershell => "powershell",
+            Shell::Zsh => "zsh",
+        }))
+    }
+}
+
+/// Options shared by the commands that run an agent (and by `tools list`,
+/// `mcp list`, `doctor`). Every one is global: accepted before the
+/// subcommand as well as after it (`dsh --model M run …`); a command that
+/// runs no agent ignores them.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Agent options")]
+pub(crate) struct StackArgs {
+    /// Model to use (default: deepseek-v4-flash with an API key, else echo).
+    #[arg(long, short = 'm', global = true)]
+    pub(crate) model: Option<String>,
+    /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions).
+    #[arg(long, global = true)]
+    pub(crate) session_dir: Option<PathBuf>,
+    /// A file whose text is appended to the system prompt.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) system_prompt: Option<PathBuf>,
+    /// Configuration file (default: ./dsh.toml, then $XDG_CONFIG_HOME/dsh/dsh.toml).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub(crate) config: Option<PathBuf>,
+    /// An MCP server whose tools the agent gets, as NAME=COMMAND ARGS…
+    /// (split like a shell) or NAME=URL (http:// or https://, streamable
+    /// HTTP); repeatable; overrides a configured server of the same name.
+    #[arg(
+        long = "mcp",
+        value_name = "NAME=COMMAND ARGS…|NAME=URL",
+        global = true
+    )]
+    pub(crate) mcp: Vec<String>,
+    /// Trust the working directory's dsh.toml for this run (its MCP servers,
+    /// base_url, system_prompt… apply) without recording it; see `dsh trust`.
+    #[arg(long, global = true)]
+    pub(crate) trust_project: bool,
+    /// Send tools in DeepSeek's strict function-calling dialect where their
+    /// schema allows (the beta endpoint; also `[deepseek] strict_tools`).
+    #[arg(long, global = true)]
+    pub(crate) strict_tools: bool,
+    /// The built-in tools to offer, comma-separated (default: all; also
+    /// `tools = [..]` in dsh.toml), e.g. `--tools bash,read,edit`.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES", global = true)]
+    pub(crate) tools: Option<Vec<String>>,
+    /// The permission mode: read-only, workspace-write (default) or
+    /// danger-full-access (also DSH_PERMISSION and `[permission] mode`).
+    #[arg(long, value_name = "MODE", global = true)]
+    pub(crate) permission: Option<PermissionMode>,
+}
+
+/// `--permission`: the permission mode as typed (the library's
+/// `SandboxMode`, which [`crate::app`] maps it to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PermissionMode {
+    /// `read-only`.
+    ReadOnly,
+    /// `workspace-write`.
+    WorkspaceWrite,
+    /// `danger-full-access`.
+    DangerFullAccess,
+}
+
+impl PermissionMode {
+    /// Every mode, narrowest first.
+    pub(crate) const ALL: [PermissionMode; 3] = [
+        PermissionMode::ReadOnly,
+        PermissionMode::WorkspaceWrite,
+        PermissionMode::DangerFullAccess,
+    ];
+
+    /// The mode's name, as typed.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::ReadOnly => "read-only",
+            PermissionMode::WorkspaceWrite => "workspace-write",
+            PermissionMode::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+impl std::str::FromStr for PermissionMode {
+    type Err = String;
+
+    /// One of the three names; any other text is an error listing them
+    /// (the words `DSH_PERMISSION` and `[permission] mode` errors use).
+    fn from_str(s: &str) -> Result<Self, String> {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown permission mode {s:?}; expected read-only, workspace-write or danger-full-access"
+                )
+            })
+    }
+}
+
+/// Arguments of `dsh chat`.
+#[derive(Debug, Default, Args)]
+pub(crate) struct ChatArgs {
+    /// The agent options.
+    #[command(flatten)]
+    pub(crate) stack: StackArgs,
+    /// Continue the saved session ID.
+    #[arg(long, value_name = "ID")]
+    pub(crate) resume: Option<String>,
+}
+
+/// Arguments of `dsh run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The agent options.
+    #[command(flatten)]
+    pub(crate) stack: StackArgs,
+    /// Continue the saved session ID (its log is replayed, new events are appended).
+    #[arg(long, value_name = "ID")]
+    pub(crate) resume: Option<String>,
+    /// Print every session event as one JSON line instead of the answer.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Plan only: commands and file changes are denied; the plan the model
+    /// presents (exit_plan_mode) is printed and the run ends.
+    #[arg(long)]
+    pub(crate) plan: bool,
+    /// Wait at most this long (e.g. 500ms, 30s, 10m, 1h) for the background
+    /// jobs the turn started and the wake-up turns they cause; then stop
+    /// what still runs.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub(crate) wait_jobs: Duration,
+    /// Stop the turn's background jobs when the turn ends instead of
+    /// waiting for them.
+    #[arg(long, conflicts_with = "wait_jobs")]
+    pub(crate) no_wait: bool,
+    /// The prompt (several words are joined with spaces).
+    #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
+    pub(crate) prompt: Vec<String>,
+}
+
+/// The default of `dsh acp --max-line-bytes`: 64 MiB (the ACP server's
+/// `DEFAULT_MAX_LINE_BYTES`; a test in `commands::acp` keeps them equal).
+pub(crate) const DEFAULT_MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Arguments of `dsh acp`.
+#[derive(Debug, Args)]
+pub(crate) struct AcpArgs {
+    /// The agent options.
+    #[command(flatten)]
+    pub(crate) stack: StackArgs,
+    /// The longest JSON-RPC line taken from the client, in bytes (without
+    /// the newline); a longer one is discarded as it streams in and
+    /// answered with an error (-32600 "Line too long").
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = DEFAULT_MAX_LINE_BYTES,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub(crate) max_line_bytes: u64,
+}
+
+/// Arguments of `dsh tools`.
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: ToolsCommand,
+}
+
+/// The subcommands of `dsh tools`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// List the tools the model would be shown: a table of name, source,
+    /// who validates the arguments, and what the tool does.
+    List {
+        /// Print the tool schemas (JSON) exactly as the model is shown them.
+        #[arg(long, conflicts_with = "json")]
+        schemas: bool,
+        /// Each schema with who checks its arguments: `"validation"` is
+        /// `dsh`, `local` (an MCP server with validate_args), `server`, or
+        /// `unsupported: <keyword at path>` (a raw schema dsh cannot enforce).
+        #[arg(long)]
+        json: bool,
+        /// The agent options.
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+}
+
+/// Arguments of `dsh skills`.
+#[derive(Debug, Args)]
+pub(crate) struct SkillsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: SkillsCommand,
+}
+
+/// The subcommands of `dsh skills`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SkillsCommand {
+    /// List the skills found for the working directory (project
+    /// .dsh/skills and .agents/skills, then $XDG_CONFIG_HOME/dsh/skills),
+    /// the shadowed ones and the files skipped.
+    List {
+        /// Print one JSON object: skills, shadowed, warnings, roots.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Arguments of `dsh schema`.
+#[derive(Debug, Args)]
+pub(crate) struct SchemaArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: SchemaCommand,
+}
+
+/// The subcommands of `dsh schema`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SchemaCommand {
+    /// Print the JSON Schema a spec converts to (what the model is shown).
+    JsonSchema {
+        /// The spec file (JSON, or TOML when it ends in `.toml`).
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+        /// One line instead of pretty-printed.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Validate tool arguments against a spec; prints
+    /// `{"valid": bool, "violations": [...]}` on one line. Exit 0 valid,
+    /// 1 invalid, 2 unusable input.
+    Validate {
+        /// The spec file (JSON, or TOML when it ends in `.toml`).
+        #[arg(long, value_name = "FILE")]
+        spec: PathBuf,
+        /// The arguments as the model would send them (JSON; `-` reads
+        /// stdin; an empty file means `{}`).
+        #[arg(long, value_name = "FILE")]
+        args: PathBuf,
+    },
+}
+
+/// Arguments of `dsh session`.
+#[derive(Debug, Args)]
+pub(crate) struct SessionArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: SessionCommand,
+}
+
+/// The subcommands of `dsh session`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionCommand {
+    /// Print a human-readable timeline of a session log: turns, steps, tool
+    /// calls and results, errors, usage totals.
+    Show {
+        /// The session log (`<id>.jsonl`), or the id of a session in the
+        /// session directory.
+        #[arg(value_name = "FILE|ID")]
+        file: String,
+        /// Also print every raw stream chunk.
+        #[arg(long)]
+        chunks: bool,
+        /// Print the exact request body of every step instead, rebuilt
+        /// from the log (`--- turn T step S: N bytes`, then the body).
+        #[arg(long, conflicts_with = "chunks")]
+        requests: bool,
+        /// Directory of session logs (default as for `list`), for an ID.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+    /// Re-derive the model message history from a session log and print it as JSON.
+    Replay {
+        /// The session log (`<id>.jsonl`), or the id of a session in the
+        /// session directory.
+        #[arg(value_name = "FILE|ID")]
+        file: String,
+        /// Directory of session logs (default as for `list`), for an ID.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+    /// List the saved sessions, newest first: id, creation time, turns,
+    /// tokens used, title (a model's, else the first prompt cut to 60
+    /// characters).
+    List {
+        /// Directory of session logs (default $XDG_DATA_HOME/dsh/sessions,
+        /// else ~/.local/share/dsh/sessions).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+        /// Show sub-agents' sessions under their parent's, indented.
+        #[arg(long)]
+        tree: bool,
+    },
+    /// Validation telemetry of a session: per tool calls, failures (by
+    /// code), most frequent violation paths, self-corrections; turns, steps
+    /// and tokens.
+    Stats {
+        /// A session log file, or the id of a session in the session directory.
+        #[arg(value_name = "FILE|ID")]
+        session: String,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Directory of session logs (default as for `list`), for an ID.
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+    /// Compact a saved session now: old tool results are cut and the older
+    /// history is replaced by a summary the model writes (needs a model;
+    /// the offline echo model cannot, exit 2). The events are appended to
+    /// the session's log.
+    Compact {
+        /// The session to compact.
+        #[arg(value_name = "ID")]
+        id: String,
+        /// What the summary should keep in particular.
+        #[arg(long, value_name = "TEXT")]
+        focus: Option<String>,
+        /// The agent options.
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+    /// Remove the files kept for saved sessions (spilled tool output under
+    /// <session-dir>/<id>/); the logs stay, and `session show` then says
+    /// which files were removed. Sessions in use are skipped.
+    Clean {
+        /// The sessions to clean.
+        #[arg(
+            value_name = "ID",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        ids: Vec<String>,
+        /// Clean every session in the directory.
+        #[arg(long)]
+        all: bool,
+        /// Directory of session logs (default as for `list`).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+}
+
+/// Arguments of `dsh mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: McpCommand,
+}
+
+/// The subcommands of `dsh mcp`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum McpCommand {
+    /// Start every configured server (dsh.toml and --mcp), list its state
+    /// and tools, then stop them. Exit 1 when a server failed to start.
+    List {
+        /// The agent options.
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+}
+
+/// Arguments of `dsh trust`.
+#[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The directory whose dsh.toml to trust (default: the working directory).
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Forget the decision about DIR's dsh.toml instead.
+    #[arg(long, conflicts_with = "list")]
+    pub(crate) revoke: bool,
+    /// List the recorded decisions.
+    #[arg(long, conflicts_with = "dir")]
+    pub(crate) list: bool,
+}
+
+/// Arguments of `dsh doctor`.
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    /// The agent options.
+    #[command(flatten)]
+    pub(crate) stack: StackArgs,
+}
+
+/// Parses `--wait-jobs`: a whole number followed by `ms`, `s`, `m` or `h`.
+///
+/// # Errors
+/// Any other text, or a duration past `u64` milliseconds, with the form
+/// expected.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let bad = || {
+        format!("invalid duration {text:?}: expected a number followed by ms, s, m or h (e.g. 30s, 10m)")
+    };
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let ms_per = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(ms_per)
+        .map(Duration::from_millis)
+        .ok_or_else(bad)
+}
