@@ -113,7 +113,7 @@ fn register() -> Signals {
                     }
                 });
             }
-            Err(e) => eprintln!("dsh: cannot handle {stop:?} signals: {e}"),
+            Err(e) => crate::output::say!("dsh: cannot handle {stop:?} signals: {e}"),
         }
     }
     Signals { rx }

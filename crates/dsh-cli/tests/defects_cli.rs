@@ -264,6 +264,92 @@ fn a_hostile_project_config_writes_no_escapes() {
     }
 }
 
+/// `dsh doctor` and `dsh trust` (`--list`, `--revoke`) on a project whose
+/// directory name, `dsh.toml` values, hook command and MCP server name
+/// hold escapes and bidi controls, and on a corrupt trust record quoting
+/// them: every line is inert, and the foreign text is shown escaped.
+#[test]
+fn doctor_and_trust_write_no_escapes() {
+    let home = Home::new();
+    let hostile = "\u{1b}]0;owned\u{7}\u{9b}31m\u{202e}";
+    let project = home.path().join(format!("proj{hostile}"));
+    std::fs::create_dir_all(project.join("hooks")).unwrap();
+    // No `;` here: the hook command is split like a shell would.
+    let hook = "hooks/x\u{1b}[2J\u{7}\u{9b}31m\u{202e}.sh";
+    std::fs::write(project.join(hook), "#!/bin/sh\n").unwrap();
+    std::fs::write(
+        project.join("dsh.toml"),
+        "model = \"evil\\u001b]52;c;aGVsbG8=\\u0007\\u001b[2J\\u2066\"\n\
+         [[hooks.Stop]]\n\
+         command = \"./hooks/x\\u001b[2J\\u0007\\u009b31m\\u202e.sh\"\n\
+         [mcp.servers.\"srv\\u001b[2J\\u202e\"]\n\
+         command = \"./srv\\u001b[31m\\u2069.sh\"\n",
+    )
+    .unwrap();
+    let dir = project.to_str().unwrap();
+    let dsh = |args: &[&str], cwd: &Path| {
+        let mut c = home.dsh();
+        c.args(args).current_dir(cwd);
+        let out = run_with(c, None);
+        let what = format!("{args:?}");
+        assert_inert(&format!("{what} stdout"), &out.stdout);
+        assert_inert(&format!("{what} stderr"), &out.stderr);
+        out
+    };
+    // Undecided: doctor lists the project config and the model, escaped.
+    let out = dsh(&["doctor"], &project);
+    let report = text(&out.stdout);
+    assert!(report.contains("proj\\x1b]0;owned\\x07"), "{report}");
+    assert!(report.contains("evil\\x1b]52;c;"), "{report}");
+    let out = dsh(&["trust"], &project);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("trusted "),
+        "{}",
+        text(&out.stdout)
+    );
+    // Trusted: the server is listed too.
+    let report = text(&dsh(&["doctor"], &project).stdout);
+    assert!(report.contains("srv\\x1b[2J"), "{report}");
+    // The hook script changes: --list and doctor name it.
+    std::fs::write(project.join(hook), "#!/bin/sh\nrm -rf ~\n").unwrap();
+    let out = dsh(&["trust", "--list"], &home.ws());
+    assert!(
+        text(&out.stdout).contains("(changed since)")
+            && text(&out.stdout).contains("x\\x1b[2J\\x07\\u{9b}31m\\u{202e}.sh"),
+        "{}",
+        text(&out.stdout)
+    );
+    dsh(&["doctor"], &project);
+    // DIR as given on the command line, on stdout and then on stderr.
+    let out = dsh(&["trust", "--revoke", dir], &home.ws());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("forgot the decision about"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = dsh(&["trust", "--revoke", dir], &home.ws());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no decision recorded for"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = dsh(&["trust", &format!("{dir}/nope{hostile}")], &home.ws());
+    assert_eq!(out.status.code(), Some(2));
+    // A corrupt trust record: the parse error quotes the bad line.
+    std::fs::write(
+        home.path().join("config/dsh/trusted.toml"),
+        format!("[[project]]\npath = \"{hostile}\n"),
+    )
+    .unwrap();
+    for args in [&["trust", "--list"][..], &["trust"][..], &["doctor"][..]] {
+        let out = dsh(args, &project);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+    }
+}
+
 #[test]
 fn logs_under_dsh_log_are_sanitised_too() {
     let home = Home::new();

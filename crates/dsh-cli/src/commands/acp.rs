@@ -28,7 +28,8 @@ pub(crate) fn run(args: AcpArgs) -> u8 {
         match served {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("dsh acp: {e}");
+                // The error can quote the client's bytes: `say` sanitises.
+                crate::output::say!("dsh acp: {e}");
                 1
             }
         }

@@ -113,7 +113,7 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
         return code;
     }
     if !problems.is_empty() {
-        eprintln!(
+        crate::output::say!(
             "dsh: doctor found {} configuration problem{}",
             problems.len(),
             if problems.len() == 1 { "" } else { "s" }

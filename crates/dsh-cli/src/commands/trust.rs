@@ -12,7 +12,7 @@
 //! unusable config, 1 the record could not be written.
 
 use crate::cli::TrustArgs;
-use crate::output::emit;
+use crate::output::{emit, say};
 use crate::sanitize::visible;
 
 /// Runs `dsh trust`; returns the exit code.
@@ -20,7 +20,7 @@ pub(crate) fn run(args: TrustArgs) -> u8 {
     let mut store = match dsh::trust::TrustStore::open() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("dsh: {e}");
+            say!("dsh: {e}");
             return 2;
         }
     };
@@ -32,21 +32,25 @@ pub(crate) fn run(args: TrustArgs) -> u8 {
         None => match std::env::current_dir() {
             Ok(d) => d,
             Err(e) => {
-                eprintln!("dsh: cannot determine the working directory: {e}");
+                say!("dsh: cannot determine the working directory: {e}");
                 return 2;
             }
         },
     };
     let path = dir.join("dsh.toml");
     if args.revoke {
+        // DIR is a flag and the path can be anything: shown sanitised.
         return match store.forget(&path) {
-            Ok(true) => emit(&format!("forgot the decision about {}\n", path.display())),
+            Ok(true) => emit(&visible(&format!(
+                "forgot the decision about {}\n",
+                path.display()
+            ))),
             Ok(false) => {
-                eprintln!("dsh: no decision recorded for {}", path.display());
+                say!("dsh: no decision recorded for {}", path.display());
                 2
             }
             Err(e) => {
-                eprintln!("dsh: {e}");
+                say!("dsh: {e}");
                 1
             }
         };
@@ -54,19 +58,16 @@ pub(crate) fn run(args: TrustArgs) -> u8 {
     let cfg = match dsh::config::read_project(&dir) {
         Ok(Some(cfg)) => cfg,
         Ok(None) => {
-            eprintln!(
-                "dsh: no project config at {}",
-                visible(&path.display().to_string())
-            );
+            say!("dsh: no project config at {}", path.display());
             return 2;
         }
         Err(e) => {
-            eprintln!("dsh: {}", visible(&e.to_string()));
+            say!("dsh: {e}");
             return 2;
         }
     };
     if let Err(e) = store.record(&cfg, true) {
-        eprintln!("dsh: {e}");
+        say!("dsh: {e}");
         return 1;
     }
     let mut out = visible(&format!(
