@@ -164,6 +164,7 @@ fn every_command_survives_a_closed_stdout_and_a_full_disk() {
         (vec!["completions", "zsh"], None),
         (vec!["completions", "fish"], None),
         (vec!["man"], None),
+        (vec!["man", "run"], None),
         (vec!["chat"], Some("call echo {\"text\":\"z\"}\n")),
     ];
     for (argv, stdin) in &commands {
