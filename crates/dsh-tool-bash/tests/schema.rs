@@ -18,7 +18,10 @@ fn bash_schema_matches_reference() {
     let schemas = h.registry.schemas();
     let bash = &schemas[0];
     assert_eq!(bash.name, "bash");
-    assert_eq!(bash.description, dsh_tool_bash::BASH_DESCRIPTION_WITHOUT_JOBS);
+    assert_eq!(
+        bash.description,
+        dsh_tool_bash::BASH_DESCRIPTION_WITHOUT_JOBS
+    );
     assert_eq!(bash.strict, None, "no tool sets strict");
     let p = &bash.parameters;
     assert_eq!(p["type"], "object");

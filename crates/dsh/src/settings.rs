@@ -187,7 +187,9 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
     };
     if let Some(Err(why)) = api_key.as_deref().map(dsh_llm_deepseek::check_api_key) {
         // The key itself is never quoted: it is a secret.
-        problem(format!("invalid config [INVALID_CONFIG]: {key_source} {why}"));
+        problem(format!(
+            "invalid config [INVALID_CONFIG]: {key_source} {why}"
+        ));
         api_key = None;
     }
     let deepseek = api_key.and_then(|key| {
@@ -278,16 +280,17 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
             (p, from)
         }),
     };
-    let system_prompt = prompt_file.and_then(|(p, from)| match dsh_tools::regular::read_to_string(&p) {
-        Ok(text) => Some(text),
-        Err(e) => {
-            problem(format!(
-                "cannot read system prompt file {} ({from}): {e}",
-                p.display()
-            ));
-            None
-        }
-    });
+    let system_prompt =
+        prompt_file.and_then(|(p, from)| match dsh_tools::regular::read_to_string(&p) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                problem(format!(
+                    "cannot read system prompt file {} ({from}): {e}",
+                    p.display()
+                ));
+                None
+            }
+        });
     let mcp_tool_prefix = file
         .mcp
         .mcp_tool_prefix
