@@ -146,10 +146,15 @@ fn denial(path: &Path, real: &Path, roots: &Roots) -> String {
     } else {
         format!("{} (really {})", path.display(), real.display())
     };
-    format!(
-        "{shown} is outside the writable roots of {} mode ({}); write inside them, or ask the user for wider access",
-        roots.mode,
+    // Read-only mode has no writable roots: say so instead of "()".
+    let roots_shown = if list.is_empty() {
+        "none: nothing is writable".to_string()
+    } else {
         list.join(", ")
+    };
+    format!(
+        "{shown} is outside the writable roots of {} mode ({roots_shown}); write inside them, or ask the user for wider access",
+        roots.mode,
     )
 }
 

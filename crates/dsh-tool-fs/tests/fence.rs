@@ -163,3 +163,22 @@ async fn opening_the_fence_allows_writes_everywhere() {
         .await);
     assert_eq!(std::fs::read_to_string(outside).unwrap(), "x\n");
 }
+
+/// Read-only mode has no writable roots, and the refusal says so instead of
+/// showing an empty list.
+#[tokio::test]
+async fn read_only_refusals_say_nothing_is_writable() {
+    let f = fenced();
+    f.fence.set("read-only", Some(vec![]));
+    let t = err(
+        &f.fx
+            .call("write", json!({"file_path": f.ws("a.txt"), "content": "x"}))
+            .await,
+        "FS_SANDBOX_DENIED",
+    );
+    assert!(
+        t.contains("writable roots of read-only mode (none: nothing is writable)"),
+        "{t}"
+    );
+    assert!(!t.contains("()"), "{t}");
+}
