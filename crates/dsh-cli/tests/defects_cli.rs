@@ -7,102 +7,29 @@
 //! shell completions, the man page and the chat banner (25).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Output};
 
+use dsh_testkit::cli::{output_within, text, Home, Tmux, LIMIT};
 use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use serde_json::{json, Value};
 
-/// A private home: config, data and state directories, and a working
-/// directory `ws` that is not a project unless a test makes it one.
-struct Home {
-    dir: tempfile::TempDir,
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
-impl Home {
-    fn new() -> Self {
-        let home = Self {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(home.ws()).unwrap();
-        std::fs::create_dir_all(home.path().join("config/dsh")).unwrap();
-        home
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn ws(&self) -> PathBuf {
-        self.path().join("ws")
-    }
-
-    fn sessions(&self) -> PathBuf {
-        self.path().join("data/dsh/sessions")
-    }
-
-    fn dsh(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.current_dir(self.ws())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DEEPSEEK_BASE_URL")
-            .env_remove("DSH_MODEL")
-            .env_remove("DSH_PERMISSION")
-            .env_remove("DSH_LOG")
-            .env("NO_COLOR", "1")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_STATE_HOME", self.path().join("state"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    /// The one session id in the session directory.
-    fn only_session(&self) -> String {
-        let ids: Vec<String> = std::fs::read_dir(self.sessions())
-            .unwrap()
-            .filter_map(|e| {
-                let name = e.ok()?.file_name().into_string().ok()?;
-                name.strip_suffix(".jsonl").map(str::to_string)
-            })
-            .collect();
-        assert_eq!(ids.len(), 1, "{ids:?}");
-        ids[0].clone()
-    }
+/// A private home: config (its `config/dsh` made), data and state
+/// directories, and a working directory `ws` that is not a project unless a
+/// test makes it one.
+fn new_home() -> Home {
+    let home = Home::new(DSH).in_dir("ws");
+    std::fs::create_dir_all(home.config_dir()).unwrap();
+    home
 }
 
 /// Runs `cmd`, feeding `stdin` when given; bounded in time (killed after
 /// 60 s, failing the test).
-fn run_with(mut cmd: Command, stdin: Option<&str>) -> Output {
-    if stdin.is_some() {
-        cmd.stdin(Stdio::piped());
-    }
-    let mut child = cmd.spawn().unwrap();
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(text.as_bytes()).unwrap();
-    }
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("dsh did not finish in 60 s");
-        }
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+fn run_with(cmd: Command, stdin: Option<&str>) -> Output {
+    output_within(cmd, stdin, LIMIT)
 }
 
 fn text_reply(text: &str) -> ScriptedResponse {
@@ -118,7 +45,7 @@ fn text_reply(text: &str) -> ScriptedResponse {
 
 #[test]
 fn every_command_survives_a_closed_stdout_and_a_full_disk() {
-    let home = Home::new();
+    let home = new_home();
     let out = run_with(
         {
             let mut c = home.dsh();
@@ -231,7 +158,7 @@ fn assert_inert(what: &str, bytes: &[u8]) {
 
 #[test]
 fn a_hostile_project_config_writes_no_escapes() {
-    let home = Home::new();
+    let home = new_home();
     let cases = [
         // A clipboard write and a screen clear in the model name.
         "model = \"evil\\u001b]52;c;aGVsbG8=\\u0007\\u001b[2J\"\n",
@@ -243,7 +170,7 @@ fn a_hostile_project_config_writes_no_escapes() {
         "model = \"abc\\u202eTXT.exe\\u2066x\\u2069\"\n",
     ];
     for case in cases {
-        std::fs::write(home.ws().join("dsh.toml"), case).unwrap();
+        std::fs::write(home.cwd().join("dsh.toml"), case).unwrap();
         for argv in [
             vec!["run", "hi"],
             vec!["tools", "list"],
@@ -271,7 +198,7 @@ fn a_hostile_project_config_writes_no_escapes() {
 /// them: every line is inert, and the foreign text is shown escaped.
 #[test]
 fn doctor_and_trust_write_no_escapes() {
-    let home = Home::new();
+    let home = new_home();
     let hostile = "\u{1b}]0;owned\u{7}\u{9b}31m\u{202e}";
     let project = home.path().join(format!("proj{hostile}"));
     std::fs::create_dir_all(project.join("hooks")).unwrap();
@@ -314,7 +241,7 @@ fn doctor_and_trust_write_no_escapes() {
     assert!(report.contains("srv\\x1b[2J"), "{report}");
     // The hook script changes: --list and doctor name it.
     std::fs::write(project.join(hook), "#!/bin/sh\nrm -rf ~\n").unwrap();
-    let out = dsh(&["trust", "--list"], &home.ws());
+    let out = dsh(&["trust", "--list"], &home.cwd());
     assert!(
         text(&out.stdout).contains("(changed since)")
             && text(&out.stdout).contains("x\\x1b[2J\\x07\\u{9b}31m\\u{202e}.sh"),
@@ -323,21 +250,21 @@ fn doctor_and_trust_write_no_escapes() {
     );
     dsh(&["doctor"], &project);
     // DIR as given on the command line, on stdout and then on stderr.
-    let out = dsh(&["trust", "--revoke", dir], &home.ws());
+    let out = dsh(&["trust", "--revoke", dir], &home.cwd());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("forgot the decision about"),
         "{}",
         text(&out.stdout)
     );
-    let out = dsh(&["trust", "--revoke", dir], &home.ws());
+    let out = dsh(&["trust", "--revoke", dir], &home.cwd());
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("no decision recorded for"),
         "{}",
         text(&out.stderr)
     );
-    let out = dsh(&["trust", &format!("{dir}/nope{hostile}")], &home.ws());
+    let out = dsh(&["trust", &format!("{dir}/nope{hostile}")], &home.cwd());
     assert_eq!(out.status.code(), Some(2));
     // A corrupt trust record: the parse error quotes the bad line.
     std::fs::write(
@@ -353,7 +280,7 @@ fn doctor_and_trust_write_no_escapes() {
 
 #[test]
 fn logs_under_dsh_log_are_sanitised_too() {
-    let home = Home::new();
+    let home = new_home();
     std::fs::write(
         home.path().join("config/dsh/dsh.toml"),
         "[[hooks.UserPromptSubmit]]\ncommand = \"echo 'bad\\u001b[2J\\u202e' >&2; exit 1\"\n",
@@ -378,7 +305,7 @@ async fn a_retried_request_is_one_warning_line_not_a_log_line() {
     ])
     .await
     .unwrap();
-    let home = Home::new();
+    let home = new_home();
     let mut c = home.dsh();
     c.env("DEEPSEEK_API_KEY", "sk-test")
         .env("DEEPSEEK_BASE_URL", server.base_url())
@@ -416,7 +343,7 @@ async fn a_retried_request_is_one_warning_line_not_a_log_line() {
 
 #[test]
 fn a_failing_hook_is_one_warning_line_naming_it() {
-    let home = Home::new();
+    let home = new_home();
     let script = home.path().join("fail-hook.sh");
     std::fs::write(&script, "#!/bin/sh\necho oops >&2\nexit 1\n").unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -447,7 +374,7 @@ fn a_failing_hook_is_one_warning_line_naming_it() {
 
 #[test]
 fn schema_validate_on_text_that_is_not_json_exits_2() {
-    let home = Home::new();
+    let home = new_home();
     let spec = home.path().join("spec.json");
     std::fs::write(&spec, r#"{"x": {"type": "string"}}"#).unwrap();
     let mut c = home.dsh();
@@ -481,7 +408,7 @@ fn schema_validate_on_text_that_is_not_json_exits_2() {
 
 #[test]
 fn agent_flags_work_before_the_subcommand() {
-    let home = Home::new();
+    let home = new_home();
     let write = r#"call write {"file_path":"made.txt","content":"hi"}"#;
     let mut c = home.dsh();
     c.args(["--permission", "read-only", "run", write]);
@@ -492,19 +419,23 @@ fn agent_flags_work_before_the_subcommand() {
         "{}",
         text(&out.stdout)
     );
-    assert!(!home.ws().join("made.txt").exists(), "read-only in force");
+    assert!(!home.cwd().join("made.txt").exists(), "read-only in force");
     // After the subcommand, as before.
     let mut c = home.dsh();
     c.args(["run", "--permission", "read-only", write]);
     let out = run_with(c, None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(!home.ws().join("made.txt").exists(), "read-only in force");
+    assert!(!home.cwd().join("made.txt").exists(), "read-only in force");
     // Without it, the write happens (the default mode).
     let mut c = home.dsh();
     c.args(["run", write]);
     let out = run_with(c, None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(home.ws().join("made.txt").exists(), "{}", text(&out.stdout));
+    assert!(
+        home.cwd().join("made.txt").exists(),
+        "{}",
+        text(&out.stdout)
+    );
 
     // --model and --session-dir before the subcommand, down two levels.
     let dir = home.path().join("elsewhere");
@@ -544,7 +475,7 @@ fn agent_flags_work_before_the_subcommand() {
 
 #[test]
 fn tools_list_is_a_table_with_schemas_and_json_on_request() {
-    let home = Home::new();
+    let home = new_home();
     let mut c = home.dsh();
     c.args(["tools", "list"]);
     let out = run_with(c, None);
@@ -576,7 +507,7 @@ fn tools_list_is_a_table_with_schemas_and_json_on_request() {
 
 #[test]
 fn completions_and_the_man_page() {
-    let home = Home::new();
+    let home = new_home();
     for (shell, needle) in [
         ("bash", "complete -F _dsh"),
         ("zsh", "#compdef dsh"),
@@ -659,96 +590,18 @@ fn completions_and_the_man_page() {
 
 // ------------------------------------------------------- items 18 and 25
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux is installed (the interactive tests need it)")
-    }
-
-    /// The screen with its styling as escape sequences (`-e`).
-    fn screen(&self) -> String {
-        text(
-            &self
-                .cmd(&["capture-pane", "-p", "-e", "-J", "-S", "-200", "-t", "dsh"])
-                .stdout,
-        )
-    }
-
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "dsh"];
-        args.extend_from_slice(keys);
-        assert!(self.cmd(&args).status.success());
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
-}
-
 #[test]
 fn todo_is_styled_on_a_terminal_and_the_banner_mentions_help() {
-    let home = Home::new();
-    let script = home.path().join("run-dsh.sh");
-    let q = |p: &Path| format!("'{}'", p.display());
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nunset DEEPSEEK_API_KEY DEEPSEEK_BASE_URL DSH_MODEL NO_COLOR DSH_LOG\nexport HOME={h} XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data XDG_STATE_HOME={h}/state TERM=xterm-256color\ncd {ws}\nexec {bin} chat\n",
-            h = q(home.path()),
-            ws = q(&home.ws()),
-            bin = q(Path::new(env!("CARGO_BIN_EXE_dsh"))),
-        ),
-    )
-    .unwrap();
-    let t = Tmux {
-        socket: format!("dsh-defects-{}", std::process::id()),
-    };
-    let out = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dsh",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        "sh",
-        script.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let banner = t.wait_for("the banner", |s| s.contains("Ctrl-D exits"));
+    let home = new_home();
+    let t = Tmux::chat(&home, "todo");
+    let banner = t.wait_for_styled("the banner", |s| s.contains("Ctrl-D exits"));
     t.keys(&[
         r#"call todo_write {"todos":[{"content":"Explore","status":"completed"},{"content":"Build","status":"in_progress"}]}"#,
         "Enter",
     ]);
-    t.wait_for("the checklist", |s| s.contains("[~]"));
+    t.wait_for_styled("the checklist", |s| s.contains("[~]"));
     t.keys(&["/todo", "Enter"]);
-    let screen = t.wait_for("the /todo reply", |s| {
+    let screen = t.wait_for_styled("the /todo reply", |s| {
         s.matches("Todo list (1/2").count() >= 2
     });
     assert!(

@@ -8,102 +8,12 @@
 //! (item 20).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use dsh_testkit::cli::{text, wait_exit, wait_until, Home};
 use serde_json::Value;
 
-/// A private home (and working directory) for one test.
-struct Home {
-    dir: tempfile::TempDir,
-}
-
-impl Home {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn sessions(&self) -> PathBuf {
-        self.path().join("data/dsh/sessions")
-    }
-
-    fn dsh(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        let home = self.path();
-        c.current_dir(home)
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DEEPSEEK_BASE_URL")
-            .env_remove("DSH_MODEL")
-            .env("NO_COLOR", "1")
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_STATE_HOME", home.join("state"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    /// `dsh run ARGS…`, bounded by `limit` (a hang fails the test).
-    fn run(&self, args: &[&str], limit: Duration) -> (Output, Duration) {
-        let started = Instant::now();
-        let mut child = self.dsh().arg("run").args(args).spawn().unwrap();
-        wait_exit(&mut child, limit);
-        let out = child.wait_with_output().unwrap();
-        (out, started.elapsed())
-    }
-
-    /// Every session log: its events.
-    fn logs(&self) -> Vec<Vec<Value>> {
-        std::fs::read_dir(self.sessions())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .map(|p| {
-                std::fs::read_to_string(p)
-                    .unwrap()
-                    .lines()
-                    .map(|l| serde_json::from_str(l).expect("every line is an event"))
-                    .collect()
-            })
-            .collect()
-    }
-}
-
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits for `child` to exit; its exit code (-1 for a signal death).
-fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            panic!("dsh did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
 /// Live `sleep` processes whose command line contains `needle`.
 fn sleeps_with(needle: &str) -> Vec<i32> {
@@ -125,7 +35,7 @@ fn marker(tag: u32) -> String {
 /// pinned in the composition library: `crates/dsh/tests/stuck_tool.rs`.)
 #[test]
 fn a_fifo_named_agents_md_beside_a_read_file_blocks_nothing() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     std::fs::create_dir(home.path().join("sub")).unwrap();
     std::fs::write(home.path().join("sub/file.txt"), "x\n").unwrap();
     nix::unistd::mkfifo(
@@ -134,7 +44,7 @@ fn a_fifo_named_agents_md_beside_a_read_file_blocks_nothing() {
     )
     .unwrap();
     let (out, took) = home.run(
-        &[r#"call read {"file_path":"sub/file.txt"}"#],
+        &["run", r#"call read {"file_path":"sub/file.txt"}"#],
         Duration::from_secs(30),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -153,7 +63,7 @@ fn a_fifo_named_agents_md_beside_a_read_file_blocks_nothing() {
 /// with it.
 #[test]
 fn sigterm_ends_dsh_quickly_while_a_command_ignores_signals() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let mark = marker(1);
     let call = format!(
         r#"call bash {{"command":"trap '' TERM INT HUP; sleep {mark}","description":"stubborn"}}"#
@@ -189,9 +99,9 @@ fn sigterm_ends_dsh_quickly_while_a_command_ignores_signals() {
 /// started.
 #[test]
 fn run_waits_for_a_background_job_and_its_wake_up_turn() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let (out, _) = home.run(
-        &[r#"call bash {"command":"sleep 1; touch bgdone","description":"bg","run_in_background":true}"#],
+        &["run", r#"call bash {"command":"sleep 1; touch bgdone","description":"bg","run_in_background":true}"#],
         Duration::from_secs(60),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -224,12 +134,15 @@ fn run_waits_for_a_background_job_and_its_wake_up_turn() {
 /// gone), one stderr line names it, and the turn's exit code stands.
 #[test]
 fn run_stops_a_job_still_running_after_wait_jobs() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let m = marker(1);
     let call = format!(
         r#"call bash {{"command":"sleep {m}","description":"bg","run_in_background":true}}"#
     );
-    let (out, took) = home.run(&["--wait-jobs", "1s", &call], Duration::from_secs(60));
+    let (out, took) = home.run(
+        &["run", "--wait-jobs", "1s", &call],
+        Duration::from_secs(60),
+    );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -251,12 +164,12 @@ fn run_stops_a_job_still_running_after_wait_jobs() {
 /// `--no-wait`: the job is stopped at the end of the turn, with its line.
 #[test]
 fn run_no_wait_stops_the_jobs_at_the_end_of_the_turn() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let m = marker(2);
     let call = format!(
         r#"call bash {{"command":"sleep {m}","description":"bg","run_in_background":true}}"#
     );
-    let (out, took) = home.run(&["--no-wait", &call], Duration::from_secs(60));
+    let (out, took) = home.run(&["run", "--no-wait", &call], Duration::from_secs(60));
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -275,7 +188,7 @@ fn run_no_wait_stops_the_jobs_at_the_end_of_the_turn() {
 /// usual way (143), stopping the job with its line.
 #[test]
 fn a_signal_while_waiting_for_jobs_stops_them_and_exits_143() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let m = marker(3);
     let call = format!(
         r#"call bash {{"command":"sleep {m}","description":"bg","run_in_background":true}}"#
@@ -306,10 +219,10 @@ fn a_signal_while_waiting_for_jobs_stops_them_and_exits_143() {
 /// A duration dsh cannot read is a usage error.
 #[test]
 fn run_refuses_a_wait_jobs_it_cannot_read() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     for bad in ["10", "5x", "1.5s", "-1s"] {
         let flag = format!("--wait-jobs={bad}");
-        let (out, _) = home.run(&[&flag, "hi"], Duration::from_secs(30));
+        let (out, _) = home.run(&["run", &flag, "hi"], Duration::from_secs(30));
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out.stderr));
         assert!(text(&out.stderr).contains("--wait-jobs"), "{bad}");
     }
@@ -320,9 +233,12 @@ fn run_refuses_a_wait_jobs_it_cannot_read() {
 /// reaches the parent as a notice.
 #[test]
 fn run_waits_for_a_background_subagent() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let (out, _) = home.run(
-        &[r#"call subagent {"description":"x","prompt":"echo hi","run_in_background":true}"#],
+        &[
+            "run",
+            r#"call subagent {"description":"x","prompt":"echo hi","run_in_background":true}"#,
+        ],
         Duration::from_secs(60),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -358,9 +274,9 @@ fn tool_result(log: &[Value]) -> &Value {
 /// call to them still runs, validated against their own schema.
 #[test]
 fn the_old_bash_job_tools_are_callable_but_not_offered() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let (out, _) = home.run(
-        &[r#"call bash_output {"task_id":"bash-9"}"#],
+        &["run", r#"call bash_output {"task_id":"bash-9"}"#],
         Duration::from_secs(60),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -399,8 +315,8 @@ fn the_old_bash_job_tools_are_callable_but_not_offered() {
     let result = tool_result(log);
     assert_eq!(result["errorCode"], "UNKNOWN_TASK", "{result}");
 
-    let home = Home::new();
-    let (out, _) = home.run(&[r#"call bash_kill {}"#], Duration::from_secs(60));
+    let home = Home::new(DSH);
+    let (out, _) = home.run(&["run", r#"call bash_kill {}"#], Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result = tool_result(&home.logs()[0]).clone();
     assert_eq!(result["errorCode"], "INVALID_ARGS", "{result}");

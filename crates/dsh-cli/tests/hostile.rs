@@ -4,81 +4,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-/// A private home for one test.
-struct Home {
-    dir: tempfile::TempDir,
-}
+use dsh_testkit::cli::{wait_exit, wait_until, Home};
 
-impl Home {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn sessions(&self) -> PathBuf {
-        self.dir.path().join("data/dsh/sessions")
-    }
-
-    fn dsh(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        let home = self.dir.path();
-        c.current_dir(home)
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DEEPSEEK_BASE_URL")
-            .env_remove("DSH_MODEL")
-            .env("NO_COLOR", "1")
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_STATE_HOME", home.join("state"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    fn log(&self) -> Vec<serde_json::Value> {
-        let file = std::fs::read_dir(self.sessions())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .expect("a session log");
-        std::fs::read_to_string(file)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("every line is an event"))
-            .collect()
-    }
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
 /// Live `sleep` processes whose command line contains `needle` (dsh's own
 /// command line holds the marker too).
 fn procs_with(needle: &str) -> Vec<i32> {
     dsh_testkit::procs::live_with("sleep", needle)
-}
-
-fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn wait_exit(child: &mut Child, limit: Duration) -> i32 {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        assert!(Instant::now() < deadline, "dsh did not exit in time");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn send(child: &Child, signal: nix::sys::signal::Signal) {
@@ -88,7 +24,7 @@ fn send(child: &Child, signal: nix::sys::signal::Signal) {
 /// `dsh run 'run sleep 30.<marker>'`, signalled once its sleep runs.
 fn signal_during_a_tool_call(signal: nix::sys::signal::Signal, expected: i32, reason: &str) {
     use nix::sys::signal::Signal;
-    let home = Home::new();
+    let home = Home::new(DSH);
     let marker = format!("30.{}0{:02}", std::process::id(), signal as i32);
     let mut child = home
         .dsh()
@@ -104,7 +40,7 @@ fn signal_during_a_tool_call(signal: nix::sys::signal::Signal, expected: i32, re
     wait_until("the sleep to be gone", Duration::from_secs(5), || {
         procs_with(&format!("sleep {marker}")).is_empty()
     });
-    let events = home.log();
+    let events = home.only_log();
     let last = events.last().unwrap();
     assert_eq!(last["type"], "turn/end", "{last}");
     assert_eq!(last["data"]["reason"]["kind"], "aborted", "{last}");
@@ -116,7 +52,7 @@ fn signal_during_a_tool_call(signal: nix::sys::signal::Signal, expected: i32, re
     assert_eq!(result["data"]["isError"], true);
     if signal == Signal::SIGQUIT {
         assert!(
-            !home.dir.path().join("core").exists(),
+            !home.path().join("core").exists(),
             "no core dump from SIGQUIT"
         );
     }
@@ -148,7 +84,7 @@ fn sigint_during_a_tool_call_still_exits_130() {
 
 #[test]
 fn sigterm_ends_piped_chat_with_the_turn_aborted() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let marker = format!("30.{}77", std::process::id());
     let mut child = home
         .dsh()
@@ -167,13 +103,13 @@ fn sigterm_ends_piped_chat_with_the_turn_aborted() {
     wait_until("the sleep to be gone", Duration::from_secs(5), || {
         procs_with(&format!("sleep {marker}")).is_empty()
     });
-    let events = home.log();
+    let events = home.only_log();
     assert_eq!(events.last().unwrap()["type"], "turn/end");
 }
 
 #[test]
 fn a_signal_during_mcp_start_up_stops_the_servers() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let marker = format!("1000.{}", std::process::id());
     // A server that never answers `initialize`: start-up waits on it.
     let mut child = home
@@ -222,7 +158,7 @@ fn assert_no_controls(bytes: &[u8], what: &str) {
 
 #[test]
 fn escape_sequences_from_tools_never_reach_the_terminal() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let call = format!(
         "call bash {}",
         serde_json::json!({"command": HOSTILE_PRINTF, "description": "hostile"})
@@ -276,8 +212,8 @@ fn escape_sequences_from_tools_never_reach_the_terminal() {
 
 #[test]
 fn a_full_disk_is_an_error_and_a_closed_pipe_is_quiet() {
-    let home = Home::new();
-    let spec = home.dir.path().join("spec.json");
+    let home = Home::new(DSH);
+    let spec = home.path().join("spec.json");
     std::fs::write(&spec, r#"{"x": {"type": "string"}}"#).unwrap();
     let commands: Vec<Vec<String>> = vec![
         vec!["tools".into(), "list".into()],
@@ -342,7 +278,7 @@ fn a_full_disk_is_an_error_and_a_closed_pipe_is_quiet() {
 
 #[test]
 fn piped_chat_skips_a_line_that_is_not_utf8_and_goes_on() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let mut child = home
         .dsh()
         .arg("chat")

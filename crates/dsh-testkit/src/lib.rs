@@ -16,6 +16,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod procs;
 
 use std::collections::VecDeque;
