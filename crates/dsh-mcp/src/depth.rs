@@ -17,7 +17,7 @@
 
 use std::sync::Mutex;
 
-use crate::frames::string_end;
+use dsh_protocol::jsonrpc::string_end;
 
 /// The deepest nesting of a whole message passed to rmcp. serde_json's own
 /// limit is 128; this leaves room for the envelope rmcp parses around it.

@@ -19,6 +19,8 @@ use std::sync::Arc;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 
+use dsh_protocol::jsonrpc::{leading_id, trailing_id};
+
 use crate::depth::{screen, too_deep_message, Refusals, Screened, MAX_MESSAGE_DEPTH};
 
 /// Default of [`McpServerConfig::max_message_bytes`](crate::McpServerConfig::max_message_bytes): 16 MiB.
@@ -203,89 +205,13 @@ fn error_reply(line: &Line, message: String) -> Option<String> {
     } else {
         &line.head[line.head.len().saturating_sub(TAIL_KEEP)..]
     };
-    let id = top_level_id(head).or_else(|| trailing_id(tail))?;
+    let id = leading_id(head).or_else(|| trailing_id(tail))?;
     let reply = serde_json::json!({
         "jsonrpc": "2.0",
         "id": id,
         "error": { "code": -32603, "message": message },
     });
     Some(format!("{reply}\n"))
-}
-
-/// The value of a top-level `"id"` key that appears in `head` (the start of
-/// a JSON object), when it is a number or a string.
-fn top_level_id(head: &[u8]) -> Option<serde_json::Value> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < head.len() {
-        match head[i] {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.checked_sub(1)?,
-            b'"' => {
-                let end = string_end(head, i)?;
-                if depth == 1 && &head[i..=end] == b"\"id\"" {
-                    let rest = skip_ws(head, end + 1);
-                    if head.get(rest) == Some(&b':') {
-                        return id_value(&head[skip_ws(head, rest + 1)..]);
-                    }
-                }
-                i = end;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// The value of an `"id"` key that ends the object (`…,"id":7}`), as
-/// servers that put the result first write it.
-fn trailing_id(tail: &[u8]) -> Option<serde_json::Value> {
-    let text = std::str::from_utf8(tail).ok()?.trim_end();
-    let body = text.strip_suffix('}')?;
-    let at = body.rfind("\"id\"")?;
-    let value = body[at + 4..].trim_start().strip_prefix(':')?.trim();
-    parse_id(value)
-}
-
-/// Parses a number or string id at the start of `bytes` (up to the next
-/// `,` or `}` after it).
-fn id_value(bytes: &[u8]) -> Option<serde_json::Value> {
-    let end = if bytes.first() == Some(&b'"') {
-        string_end(bytes, 0)? + 1
-    } else {
-        bytes
-            .iter()
-            .position(|b| matches!(b, b',' | b'}' | b' ' | b'\n' | b'\t' | b'\r'))?
-    };
-    parse_id(std::str::from_utf8(&bytes[..end]).ok()?)
-}
-
-fn parse_id(text: &str) -> Option<serde_json::Value> {
-    match serde_json::from_str::<serde_json::Value>(text).ok()? {
-        v @ (serde_json::Value::Number(_) | serde_json::Value::String(_)) => Some(v),
-        _ => None,
-    }
-}
-
-/// Index of the `"` closing the string that opens at `start`.
-pub(crate) fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut i = start + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
-    while bytes.get(i).is_some_and(u8::is_ascii_whitespace) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]
@@ -313,27 +239,6 @@ mod tests {
         assert_eq!(got[1].tail, b"def");
         assert!(got[1].cut());
         assert_eq!(got[2].head, b"last", "an unterminated last line counts");
-    }
-
-    #[test]
-    fn ids_are_found_first_or_last_and_not_inside_the_result() {
-        assert_eq!(
-            top_level_id(br#"{"jsonrpc":"2.0","id":17,"result":{"content":[{"te"#),
-            Some(serde_json::json!(17))
-        );
-        assert_eq!(
-            top_level_id(br#"{"result":{"id":5,"x":"\"id\":9"},"id":"a-1","#),
-            Some(serde_json::json!("a-1"))
-        );
-        assert_eq!(
-            top_level_id(br#"{"result":{"content":[{"text":"aaaa"#),
-            None
-        );
-        assert_eq!(
-            trailing_id(br#"aaaa"}]},"jsonrpc":"2.0","id":42}"#),
-            Some(serde_json::json!(42))
-        );
-        assert_eq!(trailing_id(br#"aaaa"}]}}"#), None);
     }
 
     #[tokio::test]

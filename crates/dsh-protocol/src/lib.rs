@@ -10,6 +10,8 @@
 //! - [`event`]: the session log's [`SessionEvent`] envelope and its
 //!   [`EventPayload`] kinds;
 //! - [`ids`]: [`CallId`], [`SessionId`], [`AgentId`];
+//! - [`jsonrpc`]: a JSON-RPC message's `id` found in the raw bytes of a
+//!   message too large to parse, so that an error can still answer it;
 //! - [`codes`]: every stable error code with its meaning, whether it is
 //!   transient and whether it goes back to the model or ends the turn, and
 //!   the [`ErrorCode`] trait every coded error implements.
@@ -20,6 +22,7 @@ pub mod codes;
 pub mod content;
 pub mod event;
 pub mod ids;
+pub mod jsonrpc;
 pub mod open;
 pub mod permission;
 pub mod tool;
