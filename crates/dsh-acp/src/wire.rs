@@ -8,8 +8,12 @@
 //! - A line that is not valid UTF-8 is answered here with a parse error
 //!   (`-32700`, `id: null`) saying where the first invalid byte is.
 //! - A line longer than the limit is dropped as it streams in (never held
-//!   whole) and answered with an invalid request (`-32600`, `id: null`,
-//!   "Line too long") naming the limit.
+//!   whole: only its first [`HEAD_KEEP`] bytes are kept) and answered with
+//!   an invalid request (`-32600`, "Line too long") naming the limit. When
+//!   those first bytes hold the request's top-level `"method"` and `"id"`
+//!   (a request, not a response or a notification), the answer carries
+//!   that id, so the client's request fails at once instead of waiting for
+//!   ever; otherwise the id is `null`.
 //!
 //! Every line written to the output, the protocol crate's and these
 //! answers, goes through one writer task, one whole line at a time.
@@ -29,6 +33,9 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 const CHUNK: usize = 64 * 1024;
 /// Lines queued for the writer before senders wait.
 const QUEUE: usize = 64;
+/// Bytes kept of the start of a line over the limit, where its id is
+/// looked for (a request's `"jsonrpc"`, `"id"` and `"method"` come first).
+const HEAD_KEEP: usize = 4 * 1024;
 
 /// Serves ACP ([`crate::serve`]) on a byte stream pair (`dsh acp`: stdin
 /// and stdout), reading lines of at most `max_line_bytes` bytes (without
@@ -104,7 +111,7 @@ where
                     Ok(line) => return Some((Ok(line), Some((reader, answers)))),
                     Err(e) => not_utf8(e.utf8_error().valid_up_to()),
                 },
-                Ok(Read::TooLong(len)) => too_long(len, reader.max),
+                Ok(Read::TooLong { len, head }) => too_long(len, reader.max, &head),
                 Ok(Read::End) => return None,
                 // The crate ends the connection on an input error;
                 // nothing is read after it.
@@ -137,12 +144,20 @@ fn not_utf8(valid_up_to: usize) -> String {
     .to_string()
 }
 
-/// The answer to a line over the limit.
-fn too_long(len: u64, max: usize) -> String {
-    tracing::warn!(target: "dsh_acp", bytes = len, max, "a line over --max-line-bytes was discarded");
+/// The answer to a line over the limit, of `len` bytes, starting with
+/// `head`: for the request's id when `head` shows the line is a request and
+/// holds its id (see the module docs), else for `null`.
+fn too_long(len: u64, max: usize, head: &[u8]) -> String {
+    use dsh_protocol::jsonrpc::{has_top_level_key, leading_id};
+    let id = if has_top_level_key(head, "method") {
+        leading_id(head)
+    } else {
+        None
+    };
+    tracing::warn!(target: "dsh_acp", bytes = len, max, id = ?id, "a line over --max-line-bytes was discarded");
     serde_json::json!({
         "jsonrpc": "2.0",
-        "id": null,
+        "id": id,
         "error": {
             "code": -32600,
             "message": "Line too long",
@@ -162,14 +177,21 @@ fn too_long(len: u64, max: usize) -> String {
 enum Read {
     /// A line of at most the limit, without its `\n` (or `\r\n`).
     Line(Vec<u8>),
-    /// A line over the limit, of this many bytes; it was not kept.
-    TooLong(u64),
+    /// A line over the limit: its length in bytes and its first (at most
+    /// [`HEAD_KEEP`]) bytes; the rest was not kept.
+    TooLong {
+        /// The whole line's length, without the newline.
+        len: u64,
+        /// The line's first bytes.
+        head: Vec<u8>,
+    },
     /// The end of the input.
     End,
 }
 
 /// Splits a byte stream into lines, holding at most `max` bytes of a line
-/// (plus one read chunk) whatever its length. A last line without a
+/// (plus one read chunk, and the [`HEAD_KEEP`] bytes kept of a line over
+/// `max`) whatever its length. A last line without a
 /// newline counts as a line.
 struct LineReader<R> {
     input: R,
@@ -201,8 +223,9 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
     /// # Errors
     /// The input's read error.
     async fn next(&mut self) -> io::Result<Read> {
-        // Some(length so far) while an over-long line is being dropped.
-        let mut dropping: Option<u64> = None;
+        // Some((length so far, first bytes)) while an over-long line is
+        // being dropped.
+        let mut dropping: Option<(u64, Vec<u8>)> = None;
         loop {
             if self.start == self.end {
                 let n = if self.eof {
@@ -212,8 +235,8 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 };
                 if n == 0 {
                     self.eof = true;
-                    if let Some(len) = dropping {
-                        return Ok(Read::TooLong(len));
+                    if let Some((len, head)) = dropping {
+                        return Ok(Read::TooLong { len, head });
                     }
                     if self.line.is_empty() {
                         return Ok(Read::End);
@@ -229,18 +252,24 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
                 None => (avail, avail.len(), false),
             };
             match dropping.as_mut() {
-                Some(len) => *len += part.len() as u64,
+                Some((len, _)) => *len += part.len() as u64,
                 None if self.line.len() + part.len() > self.max => {
-                    dropping = Some((self.line.len() + part.len()) as u64);
-                    // Give the memory back now, not at the line's end.
-                    self.line = Vec::new();
+                    let len = (self.line.len() + part.len()) as u64;
+                    // Keep the head; give the rest of the memory back now,
+                    // not at the line's end.
+                    let mut head = std::mem::take(&mut self.line);
+                    head.truncate(HEAD_KEEP);
+                    let room = HEAD_KEEP.saturating_sub(head.len());
+                    head.extend_from_slice(&part[..part.len().min(room)]);
+                    head.shrink_to_fit();
+                    dropping = Some((len, head));
                 }
                 None => self.line.extend_from_slice(part),
             }
             self.start += used;
             if done {
                 return Ok(match dropping {
-                    Some(len) => Read::TooLong(len),
+                    Some((len, head)) => Read::TooLong { len, head },
                     None => Read::Line(self.take_line()),
                 });
             }
@@ -284,7 +313,10 @@ mod tests {
             [
                 Read::Line(b"a".to_vec()),
                 Read::Line(b"bb".to_vec()),
-                Read::TooLong(big.len() as u64),
+                Read::TooLong {
+                    len: big.len() as u64,
+                    head: big[..HEAD_KEEP].to_vec()
+                },
                 Read::Line(Vec::new()),
                 Read::Line(b"ccc".to_vec()),
             ]
@@ -294,6 +326,70 @@ mod tests {
             all(b"abcd\nabcde", 4).await[0],
             Read::Line(b"abcd".to_vec())
         );
-        assert_eq!(all(b"abcd\nabcde", 4).await[1], Read::TooLong(5));
+        assert_eq!(
+            all(b"abcd\nabcde", 4).await[1],
+            Read::TooLong {
+                len: 5,
+                head: b"abcde".to_vec()
+            }
+        );
+    }
+
+    /// The head of a dropped line is its first bytes however the reads
+    /// split it, at most `HEAD_KEEP` of them.
+    #[tokio::test]
+    async fn a_dropped_line_keeps_its_first_bytes() {
+        let mut line: Vec<u8> = (0..3 * CHUNK).map(|i| (i % 251) as u8).collect();
+        line.retain(|b| *b != b'\n');
+        for max in [5, 100, HEAD_KEEP - 1, HEAD_KEEP + 1, CHUNK + 3] {
+            let mut input = b"ok\n".to_vec();
+            input.extend_from_slice(&line);
+            input.extend_from_slice(b"\nnext");
+            let got = all(&input, max).await;
+            assert_eq!(
+                got[1],
+                Read::TooLong {
+                    len: line.len() as u64,
+                    head: line[..HEAD_KEEP].to_vec()
+                },
+                "max {max}"
+            );
+            assert_eq!(got[2], Read::Line(b"next".to_vec()), "max {max}");
+        }
+    }
+
+    fn answer(line: &str) -> serde_json::Value {
+        serde_json::from_str(line).unwrap()
+    }
+
+    #[test]
+    fn an_over_long_request_is_answered_for_its_id() {
+        let head = br#"{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"xxxx"#;
+        let got = answer(&too_long(1 << 20, 1024, head));
+        assert_eq!(got["id"], 7, "{got}");
+        assert_eq!(got["error"]["code"], -32600, "{got}");
+        assert_eq!(got["error"]["data"]["maxLineBytes"], 1024, "{got}");
+        let string_id = br#"{"method":"session/prompt","id":"r-1","params":{"#;
+        assert_eq!(answer(&too_long(1 << 20, 1024, string_id))["id"], "r-1");
+    }
+
+    #[test]
+    fn an_over_long_line_that_is_no_request_is_answered_for_null() {
+        for head in [
+            // A response to a request of ours: answering it would pair an
+            // error with an id the client may be using for its own request.
+            &br#"{"jsonrpc":"2.0","id":3,"result":{"content":"xxxx"#[..],
+            // A notification: no id.
+            br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"#,
+            // The id past the kept head, or cut by it.
+            br#"{"jsonrpc":"2.0","method":"session/prompt","params":{"text":"xxxx"#,
+            br#"{"jsonrpc":"2.0","method":"session/prompt","id":12"#,
+            // Not JSON.
+            b"xxxxxxxx",
+        ] {
+            let got = answer(&too_long(1 << 20, 1024, head));
+            assert_eq!(got["id"], serde_json::Value::Null, "{got}");
+            assert_eq!(got["error"]["code"], -32600, "{got}");
+        }
     }
 }

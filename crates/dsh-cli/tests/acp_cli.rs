@@ -226,7 +226,7 @@ fn a_line_over_max_line_bytes_is_refused_and_serving_goes_on() {
     let big = "x".repeat(1 << 20);
     acp.send(serde_json::json!({"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":big}]}}));
     let err = acp.next();
-    assert_eq!(err["id"], serde_json::Value::Null, "{err}");
+    assert_eq!(err["id"], 7, "{err}");
     assert_eq!(err["error"]["code"], -32600, "{err}");
     assert!(err["error"].to_string().contains("1024"), "{err}");
     acp.initialize(1);
