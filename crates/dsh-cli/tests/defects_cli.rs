@@ -241,7 +241,7 @@ fn doctor_and_trust_write_no_escapes() {
     assert!(report.contains("srv\\x1b[2J"), "{report}");
     // The hook script changes: --list and doctor name it.
     std::fs::write(project.join(hook), "#!/bin/sh\nrm -rf ~\n").unwrap();
-    let out = dsh(&["trust", "--list"], &home.cwd());
+    let out = dsh(&["trust", "--list"], home.cwd());
     assert!(
         text(&out.stdout).contains("(changed since)")
             && text(&out.stdout).contains("x\\x1b[2J\\x07\\u{9b}31m\\u{202e}.sh"),
@@ -250,21 +250,21 @@ fn doctor_and_trust_write_no_escapes() {
     );
     dsh(&["doctor"], &project);
     // DIR as given on the command line, on stdout and then on stderr.
-    let out = dsh(&["trust", "--revoke", dir], &home.cwd());
+    let out = dsh(&["trust", "--revoke", dir], home.cwd());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).contains("forgot the decision about"),
         "{}",
         text(&out.stdout)
     );
-    let out = dsh(&["trust", "--revoke", dir], &home.cwd());
+    let out = dsh(&["trust", "--revoke", dir], home.cwd());
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("no decision recorded for"),
         "{}",
         text(&out.stderr)
     );
-    let out = dsh(&["trust", &format!("{dir}/nope{hostile}")], &home.cwd());
+    let out = dsh(&["trust", &format!("{dir}/nope{hostile}")], home.cwd());
     assert_eq!(out.status.code(), Some(2));
     // A corrupt trust record: the parse error quotes the bad line.
     std::fs::write(

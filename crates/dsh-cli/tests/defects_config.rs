@@ -5,91 +5,27 @@
 //! config pasted verbatim (17).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::Command;
+use dsh_testkit::cli::{outcome, Home};
 
-/// A private home (config, data, state) with a project directory in it.
-struct Home {
-    dir: tempfile::TempDir,
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
-impl Home {
-    fn new() -> Self {
-        let h = Self {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(h.project()).unwrap();
-        std::fs::create_dir_all(h.user_config().parent().unwrap()).unwrap();
-        h
-    }
-
-    fn project(&self) -> PathBuf {
-        self.dir.path().join("project")
-    }
-
-    fn user_config(&self) -> PathBuf {
-        self.dir.path().join("config/dsh/dsh.toml")
-    }
-
-    fn write_project(&self, text: &str) {
-        std::fs::write(self.project().join("dsh.toml"), text).unwrap();
-    }
-
-    fn write_user(&self, text: &str) {
-        std::fs::write(self.user_config(), text).unwrap();
-    }
-
-    fn dsh(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        let home = self.dir.path();
-        c.current_dir(self.project())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DEEPSEEK_BASE_URL")
-            .env_remove("DSH_MODEL")
-            .env_remove("DSH_PERMISSION")
-            .env("NO_COLOR", "1")
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_STATE_HOME", home.join("state"))
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        c
-    }
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-async fn run(mut cmd: Command) -> Output {
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("dsh finished in time")
-        .expect("dsh runs");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-async fn dsh(home: &Home, args: &[&str]) -> Output {
-    let mut c = home.dsh();
-    c.args(args);
-    run(c).await
+/// A private home (config, data, state) with a project directory in it and
+/// the user config's directory made.
+fn new_home() -> Home {
+    let h = Home::new(DSH).in_dir("project");
+    std::fs::create_dir_all(h.config_dir()).unwrap();
+    h
 }
 
 // ---- item 8: limits ----
 
 #[tokio::test]
 async fn an_untrusted_project_cannot_raise_a_limit_but_may_lower_one() {
-    let home = Home::new();
+    let home = new_home();
     for (text, key) in [
         ("max_tool_calls = 1000\n", "max_tool_calls"),
         ("max_result_bytes = 9000000\n", "max_result_bytes"),
@@ -104,13 +40,13 @@ async fn an_untrusted_project_cannot_raise_a_limit_but_may_lower_one() {
             "deepseek.connect_timeout_ms",
         ),
     ] {
-        home.write_project(text);
-        let out = dsh(&home, &["run", "hi"]).await;
+        home.write_project_config(text);
+        let out = home.outcome(&["run", "hi"]).await;
         assert_eq!(out.code, 2, "{text}: {}", out.stderr);
         assert!(out.stderr.contains(key), "{text}: {}", out.stderr);
         assert!(out.stderr.contains("dsh trust"), "{text}: {}", out.stderr);
         // Listing commands ignore it with a warning.
-        let out = dsh(&home, &["tools", "list"]).await;
+        let out = home.outcome(&["tools", "list"]).await;
         assert_eq!(out.code, 0, "{text}: {}", out.stderr);
         assert!(
             out.stderr.contains("ignoring") && out.stderr.contains(key),
@@ -118,19 +54,19 @@ async fn an_untrusted_project_cannot_raise_a_limit_but_may_lower_one() {
             out.stderr
         );
         // Trusted, it applies (it is under the ceiling).
-        let out = dsh(&home, &["run", "--trust-project", "hi"]).await;
+        let out = home.outcome(&["run", "--trust-project", "hi"]).await;
         assert_eq!(out.code, 0, "{text}: {}", out.stderr);
     }
     // Tightening needs no trust.
-    home.write_project("max_tool_calls = 5\n[subagents]\nmax_depth = 1\n");
-    let out = dsh(&home, &["run", "hi"]).await;
+    home.write_project_config("max_tool_calls = 5\n[subagents]\nmax_depth = 1\n");
+    let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("ignoring"), "{}", out.stderr);
 }
 
 #[tokio::test]
 async fn no_config_can_pass_a_limit_ceiling() {
-    let home = Home::new();
+    let home = new_home();
     for (text, key, ceiling) in [
         (
             "[deepseek]\nconnect_timeout_ms = 18446744073709551615\n",
@@ -146,8 +82,8 @@ async fn no_config_can_pass_a_limit_ceiling() {
         ("max_tool_calls = 1000000\n", "max_tool_calls", "4096"),
     ] {
         // The user's own config is trusted, and still bounded.
-        home.write_user(text);
-        let out = dsh(&home, &["run", "hi"]).await;
+        home.write_user_config(text);
+        let out = home.outcome(&["run", "hi"]).await;
         assert_eq!(out.code, 2, "{text}: {}", out.stderr);
         assert!(out.stderr.contains(key), "{text}: {}", out.stderr);
         assert!(out.stderr.contains(ceiling), "{text}: {}", out.stderr);
@@ -159,11 +95,11 @@ async fn no_config_can_pass_a_limit_ceiling() {
         );
         // A trusted project is bounded too.
         std::fs::remove_file(home.user_config()).unwrap();
-        home.write_project(text);
-        let out = dsh(&home, &["run", "--trust-project", "hi"]).await;
+        home.write_project_config(text);
+        let out = home.outcome(&["run", "--trust-project", "hi"]).await;
         assert_eq!(out.code, 2, "{text}: {}", out.stderr);
         assert!(out.stderr.contains(ceiling), "{text}: {}", out.stderr);
-        std::fs::remove_file(home.project().join("dsh.toml")).unwrap();
+        std::fs::remove_file(home.cwd().join("dsh.toml")).unwrap();
     }
 }
 
@@ -171,15 +107,15 @@ async fn no_config_can_pass_a_limit_ceiling() {
 
 #[tokio::test]
 async fn an_api_key_with_a_line_break_is_a_config_error_naming_its_source() {
-    let home = Home::new();
+    let home = new_home();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args(["run", "hi"])
         .env("DEEPSEEK_API_KEY", "sk-abc\nsecretpart")
         .env("DEEPSEEK_BASE_URL", &url);
-    let out = run(c).await;
+    let out = outcome(c).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("DEEPSEEK_API_KEY"), "{}", out.stderr);
     assert!(out.stderr.contains("INVALID_CONFIG"), "{}", out.stderr);
@@ -195,8 +131,8 @@ async fn an_api_key_with_a_line_break_is_a_config_error_naming_its_source() {
     );
 
     // From a file: named with the file.
-    home.write_user("[deepseek]\napi_key = \"sk-abc\\r\\nsecretpart\"\n");
-    let out = dsh(&home, &["run", "hi"]).await;
+    home.write_user_config("[deepseek]\napi_key = \"sk-abc\\r\\nsecretpart\"\n");
+    let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("api_key"), "{}", out.stderr);
     assert!(
@@ -212,9 +148,9 @@ async fn an_api_key_with_a_line_break_is_a_config_error_naming_its_source() {
 
 #[tokio::test]
 async fn doctor_reports_a_deepseek_model_without_a_key_and_keeps_going() {
-    let home = Home::new();
-    home.write_user("model = \"deepseek-v4-flash\"\n");
-    let out = dsh(&home, &["doctor"]).await;
+    let home = new_home();
+    home.write_user_config("model = \"deepseek-v4-flash\"\n");
+    let out = home.outcome(&["doctor"]).await;
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(
@@ -233,7 +169,7 @@ async fn doctor_reports_a_deepseek_model_without_a_key_and_keeps_going() {
     }
     // The same words wherever the model is resolved.
     for args in [&["run", "hi"][..], &["chat"][..]] {
-        let out = dsh(&home, args).await;
+        let out = home.outcome(args).await;
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert!(
             out.stderr
@@ -247,8 +183,8 @@ async fn doctor_reports_a_deepseek_model_without_a_key_and_keeps_going() {
 
 #[tokio::test]
 async fn switching_to_a_deepseek_model_without_a_key_says_it_needs_one() {
-    let home = Home::new();
-    let mut c = home.dsh();
+    let home = new_home();
+    let mut c = home.tokio_dsh();
     c.args(["chat"]).stdin(Stdio::piped());
     let mut child = c
         .stdout(Stdio::piped())
@@ -277,10 +213,10 @@ async fn switching_to_a_deepseek_model_without_a_key_says_it_needs_one() {
 
 #[tokio::test]
 async fn doctor_reports_every_config_problem_and_prints_each_section() {
-    let home = Home::new();
-    home.write_user("modle = \"echo\"\n");
-    home.write_project("[deepseek]\nconnect_timeout_ms = 18446744073709551615\n");
-    let out = dsh(&home, &["doctor"]).await;
+    let home = new_home();
+    home.write_user_config("modle = \"echo\"\n");
+    home.write_project_config("[deepseek]\nconnect_timeout_ms = 18446744073709551615\n");
+    let out = home.outcome(&["doctor"]).await;
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(all.contains("modle"), "{all}");
@@ -311,36 +247,38 @@ async fn doctor_reports_every_config_problem_and_prints_each_section() {
 
 #[tokio::test]
 async fn a_config_path_resolves_against_the_file_that_sets_it() {
-    let home = Home::new();
+    let home = new_home();
     let conf_dir = home.user_config().parent().unwrap().to_path_buf();
     std::fs::write(conf_dir.join("rules.md"), "Always answer in haiku.\n").unwrap();
-    home.write_user("system_prompt = \"rules.md\"\nsession_dir = \"sessions\"\n");
-    let out = dsh(&home, &["run", "hi"]).await;
+    home.write_user_config("system_prompt = \"rules.md\"\nsession_dir = \"sessions\"\n");
+    let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         conf_dir.join("sessions").is_dir(),
         "session_dir is beside the config file"
     );
-    assert!(!home.project().join("sessions").exists());
+    assert!(!home.cwd().join("sessions").exists());
 
     // `--config FILE` from elsewhere: beside that file, not the cwd.
-    let other = home.dir.path().join("elsewhere");
+    let other = home.path().join("elsewhere");
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("p.md"), "x").unwrap();
     std::fs::write(other.join("c.toml"), "system_prompt = \"p.md\"\n").unwrap();
     let cfg = other.join("c.toml");
-    let out = dsh(&home, &["run", "--config", cfg.to_str().unwrap(), "hi"]).await;
+    let out = home
+        .outcome(&["run", "--config", cfg.to_str().unwrap(), "hi"])
+        .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
 
     // `~/` is the home directory.
-    std::fs::write(home.dir.path().join("home-rules.md"), "x").unwrap();
-    home.write_user("system_prompt = \"~/home-rules.md\"\n");
-    let out = dsh(&home, &["run", "hi"]).await;
+    std::fs::write(home.path().join("home-rules.md"), "x").unwrap();
+    home.write_user_config("system_prompt = \"~/home-rules.md\"\n");
+    let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
 
     // Missing: the error names the config file and the path tried.
-    home.write_user("system_prompt = \"nope.md\"\n");
-    let out = dsh(&home, &["run", "hi"]).await;
+    home.write_user_config("system_prompt = \"nope.md\"\n");
+    let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr
@@ -378,17 +316,17 @@ async fn the_readme_starter_config_works_as_pasted() {
     let block = readme_starter_config();
     assert!(block.lines().count() >= 3, "{block}");
     // As the user config, from a directory of its own.
-    let home = Home::new();
-    home.write_user(&block);
-    let out = dsh(&home, &["doctor"]).await;
+    let home = new_home();
+    home.write_user_config(&block);
+    let out = home.outcome(&["doctor"]).await;
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let out = dsh(&home, &["run", "hi"]).await;
+    let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     // As a project config: it needs no trust decision.
-    let home = Home::new();
-    home.write_project(&block);
-    let out = dsh(&home, &["doctor"]).await;
+    let home = new_home();
+    home.write_project_config(&block);
+    let out = home.outcome(&["doctor"]).await;
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    let out = dsh(&home, &["run", "hi"]).await;
+    let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
