@@ -175,10 +175,7 @@ fn paths_before(before: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn policy(mode: SandboxMode, ws: &Path) -> SandboxPolicy {
-        SandboxPolicy::for_mode(mode, ws, None)
-    }
+    use crate::tests::policy;
 
     /// Every recognised form, as the real programs print it, blamed under
     /// workspace-write when the path is outside, and the ways a line can

@@ -413,7 +413,9 @@ fn lexical_clean(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn policy(mode: SandboxMode, ws: &Path) -> SandboxPolicy {
+    /// The policy of `mode` over the workspace `ws`, without a spill dir
+    /// (shared with the denial module's tests).
+    pub(crate) fn policy(mode: SandboxMode, ws: &Path) -> SandboxPolicy {
         SandboxPolicy::for_mode(mode, ws, None)
     }
 
