@@ -799,6 +799,29 @@ pub fn anchored(path: &Path, dir: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
+/// `path` without `.` components and with each `..` applied to the
+/// component before it, textually: no symlink is followed, so a symlinked
+/// directory keeps its spelling. A `..` at the root stays there (`/..` is
+/// `/`); a leading `..` of a relative path is kept (`../../x`).
+pub(crate) fn lexical_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(c),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// `$HOME`, when set and absolute.
 pub fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
@@ -1076,6 +1099,21 @@ pub fn default_session_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lexical_normal_applies_dots_textually() {
+        for (path, want) in [
+            ("/a/./b/../c", "/a/c"),
+            ("/a/b/../../..", "/"),
+            ("/../etc/x", "/etc/x"),
+            ("a/./b/../c", "a/c"),
+            ("../../x", "../../x"),
+            ("a/../../x", "../x"),
+            ("./", ""),
+        ] {
+            assert_eq!(lexical_normal(Path::new(path)), Path::new(want), "{path}");
+        }
+    }
 
     #[test]
     fn full_config_parses() {

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{self, ConfigError, ConfigFile, FileConfig};
+use crate::config::{self, lexical_normal, ConfigError, ConfigFile, FileConfig};
 
 /// What the user decided about one project config, as recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,21 +418,7 @@ pub fn project_files(cfg: &ConfigFile) -> Vec<ProjectFile> {
     let mut found: BTreeMap<PathBuf, ProjectFile> = BTreeMap::new();
     let mut scan = |command: &str, base: &Path, used_by: String| {
         for word in shell_words(command, &dir) {
-            let path = config::anchored(Path::new(&word), base, None);
-            let path = lexical_normal(&path);
-            if !path.starts_with(&dir) || found.contains_key(&path) {
-                continue;
-            }
-            if let Some(sha256) = file_hash(&path) {
-                found.insert(
-                    path.clone(),
-                    ProjectFile {
-                        path,
-                        sha256,
-                        used_by: used_by.clone(),
-                    },
-                );
-            }
+            record(&mut found, &dir, &word, base, &used_by);
         }
     };
     if let Some(section) = &cfg.file.hooks {
@@ -459,25 +445,39 @@ pub fn project_files(cfg: &ConfigFile) -> Vec<ProjectFile> {
         };
         let mut words: Vec<String> = spec.command.iter().cloned().collect();
         words.extend(spec.args.iter().cloned());
+        let used_by = format!("mcp server {name:?}");
         for word in words {
             // Each word as it is: no shell reads `command` or `args`.
-            let path = lexical_normal(&config::anchored(Path::new(&word), &base, None));
-            if !path.starts_with(&dir) || found.contains_key(&path) {
-                continue;
-            }
-            if let Some(sha256) = file_hash(&path) {
-                found.insert(
-                    path.clone(),
-                    ProjectFile {
-                        path,
-                        sha256,
-                        used_by: format!("mcp server {name:?}"),
-                    },
-                );
-            }
+            record(&mut found, &dir, &word, &base, &used_by);
         }
     }
     found.into_values().collect()
+}
+
+/// Records in `found`, as used by `used_by`, the file `word` names (taken
+/// relative to `base`) when it lies inside `dir`, is not recorded yet and
+/// is a regular file.
+fn record(
+    found: &mut BTreeMap<PathBuf, ProjectFile>,
+    dir: &Path,
+    word: &str,
+    base: &Path,
+    used_by: &str,
+) {
+    let path = lexical_normal(&config::anchored(Path::new(word), base, None));
+    if !path.starts_with(dir) || found.contains_key(&path) {
+        return;
+    }
+    if let Some(sha256) = file_hash(&path) {
+        found.insert(
+            path.clone(),
+            ProjectFile {
+                path,
+                sha256,
+                used_by: used_by.to_string(),
+            },
+        );
+    }
 }
 
 /// The absolute, canonical directory of a project config.
@@ -516,23 +516,6 @@ fn file_hash(path: &Path) -> Option<String> {
             .map(|b| format!("{b:02x}"))
             .collect(),
     )
-}
-
-/// `path` without `.` and with `..` applied, textually (so a symlinked
-/// project directory keeps its spelling).
-fn lexical_normal(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// The words of a shell command, split at blanks and at the operators `;

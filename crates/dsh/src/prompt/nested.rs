@@ -21,7 +21,7 @@
 //! nothing.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use dsh_agent::Agent;
@@ -30,6 +30,8 @@ use dsh_llm::{ContentBlock, MessageSource};
 use dsh_protocol::EventPayload;
 use dsh_session::Session;
 use dsh_tools::{ContextSink, Execution, ToolCall, ToolRegistry};
+
+use crate::config::lexical_normal;
 
 use super::instructions::instruction_file_of;
 
@@ -67,7 +69,7 @@ impl NestedInstructions {
     /// For sessions whose file tools resolve relative paths against `cwd`.
     pub fn new(cwd: &Path) -> Self {
         NestedInstructions {
-            cwd: normalize(cwd),
+            cwd: lexical_normal(cwd),
             seen: Mutex::new(HashMap::new()),
         }
     }
@@ -80,7 +82,7 @@ impl NestedInstructions {
         }
         let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
         let text = |key: &str| args.get(key).and_then(|v| v.as_str()).map(str::to_string);
-        let resolve = |p: &str| normalize(&self.cwd.join(p));
+        let resolve = |p: &str| lexical_normal(&self.cwd.join(p));
         let dir_or_parent = |p: PathBuf| {
             if p.is_dir() {
                 Some(p)
@@ -100,7 +102,7 @@ impl NestedInstructions {
             "glob" => {
                 let base = text("path").map_or_else(|| self.cwd.clone(), |p| resolve(&p));
                 let pattern = text("pattern").unwrap_or_default();
-                Some(normalize(&base.join(literal_dirs(&pattern))))
+                Some(lexical_normal(&base.join(literal_dirs(&pattern))))
             }
             _ => None,
         }
@@ -286,23 +288,6 @@ fn literal_dirs(pattern: &str) -> PathBuf {
         .iter()
         .take_while(|s| !s.contains(['*', '?', '[', '{', '\\']))
         .collect()
-}
-
-/// `path` with `.` removed and `..` applied lexically.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push(c);
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
