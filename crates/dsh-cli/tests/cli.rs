@@ -7,86 +7,17 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use dsh_testkit::cli::{events as read_events, outcome as output, Home};
 use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
 
-/// A private home for one test: config, data and state directories.
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn sessions(&self) -> PathBuf {
-        self.path().join("data/dsh/sessions")
-    }
-
-    fn dsh(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.current_dir(self.path())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DEEPSEEK_BASE_URL")
-            .env_remove("DSH_MODEL")
-            .env("NO_COLOR", "1")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_STATE_HOME", self.path().join("state"))
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        c
-    }
-
-    fn session_files(&self) -> Vec<PathBuf> {
-        let mut v: Vec<PathBuf> = std::fs::read_dir(self.sessions())
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        v.sort();
-        v
-    }
-}
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-async fn output(mut cmd: Command) -> Output {
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("dsh finished in time")
-        .expect("dsh runs");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn read_events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .expect("session file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every line is JSON"))
-        .collect()
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
 #[tokio::test]
 async fn version_and_help() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.arg("--version");
     let out = output(c).await;
     assert_eq!(out.code, 0);
@@ -94,7 +25,7 @@ async fn version_and_help() {
         out.stdout.trim(),
         format!("dsh {}", env!("CARGO_PKG_VERSION"))
     );
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.arg("--help");
     let out = output(c).await;
     assert_eq!(out.code, 0);
@@ -105,13 +36,13 @@ async fn version_and_help() {
 
 #[tokio::test]
 async fn offline_echo_run_prints_the_answer_and_writes_the_session() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "echo", "hi", "there"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert_eq!(out.stdout, "The echo tool says: hi there\n");
-    let files = sb.session_files();
+    let files = sb.session_entries();
     assert_eq!(files.len(), 1);
     let events = read_events(&files[0]);
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
@@ -135,8 +66,8 @@ async fn offline_echo_run_prints_the_answer_and_writes_the_session() {
 
 #[tokio::test]
 async fn offline_bash_run_uses_the_real_bash_tool() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "run printf abc; exit 3"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
@@ -145,8 +76,8 @@ async fn offline_bash_run_uses_the_real_bash_tool() {
 
 #[tokio::test]
 async fn json_prints_every_event_as_a_jsonl_line() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--json", "echo x"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
@@ -167,26 +98,26 @@ async fn json_prints_every_event_as_a_jsonl_line() {
         json!({"kind": "completed"})
     );
     // Same format as the log file.
-    let file = read_events(&sb.session_files()[0]);
+    let file = read_events(&sb.session_entries()[0]);
     assert_eq!(file, lines);
 }
 
 #[tokio::test]
 async fn resume_continues_the_same_session() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "echo first"]);
     assert_eq!(output(c).await.code, 0);
-    let files = sb.session_files();
+    let files = sb.session_entries();
     let id = files[0].file_stem().unwrap().to_str().unwrap().to_string();
     let before = read_events(&files[0]).len();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--resume", &id, "echo second"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert_eq!(out.stdout, "The echo tool says: second\n");
     assert_eq!(
-        sb.session_files().len(),
+        sb.session_entries().len(),
         1,
         "resume appends to the same file"
     );
@@ -201,7 +132,7 @@ async fn resume_continues_the_same_session() {
         .map(|e| e["data"]["turn"].as_u64().unwrap())
         .collect();
     assert_eq!(turns, [1, 2]);
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--resume", "no-such-session", "hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
@@ -210,8 +141,8 @@ async fn resume_continues_the_same_session() {
 
 #[tokio::test]
 async fn unknown_model_and_bad_config_are_usage_errors() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--model", "gpt-x", "hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
@@ -222,7 +153,7 @@ async fn unknown_model_and_bad_config_are_usage_errors() {
     );
 
     std::fs::write(sb.path().join("dsh.toml"), "modle = \"echo\"\n").unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
@@ -230,13 +161,13 @@ async fn unknown_model_and_bad_config_are_usage_errors() {
     assert!(out.stderr.contains("dsh.toml"), "{}", out.stderr);
 
     std::fs::write(sb.path().join("dsh.toml"), "[bash]\ntimeout_ms = \"x\"\n").unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("timeout_ms"), "{}", out.stderr);
 
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--config", "/nonexistent/dsh.toml", "hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
@@ -249,19 +180,19 @@ async fn unknown_model_and_bad_config_are_usage_errors() {
 
 #[tokio::test]
 async fn config_file_and_env_choose_the_model() {
-    let sb = Sandbox::new();
+    let sb = Home::new(DSH);
     std::fs::create_dir_all(sb.path().join("config/dsh")).unwrap();
     std::fs::write(
         sb.path().join("config/dsh/dsh.toml"),
         "model = \"deepseek-v4-pro\"\n",
     )
     .unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2, "a DeepSeek model without a key is refused");
     assert!(out.stderr.contains("DEEPSEEK_API_KEY"), "{}", out.stderr);
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "echo via env"]).env("DSH_MODEL", "echo");
     let out = output(c).await;
     assert_eq!(out.code, 0, "DSH_MODEL overrides the file: {}", out.stderr);
@@ -269,8 +200,8 @@ async fn config_file_and_env_choose_the_model() {
 
 #[tokio::test]
 async fn piped_chat_sends_every_line_and_exits() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.arg("chat")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -292,7 +223,7 @@ async fn piped_chat_sends_every_line_and_exits() {
     assert!(stdout.contains("The echo tool says: one"), "{stdout}");
     assert!(stdout.contains("The bash tool returned:\ntwo"), "{stdout}");
     assert!(!stdout.contains('\x1b'), "no escape codes when piped");
-    let events = read_events(&sb.session_files()[0]);
+    let events = read_events(&sb.session_entries()[0]);
     let turns = events.iter().filter(|e| e["type"] == "turn/start").count();
     assert_eq!(turns, 2, "one turn per line");
 }
@@ -318,8 +249,8 @@ async fn run_against_a_loopback_deepseek_server() {
     let server = LoopbackServer::start([call, text_reply("pong")])
         .await
         .unwrap();
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "say ping"])
         .env("DEEPSEEK_API_KEY", "sk-test")
         .env("DEEPSEEK_BASE_URL", server.base_url());
@@ -390,7 +321,7 @@ fn tool_step(id: &str, name: &str, args: Value) -> ScriptedResponse {
 
 #[tokio::test]
 async fn file_and_search_tools_run_through_the_loop_with_a_real_model_wire() {
-    let sb = Sandbox::new();
+    let sb = Home::new(DSH);
     std::fs::create_dir(sb.path().join("src")).unwrap();
     std::fs::write(
         sb.path().join("src/lib.rs"),
@@ -420,7 +351,7 @@ async fn file_and_search_tools_run_through_the_loop_with_a_real_model_wire() {
     ])
     .await
     .unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "change old to new"])
         .env("DEEPSEEK_API_KEY", "sk-test")
         .env("DEEPSEEK_BASE_URL", server.base_url());
@@ -473,8 +404,8 @@ async fn strict_tools_round_trip_through_the_beta_endpoint() {
     let server = LoopbackServer::start([call, text_reply("done")])
         .await
         .unwrap();
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--strict-tools", "say it"])
         .env("DEEPSEEK_API_KEY", "sk-test")
         .env("DEEPSEEK_BASE_URL", server.base_url());
@@ -514,7 +445,7 @@ async fn strict_tools_round_trip_through_the_beta_endpoint() {
 
     // Without the flag: the plain endpoint and no strict flag.
     let server = LoopbackServer::start([text_reply("plain")]).await.unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "hello"])
         .env("DEEPSEEK_API_KEY", "sk-test")
         .env("DEEPSEEK_BASE_URL", server.base_url());
@@ -533,8 +464,8 @@ async fn provider_errors_exit_1_with_the_code() {
     )])
     .await
     .unwrap();
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "hi"])
         .env("DEEPSEEK_API_KEY", "sk-bad")
         .env("DEEPSEEK_BASE_URL", server.base_url());
@@ -555,8 +486,8 @@ async fn sigint_aborts_the_turn_with_exit_130() {
     ])
     .then_hang();
     let server = LoopbackServer::start([hang]).await.unwrap();
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--json", "hi"])
         .env("DEEPSEEK_API_KEY", "sk-test")
         .env("DEEPSEEK_BASE_URL", server.base_url())
@@ -594,7 +525,7 @@ async fn sigint_aborts_the_turn_with_exit_130() {
     assert_eq!(out.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("aborted: user interrupt"), "{stderr}");
-    let events = read_events(&sb.session_files()[0]);
+    let events = read_events(&sb.session_entries()[0]);
     let end = events.last().unwrap();
     assert_eq!(end["type"], "turn/end");
     assert_eq!(
@@ -605,8 +536,8 @@ async fn sigint_aborts_the_turn_with_exit_130() {
 
 #[tokio::test]
 async fn tools_list_prints_the_schemas_the_model_sees() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["tools", "list", "--schemas"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -649,11 +580,11 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
 
 #[tokio::test]
 async fn an_unusable_session_dir_is_a_usage_error() {
-    let sb = Sandbox::new();
+    let sb = Home::new(DSH);
     let file = sb.path().join("not-a-dir");
     std::fs::write(&file, "x").unwrap();
     let dir = file.join("sessions");
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--session-dir", dir.to_str().unwrap(), "echo hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
@@ -663,8 +594,8 @@ async fn an_unusable_session_dir_is_a_usage_error() {
 
 #[tokio::test]
 async fn the_model_boundary_through_the_binary() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", r#"call echo {"txt": "hi"}"#]);
     let out = output(c).await;
     assert_eq!(
@@ -682,7 +613,7 @@ async fn the_model_boundary_through_the_binary() {
         "{}",
         out.stdout
     );
-    let events = read_events(&sb.session_files()[0]);
+    let events = read_events(&sb.session_entries()[0]);
     let result = events.iter().find(|e| e["type"] == "tool/result").unwrap();
     assert_eq!(result["data"]["isError"], true);
     assert_eq!(result["data"]["errorCode"], "INVALID_ARGS");
@@ -704,9 +635,9 @@ fn mcp_fixture() -> PathBuf {
 #[tokio::test]
 async fn mcp_servers_from_the_flag_and_the_config() {
     let fixture = mcp_fixture();
-    let sb = Sandbox::new();
+    let sb = Home::new(DSH);
     let flag = format!("fx={}", fixture.display());
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args([
         "run",
         "--mcp",
@@ -726,7 +657,7 @@ async fn mcp_servers_from_the_flag_and_the_config() {
     )
     .unwrap();
     // A project config: trusted for this run.
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["mcp", "list", "--trust-project"]);
     let out = output(c).await;
     assert_eq!(out.code, 1, "a server failed to start: {}", out.stdout);
@@ -740,7 +671,7 @@ async fn mcp_servers_from_the_flag_and_the_config() {
     );
 
     // A broken server does not stop the agent.
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args([
         "run",
         "--trust-project",
@@ -759,7 +690,7 @@ async fn mcp_servers_from_the_flag_and_the_config() {
         ),
     )
     .unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args([
         "run",
         "--trust-project",
@@ -785,9 +716,9 @@ async fn an_mcp_server_over_http_from_the_flag() {
         &mut addr,
     )
     .unwrap();
-    let sb = Sandbox::new();
+    let sb = Home::new(DSH);
     let flag = format!("web=http://{}/mcp", addr.trim());
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args([
         "run",
         "--mcp",
@@ -804,7 +735,7 @@ async fn an_mcp_server_over_http_from_the_flag() {
 #[tokio::test]
 async fn tool_listings_say_who_validates_the_arguments() {
     let fixture = mcp_fixture();
-    let sb = Sandbox::new();
+    let sb = Home::new(DSH);
     std::fs::write(
         sb.path().join("dsh.toml"),
         format!(
@@ -813,7 +744,7 @@ async fn tool_listings_say_who_validates_the_arguments() {
         ),
     )
     .unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["tools", "list", "--json", "--trust-project"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -830,7 +761,7 @@ async fn tool_listings_say_who_validates_the_arguments() {
     assert_eq!(check("mcp__loc__add"), Some("local".into()));
     assert_eq!(check("mcp__srv__add"), Some("server".into()));
     // A bad call to a locally validated server never leaves dsh.
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args([
         "run",
         "--trust-project",
@@ -842,7 +773,7 @@ async fn tool_listings_say_who_validates_the_arguments() {
         "{}",
         out.stdout
     );
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["mcp", "list", "--trust-project"]);
     let out = output(c).await;
     assert!(
@@ -859,17 +790,17 @@ async fn tool_listings_say_who_validates_the_arguments() {
 
 #[tokio::test]
 async fn resuming_a_session_in_use_is_refused() {
-    let sb = Sandbox::new();
-    let mut c = sb.dsh();
+    let sb = Home::new(DSH);
+    let mut c = sb.tokio_dsh();
     c.args(["run", "echo first"]);
     assert_eq!(output(c).await.code, 0);
-    let file = sb.session_files()[0].clone();
+    let file = sb.session_entries()[0].clone();
     let id = file.file_stem().unwrap().to_str().unwrap().to_string();
     // Another writer holds the log.
     let held = std::fs::File::open(&file).unwrap();
     held.try_lock().unwrap();
     let before = std::fs::read(&file).unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--resume", &id, "echo second"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
@@ -884,14 +815,14 @@ async fn resuming_a_session_in_use_is_refused() {
         "the log is untouched"
     );
     drop(held);
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "--resume", &id, "echo second"]);
     assert_eq!(output(c).await.code, 0);
 }
 
 #[tokio::test]
 async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors() {
-    let sb = Sandbox::new();
+    let sb = Home::new(DSH);
     let names = |stdout: &str| -> Vec<String> {
         serde_json::from_str::<serde_json::Value>(stdout)
             .unwrap()
@@ -902,12 +833,12 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
             .collect()
     };
     std::fs::write(sb.path().join("dsh.toml"), "tools = [\"bash\", \"edit\"]\n").unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["tools", "list", "--schemas"]);
     let out = output(c).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(names(&out.stdout), ["bash", "edit"]);
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["tools", "list", "--schemas", "--tools", "read,job_kill"]);
     let out = output(c).await;
     assert_eq!(
@@ -915,7 +846,7 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
         ["job_kill", "read"],
         "the flag wins, registration order"
     );
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args([
         "tools",
         "list",
@@ -929,7 +860,7 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
         ["bash", "str_replace_editor"],
         "the benchmark set"
     );
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["tools", "list", "--schemas", "--tools", "bash,grepp"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);
@@ -940,7 +871,7 @@ async fn the_tool_set_is_chosen_by_config_or_flag_and_unknown_names_are_errors()
         out.stderr
     );
     std::fs::write(sb.path().join("dsh.toml"), "tools = [\"sh\"]\n").unwrap();
-    let mut c = sb.dsh();
+    let mut c = sb.tokio_dsh();
     c.args(["run", "hi"]);
     let out = output(c).await;
     assert_eq!(out.code, 2);

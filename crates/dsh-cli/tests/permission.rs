@@ -3,74 +3,19 @@
 //! disk, and the `sandbox/mode` events in the session log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use dsh_testkit::cli::{outcome, Home};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-struct Home {
-    dir: tempfile::TempDir,
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
-impl Home {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn dsh(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.current_dir(self.path())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DSH_MODEL")
-            .env_remove("DSH_PERMISSION")
-            .env("NO_COLOR", "1")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_STATE_HOME", self.path().join("state"))
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        c
-    }
-
-    /// The `sandbox/mode` events of the only session.
-    fn mode_events(&self) -> Vec<Value> {
-        let dir = self.path().join("data/dsh/sessions");
-        let files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        assert_eq!(files.len(), 1, "{files:?}");
-        std::fs::read_to_string(&files[0])
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|e| e["type"] == "sandbox/mode")
-            .map(|e| e["data"].clone())
-            .collect()
-    }
-}
-
-async fn run(mut c: Command) -> (i32, String, String) {
-    let out = tokio::time::timeout(Duration::from_secs(60), c.output())
-        .await
-        .expect("dsh finished in time")
-        .expect("dsh runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+async fn run(c: Command) -> (i32, String, String) {
+    outcome(c).await.into_parts()
 }
 
 fn landlock() -> bool {
@@ -86,8 +31,8 @@ async fn read_only_from_the_flag_blocks_writes_in_the_workspace() {
     if !landlock() {
         return;
     }
-    let home = Home::new();
-    let mut c = home.dsh();
+    let home = Home::new(DSH);
+    let mut c = home.tokio_dsh();
     c.args(["run", "--permission", "read-only", "run echo x > made"]);
     let (code, stdout, stderr) = run(c).await;
     assert_eq!(code, 0, "{stderr}");
@@ -97,7 +42,7 @@ async fn read_only_from_the_flag_blocks_writes_in_the_workspace() {
         "{stdout}"
     );
     assert_eq!(
-        home.mode_events(),
+        home.of_type("sandbox/mode"),
         [json!({"mode": "read-only", "source": "--permission"})]
     );
 }
@@ -107,14 +52,14 @@ async fn the_default_is_workspace_write_and_the_file_tools_are_fenced() {
     if !landlock() {
         return;
     }
-    let home = Home::new();
+    let home = Home::new(DSH);
     let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
     let call = format!(
         "call write {}",
         json!({"file_path": target, "content": "escaped"})
     );
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args(["run", &call]);
     let (code, stdout, stderr) = run(c).await;
     assert_eq!(code, 0, "{stderr}");
@@ -124,7 +69,7 @@ async fn the_default_is_workspace_write_and_the_file_tools_are_fenced() {
         "{stdout}"
     );
 
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args(["run", "run echo inside > made && cat made"]);
     let (_, stdout, _) = run(c).await;
     assert!(stdout.contains("inside"), "{stdout}");
@@ -136,8 +81,8 @@ async fn the_default_is_workspace_write_and_the_file_tools_are_fenced() {
 
 #[tokio::test]
 async fn env_and_config_set_the_mode_and_bad_values_are_usage_errors() {
-    let home = Home::new();
-    let mut c = home.dsh();
+    let home = Home::new(DSH);
+    let mut c = home.tokio_dsh();
     c.args(["run", "echo hi"]).env("DSH_PERMISSION", "yolo");
     let (code, _, stderr) = run(c).await;
     assert_eq!(code, 2);
@@ -146,7 +91,7 @@ async fn env_and_config_set_the_mode_and_bad_values_are_usage_errors() {
         "{stderr}"
     );
 
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args(["run", "--permission", "off", "echo hi"]);
     let (code, _, stderr) = run(c).await;
     assert_eq!(code, 2, "{stderr}");
@@ -157,17 +102,17 @@ async fn env_and_config_set_the_mode_and_bad_values_are_usage_errors() {
         "[permission]\nmode = \"danger-full-access\"\napproval = \"never\"\n",
     )
     .unwrap();
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args(["run", "--config"]).arg(&cfg).arg("echo hi");
     let (code, _, stderr) = run(c).await;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        home.mode_events(),
+        home.of_type("sandbox/mode"),
         [json!({"mode": "danger-full-access", "source": cfg.display().to_string()})]
     );
 
     std::fs::write(&cfg, "[permission]\nmode = \"everything\"\n").unwrap();
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args(["run", "--config"]).arg(&cfg).arg("echo hi");
     let (code, _, stderr) = run(c).await;
     assert_eq!(code, 2);
@@ -182,8 +127,8 @@ async fn slash_permission_in_chat_changes_the_mode_and_logs_it() {
     if !landlock() {
         return;
     }
-    let home = Home::new();
-    let mut c = home.dsh();
+    let home = Home::new(DSH);
+    let mut c = home.tokio_dsh();
     c.arg("chat")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -221,7 +166,7 @@ async fn slash_permission_in_chat_changes_the_mode_and_logs_it() {
         "{stderr}"
     );
     assert_eq!(
-        home.mode_events(),
+        home.of_type("sandbox/mode"),
         [
             json!({"mode": "workspace-write", "source": "default"}),
             json!({"mode": "read-only", "source": "/permission"}),
@@ -232,10 +177,10 @@ async fn slash_permission_in_chat_changes_the_mode_and_logs_it() {
 
 #[tokio::test]
 async fn doctor_reports_the_sandbox_the_config_the_model_and_the_servers() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let cfg = home.path().join("doc.toml");
     std::fs::write(&cfg, "[permission]\nmode = \"read-only\"\n").unwrap();
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args([
         "doctor",
         "--mcp",
@@ -315,10 +260,10 @@ async fn run_has_nobody_to_ask_so_an_escalation_is_denied_with_the_way_out() {
     if !landlock() {
         return;
     }
-    let home = Home::new();
+    let home = Home::new(DSH);
     let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args([
         "run",
         &escalation(&target, "danger-full-access", Some("needs it")),
@@ -343,7 +288,7 @@ async fn the_policy_never_denies_without_asking_and_says_why() {
     if !landlock() {
         return;
     }
-    let home = Home::new();
+    let home = Home::new(DSH);
     std::fs::create_dir_all(home.path().join("config/dsh")).unwrap();
     std::fs::write(
         home.path().join("config/dsh/dsh.toml"),
@@ -352,7 +297,7 @@ async fn the_policy_never_denies_without_asking_and_says_why() {
     .unwrap();
     let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args([
         "run",
         &escalation(&target, "danger-full-access", Some("needs it")),
@@ -366,11 +311,11 @@ async fn the_policy_never_denies_without_asking_and_says_why() {
 
 #[tokio::test]
 async fn escalation_needs_both_fields_and_a_wider_mode() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("x.txt");
     // Both or neither: validation names the missing one; nobody is asked.
-    let mut c = home.dsh();
+    let mut c = home.tokio_dsh();
     c.args(["run", &escalation(&target, "danger-full-access", None)]);
     let (code, stdout, stderr) = run(c).await;
     assert_eq!(code, 0, "{stderr}");
@@ -382,8 +327,8 @@ async fn escalation_needs_both_fields_and_a_wider_mode() {
     );
     assert!(decisions(&home).is_empty());
     // Not wider than the current mode: denied, with what to do instead.
-    let home = Home::new();
-    let mut c = home.dsh();
+    let home = Home::new(DSH);
+    let mut c = home.tokio_dsh();
     c.args([
         "run",
         "--permission",

@@ -6,82 +6,26 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
+use dsh_testkit::cli::{output_within, Home, Outcome, LIMIT};
 use serde_json::{json, Value};
 
-struct Home {
-    dir: tempfile::TempDir,
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
-impl Home {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn dsh(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.args(args)
-            .current_dir(self.path())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DSH_MODEL")
-            .env_remove("DSH_PERMISSION")
-            .env("NO_COLOR", "1")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_STATE_HOME", self.path().join("state"))
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.dsh(args).output().expect("dsh runs");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// The events of the only session, as JSON.
-    fn events(&self) -> Vec<Value> {
-        let dir = self.path().join("data/dsh/sessions");
-        let files: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        assert_eq!(files.len(), 1, "{files:?}");
-        std::fs::read_to_string(&files[0])
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    fn of_type(&self, ty: &str) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["type"] == ty)
-            .map(|e| e["data"].clone())
-            .collect()
-    }
+/// `dsh ARGS…` to its end: its exit code, stdout and stderr.
+fn run(home: &Home, args: &[&str]) -> (i32, String, String) {
+    let mut c = home.dsh();
+    c.args(args);
+    Outcome::from(output_within(c, None, LIMIT)).into_parts()
 }
 
 #[test]
 fn run_plan_prints_the_presented_plan_and_exits_0() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let plan = "# Plan\n1. Edit `src/lib.rs`\n2. Run the tests";
     let prompt = format!("call exit_plan_mode {}", json!({ "plan": plan }));
-    let (code, stdout, stderr) = home.run(&["run", "--plan", &prompt]);
+    let (code, stdout, stderr) = run(&home, &["run", "--plan", &prompt]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, format!("{plan}\n"), "the plan, nothing else");
     assert_eq!(
@@ -107,13 +51,13 @@ fn run_plan_prints_the_presented_plan_and_exits_0() {
 
 #[test]
 fn run_plan_denies_writes_and_leaves_no_file() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let target = home.path().join("a.txt");
     let prompt = format!(
         "call write {}",
         json!({"file_path": target, "content": "hello\n"})
     );
-    let (code, stdout, stderr) = home.run(&["run", "--plan", &prompt]);
+    let (code, stdout, stderr) = run(&home, &["run", "--plan", &prompt]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("permission denied: plan mode: write is not allowed while planning"),
@@ -124,7 +68,7 @@ fn run_plan_denies_writes_and_leaves_no_file() {
         "call bash {}",
         json!({"command": format!("touch {}", target.display()), "description": "touch"})
     );
-    let (code, stdout, _) = home.run(&["run", "--plan", &prompt]);
+    let (code, stdout, _) = run(&home, &["run", "--plan", &prompt]);
     assert_eq!(code, 0);
     assert!(
         stdout.contains("plan mode: bash is not allowed"),
@@ -135,18 +79,21 @@ fn run_plan_denies_writes_and_leaves_no_file() {
 
 #[test]
 fn run_plan_without_a_plan_ends_normally_and_json_stays_events() {
-    let home = Home::new();
-    let (code, stdout, stderr) = home.run(&["run", "--plan", "echo hi"]);
+    let home = Home::new(DSH);
+    let (code, stdout, stderr) = run(&home, &["run", "--plan", "echo hi"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, "The echo tool says: hi\n");
 
-    let home = Home::new();
-    let (code, stdout, stderr) = home.run(&[
-        "run",
-        "--plan",
-        "--json",
-        r##"call exit_plan_mode {"plan":"# P"}"##,
-    ]);
+    let home = Home::new(DSH);
+    let (code, stdout, stderr) = run(
+        &home,
+        &[
+            "run",
+            "--plan",
+            "--json",
+            r##"call exit_plan_mode {"plan":"# P"}"##,
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
     let events: Vec<Value> = stdout
         .lines()
@@ -163,18 +110,18 @@ fn run_plan_without_a_plan_ends_normally_and_json_stays_events() {
 
 #[test]
 fn run_without_plan_refuses_exit_plan_mode_and_todo_write_works() {
-    let home = Home::new();
-    let (code, stdout, _) = home.run(&["run", r##"call exit_plan_mode {"plan":"# P"}"##]);
+    let home = Home::new(DSH);
+    let (code, stdout, _) = run(&home, &["run", r##"call exit_plan_mode {"plan":"# P"}"##]);
     assert_eq!(code, 0);
     assert!(stdout.contains("plan mode is not active"), "{stdout}");
     assert!(home.of_type("plan/mode").is_empty());
 
-    let home = Home::new();
+    let home = Home::new(DSH);
     let todos = json!({"todos": [
         {"content": "Write it", "status": "in_progress"},
         {"content": "Test it", "status": "pending"},
     ]});
-    let (code, stdout, _) = home.run(&["run", &format!("call todo_write {todos}")]);
+    let (code, stdout, _) = run(&home, &["run", &format!("call todo_write {todos}")]);
     assert_eq!(code, 0);
     assert!(
         stdout.contains("Todo list updated (0/2 completed):\n[~] Write it\n[ ] Test it"),
@@ -185,14 +132,15 @@ fn run_without_plan_refuses_exit_plan_mode_and_todo_write_works() {
 
 #[test]
 fn piped_chat_takes_plan_commands() {
-    let home = Home::new();
+    let home = Home::new(DSH);
     let target = home.path().join("b.txt");
     let write = format!(
         "call write {}",
         json!({"file_path": target, "content": "x\n"})
     );
     let mut child = home
-        .dsh(&["chat"])
+        .dsh()
+        .arg("chat")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

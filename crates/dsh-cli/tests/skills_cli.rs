@@ -2,57 +2,17 @@
 //! working directory and `XDG_CONFIG_HOME` in a temp dir.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
+use std::path::Path;
 
-use tokio::process::Command;
+use dsh_testkit::cli::{outcome, Home};
 
-struct Home {
-    dir: tempfile::TempDir,
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
-impl Home {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// The project: a repository root.
-    fn project(&self) -> PathBuf {
-        self.path().join("project")
-    }
-
-    /// `dsh ARGS` in `cwd`.
-    async fn dsh(&self, cwd: &Path, args: &[&str]) -> (i32, String, String) {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        c.current_dir(cwd)
-            .args(args)
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DEEPSEEK_BASE_URL")
-            .env_remove("DSH_MODEL")
-            .env("NO_COLOR", "1")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_STATE_HOME", self.path().join("state"))
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
-        let out = tokio::time::timeout(Duration::from_secs(60), c.output())
-            .await
-            .expect("dsh finished in time")
-            .expect("dsh runs");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
+/// `dsh ARGS` in `cwd` with `home`'s environment.
+async fn dsh(home: &Home, cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut c = home.tokio_dsh();
+    c.current_dir(cwd).args(args);
+    outcome(c).await.into_parts()
 }
 
 fn write(path: &Path, text: &str) {
@@ -66,8 +26,8 @@ fn skill_md(name: &str, description: &str, body: &str) -> String {
 
 #[tokio::test]
 async fn skills_list_shows_each_skill_its_source_shadowing_and_warnings() {
-    let home = Home::new();
-    let p = home.project();
+    let home = Home::new(DSH);
+    let p = home.path().join("project");
     std::fs::create_dir_all(p.join(".git")).unwrap();
     std::fs::create_dir_all(p.join("src")).unwrap();
     let user = home.path().join("config/dsh/skills");
@@ -90,7 +50,7 @@ async fn skills_list_shows_each_skill_its_source_shadowing_and_warnings() {
     write(&p.join(".dsh/skills/broken/SKILL.md"), "no front matter\n");
 
     // From a subdirectory: the project is the repository root.
-    let (code, out, err) = home.dsh(&p.join("src"), &["skills", "list"]).await;
+    let (code, out, err) = dsh(&home, &p.join("src"), &["skills", "list"]).await;
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     let dsh_dir = p.join(".dsh/skills");
@@ -138,7 +98,7 @@ async fn skills_list_shows_each_skill_its_source_shadowing_and_warnings() {
     );
     assert_eq!(lines.len(), 7, "{out}");
 
-    let (code, out, _) = home.dsh(&p, &["skills", "list", "--json"]).await;
+    let (code, out, _) = dsh(&home, &p, &["skills", "list", "--json"]).await;
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let names: Vec<&str> = v["skills"]
@@ -167,25 +127,23 @@ async fn skills_list_shows_each_skill_its_source_shadowing_and_warnings() {
     assert_eq!(v["roots"].as_array().unwrap().len(), 3);
 
     // The agent gets them: a warning for the broken file, the tool works.
-    let (code, out, err) = home
-        .dsh(&p, &["run", r#"call skill {"name": "deploy"}"#])
-        .await;
+    let (code, out, err) = dsh(&home, &p, &["run", r#"call skill {"name": "deploy"}"#]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\n\nmake ship"), "{out}");
     assert!(
         err.contains("broken/SKILL.md: no front matter") && err.contains("dsh skills list"),
         "{err}"
     );
-    let (_, out, _) = home.dsh(&p, &["tools", "list", "--schemas"]).await;
+    let (_, out, _) = dsh(&home, &p, &["tools", "list", "--schemas"]).await;
     assert!(out.contains("\"name\": \"skill\""), "{out}");
 }
 
 #[tokio::test]
 async fn without_skills_the_list_says_so_and_names_the_folders_searched() {
-    let home = Home::new();
-    let p = home.project();
+    let home = Home::new(DSH);
+    let p = home.path().join("project");
     std::fs::create_dir_all(p.join(".git")).unwrap();
-    let (code, out, err) = home.dsh(&p, &["skills", "list"]).await;
+    let (code, out, err) = dsh(&home, &p, &["skills", "list"]).await;
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("no skills found; searched:\n"), "{out}");
     for dir in [
@@ -198,6 +156,6 @@ async fn without_skills_the_list_says_so_and_names_the_folders_searched() {
             "{out}"
         );
     }
-    let (_, out, _) = home.dsh(&p, &["tools", "list", "--schemas"]).await;
+    let (_, out, _) = dsh(&home, &p, &["tools", "list", "--schemas"]).await;
     assert!(!out.contains("\"name\": \"skill\""), "{out}");
 }

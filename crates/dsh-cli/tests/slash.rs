@@ -4,82 +4,19 @@
 //! what they say (checked in the session logs and on disk).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
+use dsh_testkit::cli::{events, output_within, Home, Outcome, LIMIT};
 use serde_json::Value;
 
-struct Home {
-    dir: tempfile::TempDir,
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
-struct Chat {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Home {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Runs `dsh chat` with `lines` on a pipe.
-    fn chat(&self, lines: &[&str]) -> Chat {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .arg("chat")
-            .current_dir(self.path())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DSH_MODEL")
-            .env_remove("DSH_PERMISSION")
-            .env("NO_COLOR", "1")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_STATE_HOME", self.path().join("state"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("dsh runs");
-        let mut stdin = child.stdin.take().unwrap();
-        for l in lines {
-            writeln!(stdin, "{l}").unwrap();
-        }
-        drop(stdin);
-        let out = child.wait_with_output().unwrap();
-        Chat {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-
-    fn session_files(&self) -> Vec<PathBuf> {
-        let dir = self.path().join("data/dsh/sessions");
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
-        files
-    }
-}
-
-fn events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+/// Runs `dsh chat` in `home` with `lines` on a pipe.
+fn chat(home: &Home, lines: &[&str]) -> Outcome {
+    let mut c = home.dsh();
+    c.arg("chat");
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    output_within(c, Some(&input), LIMIT).into()
 }
 
 /// The texts of the user messages of a log.
@@ -100,8 +37,8 @@ fn field<'a>(text: &'a str, label: &str) -> &'a str {
 
 #[test]
 fn help_lists_every_command() {
-    let home = Home::new();
-    let out = home.chat(&["/help"]);
+    let home = Home::new(DSH);
+    let out = chat(&home, &["/help"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     for name in [
         "/help",
@@ -124,8 +61,8 @@ fn help_lists_every_command() {
 
 #[test]
 fn an_unknown_command_is_answered_and_never_sent() {
-    let home = Home::new();
-    let out = home.chat(&["/xyz", "/usr/bin/ls is broken"]);
+    let home = Home::new(DSH);
+    let out = chat(&home, &["/xyz", "/usr/bin/ls is broken"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -134,7 +71,7 @@ fn an_unknown_command_is_answered_and_never_sent() {
         "{}",
         out.stderr
     );
-    let texts = user_texts(&home.session_files()[0]);
+    let texts = user_texts(&home.session_logs()[0]);
     assert_eq!(
         texts.len(),
         1,
@@ -146,13 +83,16 @@ fn an_unknown_command_is_answered_and_never_sent() {
 
 #[test]
 fn permission_read_only_denies_a_write() {
-    let home = Home::new();
-    let out = home.chat(&[
-        "/permission",
-        "/permission read-only",
-        r#"call write {"file_path": "a.txt", "content": "x"}"#,
-        "/permission sideways",
-    ]);
+    let home = Home::new(DSH);
+    let out = chat(
+        &home,
+        &[
+            "/permission",
+            "/permission read-only",
+            r#"call write {"file_path": "a.txt", "content": "x"}"#,
+            "/permission sideways",
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -172,7 +112,7 @@ fn permission_read_only_denies_a_write() {
         out.stderr
     );
     assert!(!home.path().join("a.txt").exists(), "{}", out.stdout);
-    let results: Vec<Value> = events(&home.session_files()[0])
+    let results: Vec<Value> = events(&home.session_logs()[0])
         .into_iter()
         .filter(|e| e["type"] == "tool/result")
         .collect();
@@ -186,8 +126,8 @@ fn permission_read_only_denies_a_write() {
 
 #[test]
 fn model_shows_the_model_and_refuses_an_unknown_one() {
-    let home = Home::new();
-    let out = home.chat(&["/model", "/model nope", "/model echo"]);
+    let home = Home::new(DSH);
+    let out = chat(&home, &["/model", "/model nope", "/model echo"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains("model: echo (models: echo;"),
@@ -205,17 +145,20 @@ fn model_shows_the_model_and_refuses_an_unknown_one() {
         "{}",
         out.stderr
     );
-    assert!(user_texts(&home.session_files()[0]).is_empty());
+    assert!(user_texts(&home.session_logs()[0]).is_empty());
 }
 
 #[test]
 fn todo_shows_the_list_the_model_wrote() {
-    let home = Home::new();
-    let out = home.chat(&[
-        "/todo",
-        r#"call todo_write {"todos": [{"content": "write tests", "status": "in_progress"}, {"content": "ship", "status": "pending"}]}"#,
-        "/todo",
-    ]);
+    let home = Home::new(DSH);
+    let out = chat(
+        &home,
+        &[
+            "/todo",
+            r#"call todo_write {"todos": [{"content": "write tests", "status": "in_progress"}, {"content": "ship", "status": "pending"}]}"#,
+            "/todo",
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (before, after) = out.stderr.split_once("Todo list").expect(&out.stderr);
     assert!(before.contains("no todo list"), "{}", out.stderr);
@@ -228,14 +171,17 @@ fn todo_shows_the_list_the_model_wrote() {
 
 #[test]
 fn session_and_clear_start_a_new_session() {
-    let home = Home::new();
-    let out = home.chat(&[
-        "echo before",
-        "/session",
-        "/clear",
-        "/session",
-        "echo after",
-    ]);
+    let home = Home::new(DSH);
+    let out = chat(
+        &home,
+        &[
+            "echo before",
+            "/session",
+            "/clear",
+            "/session",
+            "echo after",
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (first, second) = out.stderr.split_once("new session: ").expect(&out.stderr);
     let (old_id, new_id) = (field(first, "session"), field(second, "session"));
@@ -255,16 +201,16 @@ fn session_and_clear_start_a_new_session() {
     assert!(new_texts[0].contains("echo after"), "{new_texts:?}");
     // The old log is complete: its turn ended before the new session began.
     assert!(events(&old_log).iter().any(|e| e["type"] == "turn/end"));
-    assert_eq!(home.session_files().len(), 2);
+    assert_eq!(home.session_logs().len(), 2);
 }
 
 #[test]
 fn exit_leaves_chat_and_sends_nothing_after_it() {
-    let home = Home::new();
-    let out = home.chat(&["/exit", "echo never"]);
+    let home = Home::new(DSH);
+    let out = chat(&home, &["/exit", "echo never"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.contains("never"), "{}", out.stdout);
-    for f in home.session_files() {
+    for f in home.session_logs() {
         assert!(user_texts(&f).is_empty());
     }
 }
