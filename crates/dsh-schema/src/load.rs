@@ -196,12 +196,10 @@ impl SchemaProp {
     /// Parses one property from its JSON form; `path` names it in errors.
     pub(crate) fn from_value_at(value: &Value, path: &str) -> Result<SchemaProp, SpecError> {
         let Value::Object(map) = value else {
-            return Err(SpecError::new(
+            return Err(wrong_kind(
                 path,
-                format!(
-                    "a property must be an object like {{\"type\": \"string\"}}, got {}",
-                    json_kind(value)
-                ),
+                "a property must be an object like {\"type\": \"string\"}",
+                value,
             ));
         };
         let one_of = map.get("oneOf").or_else(|| map.get("one_of"));
@@ -222,10 +220,7 @@ impl SchemaProp {
                 )
             })?,
             Some(other) => {
-                return Err(SpecError::new(
-                    path,
-                    format!("\"type\" must be a string, got {}", json_kind(other)),
-                ))
+                return Err(wrong_kind(path, "\"type\" must be a string", other))
             }
         };
         let mut prop = SchemaProp::new(ty);
@@ -234,38 +229,27 @@ impl SchemaProp {
                 "type" => {}
                 "required" => {
                     prop.required = v.as_bool().ok_or_else(|| {
-                        SpecError::new(
-                            path,
-                            format!("\"required\" must be true or false, got {}", json_kind(v)),
-                        )
+                        wrong_kind(path, "\"required\" must be true or false", v)
                     })?;
                 }
                 "description" => {
                     let Value::String(s) = v else {
-                        return Err(SpecError::new(
-                            path,
-                            format!("\"description\" must be a string, got {}", json_kind(v)),
-                        ));
+                        return Err(wrong_kind(path, "\"description\" must be a string", v));
                     };
                     prop.description = Some(s.clone());
                 }
                 "enum" => {
                     let Value::Array(values) = v else {
-                        return Err(SpecError::new(
-                            path,
-                            format!("\"enum\" must be a list of values, got {}", json_kind(v)),
-                        ));
+                        return Err(wrong_kind(path, "\"enum\" must be a list of values", v));
                     };
                     if let Some(bad) = values
                         .iter()
                         .find(|x| !matches!(x, Value::String(_) | Value::Number(_) | Value::Bool(_)))
                     {
-                        return Err(SpecError::new(
+                        return Err(wrong_kind(
                             path,
-                            format!(
-                                "\"enum\" values must be strings, numbers or booleans, got {}",
-                                json_kind(bad)
-                            ),
+                            "\"enum\" values must be strings, numbers or booleans",
+                            bad,
                         ));
                     }
                     prop.enum_values = Some(values.clone());
@@ -278,20 +262,15 @@ impl SchemaProp {
                 "maxItems" | "max_items" => prop.max_items = Some(count(v, path, key)?),
                 "additionalProperties" | "additional_properties" => {
                     prop.additional_properties = Some(v.as_bool().ok_or_else(|| {
-                        SpecError::new(
-                            path,
-                            format!("\"{key}\" must be true or false, got {}", json_kind(v)),
-                        )
+                        wrong_kind(path, format!("\"{key}\" must be true or false"), v)
                     })?);
                 }
                 "oneOf" | "one_of" => {
                     let Value::Array(branches) = v else {
-                        return Err(SpecError::new(
+                        return Err(wrong_kind(
                             path,
-                            format!(
-                                "\"{key}\" must be a list of alternatives, got {}",
-                                json_kind(v)
-                            ),
+                            format!("\"{key}\" must be a list of alternatives"),
+                            v,
                         ));
                     };
                     let mut parsed = Vec::with_capacity(branches.len());
@@ -303,10 +282,7 @@ impl SchemaProp {
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusive_minimum"
                 | "exclusiveMaximum" | "exclusive_maximum" => {
                     let Value::Number(n) = v else {
-                        return Err(SpecError::new(
-                            path,
-                            format!("\"{key}\" must be a number, got {}", json_kind(v)),
-                        ));
+                        return Err(wrong_kind(path, format!("\"{key}\" must be a number"), v));
                     };
                     let slot = match key.as_str() {
                         "minimum" => &mut prop.minimum,
@@ -399,12 +375,10 @@ impl SchemaSpec {
             } else {
                 "\"properties\""
             };
-            return Err(SpecError::new(
+            return Err(wrong_kind(
                 prefix,
-                format!(
-                    "{what} must be an object mapping property names to properties, got {}",
-                    json_kind(value)
-                ),
+                format!("{what} must be an object mapping property names to properties"),
+                value,
             ));
         };
         let mut spec = SchemaSpec::new();
@@ -431,12 +405,12 @@ impl SchemaSpec {
 /// The value of [`TOGETHER_KEY`]: a list of lists of property names.
 fn together_groups(value: &Value, path: &str) -> Result<Vec<Vec<String>>, SpecError> {
     let shape = |got: &Value| {
-        SpecError::new(
+        wrong_kind(
             path,
             format!(
-                "\"{TOGETHER_KEY}\" must be a list of groups of property names, like [[\"a\", \"b\"]], got {}",
-                json_kind(got)
+                "\"{TOGETHER_KEY}\" must be a list of groups of property names, like [[\"a\", \"b\"]]"
             ),
+            got,
         )
     };
     let Value::Array(groups) = value else {
@@ -446,27 +420,28 @@ fn together_groups(value: &Value, path: &str) -> Result<Vec<Vec<String>>, SpecEr
     for (i, group) in groups.iter().enumerate() {
         let at = format!("{path}[{i}]");
         let Value::Array(names) = group else {
-            return Err(SpecError::new(
+            return Err(wrong_kind(
                 at,
-                format!(
-                    "a group must be a list of property names, got {}",
-                    json_kind(group)
-                ),
+                "a group must be a list of property names",
+                group,
             ));
         };
         let mut parsed = Vec::with_capacity(names.len());
         for name in names {
             let Value::String(name) = name else {
-                return Err(SpecError::new(
-                    at,
-                    format!("a property name must be a string, got {}", json_kind(name)),
-                ));
+                return Err(wrong_kind(at, "a property name must be a string", name));
             };
             parsed.push(name.clone());
         }
         out.push(parsed);
     }
     Ok(out)
+}
+
+/// The error for a value of the wrong kind at `path`: `expected`, then
+/// `, got <the kind of got>` (`"type" must be a string, got a number`).
+fn wrong_kind(path: impl Into<String>, expected: impl std::fmt::Display, got: &Value) -> SpecError {
+    SpecError::new(path, format!("{expected}, got {}", json_kind(got)))
 }
 
 /// The path of branch `i` of a `oneOf` at `path` in spec errors.
