@@ -1,4 +1,4 @@
-//! Property tests of [`CallIds`]: whatever ids a model sends, reply after
+//! Tests of [`CallIds`]: two worked examples, and properties: whatever ids a model sends, reply after
 //! reply, the conversation ends up with unique ids; an id not used before
 //! is kept, the renames say exactly what changed, the result is the same
 //! every time, and a result given the call's (new) id answers that call.
@@ -19,11 +19,11 @@ fn any_id() -> impl Strategy<Value = String> {
 }
 
 /// A reply: tool calls (with the text block models put between them).
-fn reply(ids: &[String]) -> Vec<ContentBlock> {
+fn reply<S: AsRef<str>>(ids: &[S]) -> Vec<ContentBlock> {
     let mut blocks = vec![ContentBlock::text("thinking aloud")];
     for (i, id) in ids.iter().enumerate() {
         blocks.push(ContentBlock::ToolCall(ToolCall::new(
-            id.as_str(),
+            id.as_ref(),
             "bash",
             format!("{{\"n\":{i}}}"),
         )));
@@ -54,6 +54,29 @@ fn run(history: &[String], replies: &[Vec<String>]) -> Vec<Vec<ContentBlock>> {
             blocks
         })
         .collect()
+}
+
+#[test]
+fn repeats_in_one_reply_and_across_replies_get_free_suffixes() {
+    let mut seen = CallIds::new();
+    let mut first = reply(&["a", "a", "b"]);
+    let renamed = seen.claim(&mut first);
+    assert_eq!(call_ids(&first), ["a", "a-2", "b"]);
+    assert_eq!(renamed.len(), 1);
+    assert_eq!((renamed[0].position, renamed[0].from.as_str()), (1, "a"));
+    let mut second = reply(&["a-3", "a", "b-2", "b"]);
+    seen.claim(&mut second);
+    assert_eq!(call_ids(&second), ["a-3", "a-4", "b-2", "b-3"]);
+}
+
+#[test]
+fn observed_history_counts_as_taken() {
+    let mut seen = CallIds::new();
+    seen.observe(&reply(&["x", "x"]));
+    assert_eq!(seen.len(), 1);
+    let mut next = reply(&["x"]);
+    seen.claim(&mut next);
+    assert_eq!(call_ids(&next), ["x-2"]);
 }
 
 proptest! {
