@@ -1,7 +1,8 @@
-//! Tests of [`CallIds`]: two worked examples, and properties: whatever ids a model sends, reply after
-//! reply, the conversation ends up with unique ids; an id not used before
-//! is kept, the renames say exactly what changed, the result is the same
-//! every time, and a result given the call's (new) id answers that call.
+//! Tests of [`CallIds`]: two worked examples, and the properties that
+//! whatever ids a model sends, reply after reply, the conversation ends up
+//! with unique ids; an id not used before is kept, the renames say exactly
+//! what changed, the result is the same every time, and a result given the
+//! call's (new) id answers that call.
 
 use std::collections::{HashMap, HashSet};
 
