@@ -6,100 +6,49 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
+use dsh_testkit::cli::{output_within, Home, Outcome, LIMIT};
 use serde_json::{json, Value};
 
-struct Home {
-    dir: tempfile::TempDir,
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+
+/// A private home with its user config directory made; dsh runs in `ws`.
+fn new_home() -> Home {
+    let home = Home::new(DSH).in_dir("ws");
+    std::fs::create_dir_all(home.config_dir()).unwrap();
+    home
 }
 
-impl Home {
-    fn new() -> Self {
-        let home = Self {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(home.config_dir()).unwrap();
-        std::fs::create_dir_all(home.ws()).unwrap();
-        home
-    }
+/// Writes an executable script `name` (a `#!/bin/sh` body) in the home and
+/// returns its path.
+fn script(home: &Home, name: &str, body: &str) -> PathBuf {
+    let path = home.path().join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
 
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
+fn run(home: &Home, prompt: &str) -> (i32, String, String) {
+    run_with(home, prompt, &[])
+}
 
-    fn config_dir(&self) -> PathBuf {
-        self.path().join("config/dsh")
-    }
+fn run_with(home: &Home, prompt: &str, env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = home.dsh();
+    c.envs(env.iter().copied()).args(["run", prompt]);
+    Outcome::from(output_within(c, None, LIMIT)).into_parts()
+}
 
-    /// The working directory dsh runs in.
-    fn ws(&self) -> PathBuf {
-        self.path().join("ws")
-    }
+/// Every event of the newest session.
+fn newest_events(home: &Home) -> Vec<Value> {
+    home.logs().pop().unwrap()
+}
 
-    /// Writes an executable script `name` (a `#!/bin/sh` body) and returns
-    /// its path.
-    fn script(&self, name: &str, body: &str) -> PathBuf {
-        let path = self.path().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
-    }
-
-    fn user_config(&self, toml: &str) {
-        std::fs::write(self.config_dir().join("dsh.toml"), toml).unwrap();
-    }
-
-    fn run(&self, prompt: &str) -> (i32, String, String) {
-        self.run_with(prompt, &[])
-    }
-
-    fn run_with(&self, prompt: &str, env: &[(&str, &str)]) -> (i32, String, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_dsh"))
-            .current_dir(self.ws())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env_remove("DSH_MODEL")
-            .env_remove("DSH_PERMISSION")
-            .env("NO_COLOR", "1")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_STATE_HOME", self.path().join("state"))
-            .envs(env.iter().copied())
-            .args(["run", prompt])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    /// Every event of the newest session.
-    fn events(&self) -> Vec<Value> {
-        let dir = self.path().join("data/dsh/sessions");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
-        std::fs::read_to_string(files.last().unwrap())
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    fn hook_runs(&self) -> Vec<Value> {
-        self.events()
-            .into_iter()
-            .filter(|e| e["type"] == "hook/ran")
-            .map(|e| e["data"].clone())
-            .collect()
-    }
+fn hook_runs(home: &Home) -> Vec<Value> {
+    newest_events(home)
+        .into_iter()
+        .filter(|e| e["type"] == "hook/ran")
+        .map(|e| e["data"].clone())
+        .collect()
 }
 
 fn bash_call(command: &str) -> String {
@@ -115,23 +64,24 @@ fn quote(p: &Path) -> String {
 
 #[test]
 fn a_pre_tool_use_hook_blocks_with_exit_2_and_its_stderr_reaches_the_model() {
-    let home = Home::new();
+    let home = new_home();
     let seen = home.path().join("seen.json");
-    let hook = home.script(
+    let hook = script(
+        &home,
         "pre.sh",
         &format!(
             "input=$(cat)\nprintf '%s' \"$input\" > {}\ncase \"$input\" in *'rm -rf'*) echo 'rm -rf is not allowed here' >&2; exit 2;; esac\nexit 0",
             quote(&seen)
         ),
     );
-    home.user_config(&format!(
+    home.write_user_config(&format!(
         "[[hooks.PreToolUse]]\nmatcher = \"bash\"\ncommand = {:?}\n",
         hook.display().to_string()
     ));
-    let victim = home.ws().join("keep.txt");
+    let victim = home.cwd().join("keep.txt");
     std::fs::write(&victim, "mine").unwrap();
 
-    let (code, stdout, stderr) = home.run(&bash_call("rm -rf keep.txt"));
+    let (code, stdout, stderr) = run(&home, &bash_call("rm -rf keep.txt"));
     assert_eq!(code, 0, "{stderr}");
     assert!(victim.exists(), "the blocked command did not run");
     assert!(
@@ -147,33 +97,34 @@ fn a_pre_tool_use_hook_blocks_with_exit_2_and_its_stderr_reaches_the_model() {
         input["tool_input"],
         json!({"command": "rm -rf keep.txt", "description": "test"})
     );
-    assert_eq!(input["cwd"], json!(home.ws()));
+    assert_eq!(input["cwd"], json!(home.cwd()));
     assert_eq!(input["permission_mode"], "workspace-write");
     let session_id = input["session_id"].as_str().unwrap();
     assert!(input["transcript_path"]
         .as_str()
         .unwrap()
         .ends_with(&format!("{session_id}.jsonl")));
-    let runs = home.hook_runs();
+    let runs = hook_runs(&home);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["effect"], "block");
     assert_eq!(runs[0]["exit"], 2);
 
     // A harmless command passes, and a tool the matcher does not name
     // never reaches the hook.
-    let (_, stdout, _) = home.run(&bash_call("echo fine"));
+    let (_, stdout, _) = run(&home, &bash_call("echo fine"));
     assert!(stdout.contains("fine"), "{stdout}");
     std::fs::remove_file(&seen).unwrap();
-    let (_, stdout, _) = home.run("echo not bash");
+    let (_, stdout, _) = run(&home, "echo not bash");
     assert!(stdout.contains("not bash"), "{stdout}");
     assert!(!seen.exists(), "the bash matcher skipped the echo tool");
 }
 
 #[test]
 fn a_pasted_claude_code_hooks_json_works_with_claude_code_names() {
-    let home = Home::new();
+    let home = new_home();
     // A script written for Claude Code: it expects tool_name "Bash".
-    let hook = home.script(
+    let hook = script(
+        &home,
         "guard.sh",
         "input=$(cat)\ncase \"$input\" in *'\"tool_name\":\"Bash\"'*'curl'*) printf '%s' '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no network from the agent\"}}';; esac\nexit 0",
     );
@@ -184,7 +135,7 @@ fn a_pasted_claude_code_hooks_json_works_with_claude_code_names() {
         }
     });
     std::fs::write(home.config_dir().join("hooks.json"), settings.to_string()).unwrap();
-    let (code, stdout, stderr) = home.run(&bash_call("curl http://example.invalid"));
+    let (code, stdout, stderr) = run(&home, &bash_call("curl http://example.invalid"));
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("blocked by a PreToolUse hook: no network from the agent"),
@@ -194,29 +145,30 @@ fn a_pasted_claude_code_hooks_json_works_with_claude_code_names() {
         stderr.contains("\"Notification\" is not supported by dsh"),
         "unsupported events are named: {stderr}"
     );
-    let (_, stdout, _) = home.run(&bash_call("echo allowed"));
+    let (_, stdout, _) = run(&home, &bash_call("echo allowed"));
     assert!(stdout.contains("allowed"), "{stdout}");
 }
 
 #[test]
 fn post_tool_use_context_and_blocks_reach_the_model_after_the_call_ran() {
-    let home = Home::new();
+    let home = new_home();
     let seen = home.path().join("post.json");
-    let hook = home.script(
+    let hook = script(
+        &home,
         "post.sh",
         &format!(
             "cat > {}\nprintf '%s' '{{\"decision\":\"block\",\"reason\":\"run the tests next\",\"additionalContext\":\"lint is clean\"}}'",
             quote(&seen)
         ),
     );
-    home.user_config(&format!(
+    home.write_user_config(&format!(
         "[[hooks.PostToolUse]]\nmatcher = \"bash\"\ncommand = {:?}\n",
         hook.display().to_string()
     ));
-    let (code, stdout, stderr) = home.run(&bash_call("echo made > out.txt; echo done"));
+    let (code, stdout, stderr) = run(&home, &bash_call("echo made > out.txt; echo done"));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        std::fs::read_to_string(home.ws().join("out.txt")).unwrap(),
+        std::fs::read_to_string(home.cwd().join("out.txt")).unwrap(),
         "made\n",
         "the call ran before the hook"
     );
@@ -235,20 +187,20 @@ fn post_tool_use_context_and_blocks_reach_the_model_after_the_call_ran() {
 
 #[test]
 fn user_prompt_submit_adds_context_or_blocks_the_prompt() {
-    let home = Home::new();
-    let hook = home.script(
+    let home = new_home();
+    let hook = script(
+        &home,
         "prompt.sh",
         "input=$(cat)\ncase \"$input\" in *secret*) echo 'prompts may not mention secrets' >&2; exit 2;; esac\necho 'the repository uses tabs'",
     );
-    home.user_config(&format!(
+    home.write_user_config(&format!(
         "[[hooks.UserPromptSubmit]]\ncommand = {:?}\n",
         hook.display().to_string()
     ));
-    let (code, stdout, stderr) = home.run("echo hello");
+    let (code, stdout, stderr) = run(&home, "echo hello");
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("hello"), "{stdout}");
-    let user = home
-        .events()
+    let user = newest_events(&home)
         .into_iter()
         .find(|e| e["type"] == "user/message")
         .unwrap();
@@ -266,7 +218,7 @@ fn user_prompt_submit_adds_context_or_blocks_the_prompt() {
         ]
     );
 
-    let (code, stdout, stderr) = home.run("echo the secret");
+    let (code, stdout, stderr) = run(&home, "echo the secret");
     assert_eq!(code, 1, "a blocked prompt is a failed run");
     assert!(
         stderr
@@ -275,17 +227,20 @@ fn user_prompt_submit_adds_context_or_blocks_the_prompt() {
     );
     assert!(!stdout.contains("secret"), "{stdout}");
     assert!(
-        !home.events().iter().any(|e| e["type"] == "user/message"),
+        !newest_events(&home)
+            .iter()
+            .any(|e| e["type"] == "user/message"),
         "the blocked prompt never reached the agent"
     );
 }
 
 #[test]
 fn a_stop_hook_keeps_the_turn_going_once() {
-    let home = Home::new();
+    let home = new_home();
     let log = home.path().join("stop.log");
     let once = home.path().join("once");
-    let hook = home.script(
+    let hook = script(
+        &home,
         "stop.sh",
         &format!(
             "cat >> {log}\necho >> {log}\nif [ ! -e {once} ]; then touch {once}; echo '{{\"decision\":\"block\",\"reason\":\"echo checked\"}}'; fi",
@@ -293,11 +248,11 @@ fn a_stop_hook_keeps_the_turn_going_once() {
             once = quote(&once)
         ),
     );
-    home.user_config(&format!(
+    home.write_user_config(&format!(
         "[[hooks.Stop]]\ncommand = {:?}\n",
         hook.display().to_string()
     ));
-    let (code, _, stderr) = home.run("echo first");
+    let (code, _, stderr) = run(&home, "echo first");
     assert_eq!(code, 0, "{stderr}");
     let inputs: Vec<Value> = std::fs::read_to_string(&log)
         .unwrap()
@@ -308,7 +263,7 @@ fn a_stop_hook_keeps_the_turn_going_once() {
     assert_eq!(inputs.len(), 2, "asked at both ends of the turn");
     assert_eq!(inputs[0]["stop_hook_active"], false);
     assert_eq!(inputs[1]["stop_hook_active"], true);
-    let events = home.events();
+    let events = newest_events(&home);
     let steered = events
         .iter()
         .find(|e| e["type"] == "steering/message")
@@ -322,21 +277,23 @@ fn a_stop_hook_keeps_the_turn_going_once() {
 
 #[test]
 fn a_hook_that_asks_is_denied_in_run_and_hooks_get_a_scrubbed_environment() {
-    let home = Home::new();
+    let home = new_home();
     let env_file = home.path().join("env.txt");
-    let hook = home.script(
+    let hook = script(
+        &home,
         "ask.sh",
         &format!(
             "env > {}\nprintf '%s' '{{\"hookSpecificOutput\":{{\"permissionDecision\":\"ask\",\"permissionDecisionReason\":\"deploys need a human\"}}}}'",
             quote(&env_file)
         ),
     );
-    home.user_config(&format!(
+    home.write_user_config(&format!(
         "[[hooks.PreToolUse]]\ncommand = {:?}\n",
         hook.display().to_string()
     ));
-    let marker = home.ws().join("deployed");
-    let (code, stdout, stderr) = home.run_with(
+    let marker = home.cwd().join("deployed");
+    let (code, stdout, stderr) = run_with(
+        &home,
         &bash_call(&format!("touch {}", marker.display())),
         &[("MY_API_TOKEN", "hunter2"), ("DSH_VISIBLE", "yes")],
     );
@@ -349,9 +306,8 @@ fn a_hook_that_asks_is_denied_in_run_and_hooks_get_a_scrubbed_environment() {
     let env = std::fs::read_to_string(&env_file).unwrap();
     assert!(env.contains("DSH_VISIBLE=yes"));
     assert!(!env.contains("hunter2"), "secrets are scrubbed:\n{env}");
-    assert!(env.contains(&format!("CLAUDE_PROJECT_DIR={}", home.ws().display())));
-    let decided: Vec<Value> = home
-        .events()
+    assert!(env.contains(&format!("CLAUDE_PROJECT_DIR={}", home.cwd().display())));
+    let decided: Vec<Value> = newest_events(&home)
         .into_iter()
         .filter(|e| e["type"] == "approval/asked")
         .collect();
@@ -364,9 +320,9 @@ fn a_hook_that_asks_is_denied_in_run_and_hooks_get_a_scrubbed_environment() {
 
 #[test]
 fn bad_hook_configuration_is_an_error_naming_the_file() {
-    let home = Home::new();
-    home.user_config("[[hooks.PreToolUse]]\nmatcher = \"ba(sh\"\ncommand = \"true\"\n");
-    let (code, _, stderr) = home.run("echo x");
+    let home = new_home();
+    home.write_user_config("[[hooks.PreToolUse]]\nmatcher = \"ba(sh\"\ncommand = \"true\"\n");
+    let (code, _, stderr) = run(&home, "echo x");
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("dsh.toml"), "{stderr}");
     assert!(
@@ -374,21 +330,21 @@ fn bad_hook_configuration_is_an_error_naming_the_file() {
         "{stderr}"
     );
 
-    let home = Home::new();
+    let home = new_home();
     std::fs::write(home.config_dir().join("hooks.json"), "{\"hooks\": [").unwrap();
-    let (code, _, stderr) = home.run("echo x");
+    let (code, _, stderr) = run(&home, "echo x");
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("hooks.json: not valid JSON"), "{stderr}");
 }
 
 #[test]
 fn an_untrusted_project_hooks_json_is_refused_and_does_not_run() {
-    let home = Home::new();
+    let home = new_home();
     let ran = home.path().join("ran");
     let settings = json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": format!("touch {}", ran.display())}]}]}});
-    std::fs::write(home.ws().join("hooks.json"), settings.to_string()).unwrap();
+    std::fs::write(home.cwd().join("hooks.json"), settings.to_string()).unwrap();
     // `dsh run` refuses an untrusted project config that sets hooks.
-    let (code, _, stderr) = home.run("echo hi");
+    let (code, _, stderr) = run(&home, "echo hi");
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("is not trusted: it sets hooks"), "{stderr}");
     assert!(!ran.exists(), "an untrusted project's hook never runs");

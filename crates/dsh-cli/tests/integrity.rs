@@ -8,30 +8,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use dsh_testkit::cli::{self, events, stderr};
+
+/// A private home whose sessions live in `sessions` beside the working
+/// directory (`--session-dir sessions`).
 struct Home {
-    dir: tempfile::TempDir,
+    home: cli::Home,
 }
 
 impl Home {
     fn new() -> Self {
         Home {
-            dir: tempfile::tempdir().unwrap(),
+            home: cli::Home::new(env!("CARGO_BIN_EXE_dsh")),
         }
     }
 
+    fn path(&self) -> &Path {
+        self.home.path()
+    }
+
     fn sessions(&self) -> PathBuf {
-        self.dir.path().join("sessions")
+        self.path().join("sessions")
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        cmd.current_dir(self.dir.path())
-            .env_remove("DEEPSEEK_API_KEY")
-            .env("HOME", self.dir.path())
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .args(args)
-            .stdin(Stdio::null());
+        let mut cmd = self.home.dsh();
+        cmd.args(args);
         // `run` and `session clean` take the directory; show/replay a file.
         if args[0] == "run" || args.get(1) == Some(&"clean") {
             cmd.args(["--session-dir", "sessions"]);
@@ -40,7 +42,7 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
+        cli::output_within(self.command(args), None, cli::LIMIT)
     }
 
     /// Runs one prompt in a new session; returns its id.
@@ -58,18 +60,6 @@ impl Home {
     fn log(&self, id: &str) -> PathBuf {
         self.sessions().join(format!("{id}.jsonl"))
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn events(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 const BASH_ECHO: &str = r#"call bash {"command":"echo hi","description":"say hi"}"#;
@@ -193,7 +183,7 @@ fn a_second_resume_of_a_session_in_use_exits_2_before_running_anything() {
         assert!(Instant::now() < deadline, "the first run did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let touched = home.dir.path().join("touched");
+    let touched = home.path().join("touched");
     let started = Instant::now();
     let second = home.run(&[
         "run",
@@ -224,7 +214,7 @@ fn a_second_resume_of_a_session_in_use_exits_2_before_running_anything() {
 fn spill_files_live_with_the_session_until_cleaned() {
     let home = Home::new();
     std::fs::write(
-        home.dir.path().join("dsh.toml"),
+        home.path().join("dsh.toml"),
         "[bash]\nmax_output_bytes = 1000\n",
     )
     .unwrap();
@@ -262,7 +252,7 @@ fn spill_files_live_with_the_session_until_cleaned() {
 #[test]
 fn the_freshness_guard_is_kept_in_the_log_and_survives_resume() {
     let home = Home::new();
-    let file = home.dir.path().join("notes.txt");
+    let file = home.path().join("notes.txt");
     std::fs::write(&file, "old\n").unwrap();
     let path = file.display().to_string();
     // A fresh session may not replace a file it never read.
@@ -430,7 +420,7 @@ async fn kill_9_then_resume_sends_a_request_the_wire_rules_accept() {
     ]);
     let server = LoopbackServer::start([call, answer]).await.unwrap();
     let home = Home::new();
-    let config = home.dir.path().join("model.toml");
+    let config = home.path().join("model.toml");
     std::fs::write(
         &config,
         format!(
