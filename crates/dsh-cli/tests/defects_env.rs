@@ -12,8 +12,9 @@
 //! does not.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+use dsh_testkit::cli::{output_within, text, Home, LIMIT};
 
 /// Variables the scrub must remove, each with a value no other variable holds.
 const SECRETS: [(&str, &str); 12] = [
@@ -41,43 +42,28 @@ const ORDINARY: [(&str, &str); 6] = [
     ("DSNAME", "dshtest-dsname"),
 ];
 
-/// `dsh` with a private home in `home`, the offline model, no colour.
-fn dsh(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_dsh"));
-    c.current_dir(home)
-        .env_remove("DEEPSEEK_API_KEY")
-        .env_remove("DSH_MODEL")
-        .env_remove("DSH_PERMISSION")
-        .env("NO_COLOR", "1")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .stdin(Stdio::null());
-    c
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+
+/// Runs `c` to its end and returns its stdout, after checking it exited 0.
+fn stdout_of_success(c: Command) -> String {
+    let out = output_within(c, None, LIMIT);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    stdout
 }
 
 /// Runs `env` through the bash tool with the secrets and ordinary variables
 /// set, a user config holding `config` (trusted: it is the user's own), and
 /// returns the bash output.
 fn env_seen_by_bash(config: &str) -> String {
-    let home = tempfile::tempdir().unwrap();
-    let config_dir = home.path().join("config/dsh");
-    std::fs::create_dir_all(&config_dir).unwrap();
-    std::fs::write(config_dir.join("dsh.toml"), config).unwrap();
-    let mut c = dsh(home.path());
+    let home = Home::new(DSH);
+    home.write_user_config(config);
+    let mut c = home.dsh();
     c.args(["run", r#"call bash {"command":"env","description":"x"}"#]);
     for (k, v) in SECRETS.iter().chain(ORDINARY.iter()) {
         c.env(k, v);
     }
-    let out = c.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    stdout_of_success(c)
 }
 
 fn has_var(env: &str, name: &str, value: &str) -> bool {
@@ -118,22 +104,14 @@ fn env_passthrough_lets_a_named_secret_through() {
 
 /// The output of `dsh run [--permission MODE] 'call bash {command}'` in a
 /// fresh home, and whether the sandbox could be applied at all.
-fn bash_under(mode: &str, home: &Path, command: &str) -> String {
+fn bash_under(mode: &str, home: &Home, command: &str) -> String {
     let call = format!(
         "call bash {}",
         serde_json::json!({"command": command, "description": "sandbox denial"})
     );
-    let out = dsh(home)
-        .args(["run", "--permission", mode, &call])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    let mut c = home.dsh();
+    c.args(["run", "--permission", mode, &call]);
+    stdout_of_success(c)
 }
 
 /// Without Landlock the confining modes fail closed: the command is not
@@ -149,7 +127,7 @@ fn sandbox_available(stdout: &str) -> bool {
 
 #[test]
 fn denials_reported_by_sh_python_and_coreutils_get_the_sandbox_line() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new(DSH);
     let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let target = outside.path().join("dshtest");
     let quoted = target.display().to_string();
@@ -160,7 +138,7 @@ fn denials_reported_by_sh_python_and_coreutils_get_the_sandbox_line() {
         format!("mkdir '{quoted}'"),
     ];
     for command in commands {
-        let stdout = bash_under("workspace-write", home.path(), &command);
+        let stdout = bash_under("workspace-write", &home, &command);
         if !sandbox_available(&stdout) {
             continue;
         }
@@ -178,7 +156,7 @@ fn denials_reported_by_sh_python_and_coreutils_get_the_sandbox_line() {
         "sh -c 'echo x > mine.txt'",
         "python3 -c \"open('mine.txt','w')\"",
     ] {
-        let stdout = bash_under("read-only", home.path(), command);
+        let stdout = bash_under("read-only", &home, command);
         if !sandbox_available(&stdout) {
             continue;
         }
@@ -194,14 +172,14 @@ fn denials_reported_by_sh_python_and_coreutils_get_the_sandbox_line() {
 
 #[test]
 fn a_command_failing_for_its_own_reasons_is_not_blamed_on_the_sandbox() {
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new(DSH);
     for command in [
         // A missing directory: Python's error form, but not a refusal.
         "python3 -c \"open('/nonexistent-dir/f','w')\"",
         "sh -c 'echo x > missing/f'",
         "sh -c 'exit 3'",
     ] {
-        let stdout = bash_under("workspace-write", home.path(), command);
+        let stdout = bash_under("workspace-write", &home, command);
         if !sandbox_available(&stdout) {
             continue;
         }

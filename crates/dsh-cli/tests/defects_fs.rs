@@ -9,9 +9,10 @@
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Output};
 use std::time::Duration;
+
+use dsh_testkit::cli;
 
 /// How long one `dsh run` may take before it counts as hung.
 const BOUND: Duration = Duration::from_secs(60);
@@ -19,19 +20,19 @@ const BOUND: Duration = Duration::from_secs(60);
 /// A home directory with the working directory `work` in it (session
 /// logs live beside it, out of `grep`'s way).
 struct Home {
-    dir: tempfile::TempDir,
+    home: cli::Home,
 }
 
 impl Home {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("work")).unwrap();
-        Home { dir }
+        Home {
+            home: cli::Home::new(env!("CARGO_BIN_EXE_dsh")).in_dir("work"),
+        }
     }
 
     /// `name` in the working directory.
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join("work").join(name)
+        self.home.cwd().join(name)
     }
 
     /// `dsh run --json <extra…> PROMPT` in the working directory, its
@@ -41,25 +42,17 @@ impl Home {
     }
 
     fn command_in(&self, sessions: &str, extra: &[&str], prompt: &str) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_dsh"));
-        cmd.current_dir(self.dir.path().join("work"))
-            .env_remove("DEEPSEEK_API_KEY")
-            .env("HOME", self.dir.path())
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .args(["run", "--json", "--session-dir"])
-            .arg(self.dir.path().join(sessions))
+        let mut cmd = self.home.dsh();
+        cmd.args(["run", "--json", "--session-dir"])
+            .arg(self.home.path().join(sessions))
             .args(extra)
-            .arg(prompt)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .arg(prompt);
         cmd
     }
 
     /// The newest session id in `sessions`.
     fn session_id(&self, sessions: &str) -> String {
-        let newest = std::fs::read_dir(self.dir.path().join(sessions))
+        let newest = std::fs::read_dir(self.home.path().join(sessions))
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
@@ -71,20 +64,8 @@ impl Home {
 
 /// Runs `cmd` to its end, failing (after killing it) when it takes longer
 /// than [`BOUND`]: a hang is a failure, not a stuck test.
-fn bounded(mut cmd: Command) -> Output {
-    let child = cmd.spawn().unwrap();
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(BOUND) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-            panic!("dsh did not finish within {BOUND:?} (killed)");
-        }
-    }
+fn bounded(cmd: Command) -> Output {
+    cli::output_within(cmd, None, BOUND)
 }
 
 /// The `data` of the one `tool/result` event of a `--json` run.

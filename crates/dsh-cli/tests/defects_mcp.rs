@@ -5,8 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
+
+use dsh_testkit::cli::{text, Home, LIMIT};
 
 /// The MCP test fixture server, built by `dsh-mcp`'s tests into the same
 /// directory as `dsh`.
@@ -23,43 +25,18 @@ fn mcp_fixture() -> PathBuf {
 /// Runs `dsh args…` with a user config declaring the fixture as server
 /// `fx`, listing a tool nested 200 levels deep; returns the output and how
 /// long it took.
-fn dsh_with_deep_server(home: &Path, args: &[&str]) -> (Output, Duration) {
-    let config = home.join("config/dsh");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("dsh.toml"),
-        format!(
-            "[mcp.servers.fx]\ncommand = {:?}\nenv = {{ DSH_FIXTURE_DEEP = \"200\" }}\n",
-            mcp_fixture().display().to_string()
-        ),
-    )
-    .unwrap();
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh"))
-        .current_dir(home)
-        .env_remove("DEEPSEEK_API_KEY")
-        .env_remove("DSH_MODEL")
-        .env_remove("DSH_LOG")
-        .env("NO_COLOR", "1")
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_STATE_HOME", home.join("state"))
-        .stdin(Stdio::null())
-        .args(args)
-        .output()
-        .unwrap();
-    (out, started.elapsed())
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+fn dsh_with_deep_server(home: &Home, args: &[&str]) -> (Output, Duration) {
+    home.write_user_config(&format!(
+        "[mcp.servers.fx]\ncommand = {:?}\nenv = {{ DSH_FIXTURE_DEEP = \"200\" }}\n",
+        mcp_fixture().display().to_string()
+    ));
+    home.run(args, LIMIT)
 }
 
 #[test]
 fn a_too_deep_tool_is_refused_by_name_and_the_rest_start_at_once() {
-    let home = tempfile::tempdir().unwrap();
-    let (out, took) = dsh_with_deep_server(home.path(), &["mcp", "list"]);
+    let home = Home::new(env!("CARGO_BIN_EXE_dsh"));
+    let (out, took) = dsh_with_deep_server(&home, &["mcp", "list"]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(took < Duration::from_secs(10), "mcp list took {took:?}");
@@ -84,10 +61,8 @@ fn a_too_deep_tool_is_refused_by_name_and_the_rest_start_at_once() {
     assert!(!stderr.contains("no answer"), "{stderr}");
 
     // The server's other tools work.
-    let (out, took) = dsh_with_deep_server(
-        home.path(),
-        &["run", r#"call mcp__fx__add {"a": 2, "b": 3}"#],
-    );
+    let (out, took) =
+        dsh_with_deep_server(&home, &["run", r#"call mcp__fx__add {"a": 2, "b": 3}"#]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "The mcp__fx__add tool returned:\n5\n");
     assert!(took < Duration::from_secs(10), "run took {took:?}");

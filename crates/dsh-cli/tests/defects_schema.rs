@@ -4,26 +4,13 @@
 //! and the TOML form.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use dsh_testkit::cli::{output_within, Home, Outcome, LIMIT};
 
-fn dsh_schema(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_dsh"))
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("HOME", dir)
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .stdin(Stdio::null())
-        .arg("schema")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// `dsh schema ARGS…` in `home`: its exit code, stdout and stderr.
+fn dsh_schema(home: &Home, args: &[&str]) -> (i32, String, String) {
+    let mut c = home.dsh();
+    c.arg("schema").args(args);
+    Outcome::from(output_within(c, None, LIMIT)).into_parts()
 }
 
 const JSON_SPEC: &str = r#"{
@@ -50,7 +37,7 @@ type = "string"
 
 #[test]
 fn a_spec_file_declaring_a_group_shows_and_enforces_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new(env!("CARGO_BIN_EXE_dsh"));
     std::fs::write(dir.path().join("spec.json"), JSON_SPEC).unwrap();
     std::fs::write(dir.path().join("spec.toml"), TOML_SPEC).unwrap();
     std::fs::write(
@@ -66,7 +53,7 @@ fn a_spec_file_declaring_a_group_shows_and_enforces_it() {
     std::fs::write(dir.path().join("neither.json"), r#"{"command": "ls"}"#).unwrap();
     for spec in ["spec.json", "spec.toml"] {
         let (code, stdout, stderr) =
-            dsh_schema(dir.path(), &["json-schema", "--spec", spec, "--compact"]);
+            dsh_schema(&dir, &["json-schema", "--spec", spec, "--compact"]);
         assert_eq!(code, 0, "{spec}: {stderr}");
         let schema: serde_json::Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(
@@ -83,7 +70,7 @@ fn a_spec_file_declaring_a_group_shows_and_enforces_it() {
         );
 
         let (code, stdout, _) = dsh_schema(
-            dir.path(),
+            &dir,
             &["validate", "--spec", spec, "--args", "partial.json"],
         );
         assert_eq!(code, 1, "{spec}: {stdout}");
@@ -93,7 +80,7 @@ fn a_spec_file_declaring_a_group_shows_and_enforces_it() {
         );
         for args in ["whole.json", "neither.json"] {
             let (code, stdout, stderr) =
-                dsh_schema(dir.path(), &["validate", "--spec", spec, "--args", args]);
+                dsh_schema(&dir, &["validate", "--spec", spec, "--args", args]);
             assert_eq!(code, 0, "{spec} {args}: {stdout}{stderr}");
         }
     }
@@ -101,13 +88,13 @@ fn a_spec_file_declaring_a_group_shows_and_enforces_it() {
 
 #[test]
 fn a_group_naming_no_property_is_an_unusable_spec() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new(env!("CARGO_BIN_EXE_dsh"));
     std::fs::write(
         dir.path().join("spec.json"),
         r#"{"a": {"type": "string"}, "$together": [["a", "b"]]}"#,
     )
     .unwrap();
-    let (code, stdout, stderr) = dsh_schema(dir.path(), &["json-schema", "--spec", "spec.json"]);
+    let (code, stdout, stderr) = dsh_schema(&dir, &["json-schema", "--spec", "spec.json"]);
     assert_eq!(code, 2, "{stdout}");
     assert!(
         stderr.contains(r#""$together[0]": names "b", which is not a property"#),
