@@ -5,102 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Tmux {
-    socket: String,
-}
+use dsh_testkit::cli::{Home, Tmux};
 
-impl Tmux {
-    fn available() -> bool {
-        Command::new("tmux")
-            .arg("-V")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    }
-
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .expect("tmux runs")
-    }
-
-    fn screen(&self) -> String {
-        let out = self.cmd(&["capture-pane", "-p", "-J", "-S", "-200", "-t", "dsh"]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Waits until the screen satisfies `pred` (a state, not a fixed delay).
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "dsh"];
-        args.extend_from_slice(keys);
-        assert!(self.cmd(&args).status.success());
-    }
-
-    fn alive(&self) -> bool {
-        self.cmd(&["has-session", "-t", "dsh"]).status.success()
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
-}
-
-fn start(dir: &Path, tag: &str) -> Tmux {
-    let script = dir.join("run-dsh.sh");
-    let q = |p: &Path| format!("'{}'", p.display());
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nunset DEEPSEEK_API_KEY DEEPSEEK_BASE_URL DSH_MODEL NO_COLOR\nexport HOME={h} XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data XDG_STATE_HOME={h}/state TERM=xterm-256color\ncd {h}\nexec {bin} chat\n",
-            h = q(dir),
-            bin = q(Path::new(env!("CARGO_BIN_EXE_dsh"))),
-        ),
-    )
-    .unwrap();
-    let socket = format!("dsh-test-{}-{tag}", std::process::id());
-    let t = Tmux { socket };
-    let out = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "dsh",
-        "-x",
-        "160",
-        "-y",
-        "50",
-        "sh",
-        script.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    t
-}
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
 #[test]
 fn steer_abort_and_exit_on_a_terminal() {
@@ -108,8 +17,8 @@ fn steer_abort_and_exit_on_a_terminal() {
         eprintln!("skipped: tmux is not installed");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let t = start(dir.path(), "steer");
+    let dir = Home::new(DSH);
+    let t = Tmux::chat(&dir, "steer");
     t.wait_for("the prompt", |s| s.contains("› "));
 
     // A plain turn.
@@ -168,7 +77,7 @@ fn chat_asks_before_trusting_a_project_config_and_remembers_the_answer() {
         eprintln!("skipped: tmux is not installed");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new(DSH);
     let marker = dir.path().join("pwned");
     std::fs::write(
         dir.path().join("dsh.toml"),
@@ -178,7 +87,7 @@ fn chat_asks_before_trusting_a_project_config_and_remembers_the_answer() {
         ),
     )
     .unwrap();
-    let t = start(dir.path(), "trust-no");
+    let t = Tmux::chat(&dir, "trust-no");
     let screen = t.wait_for("the trust question", |s| {
         s.contains("it can run commands and change where your key is sent [y/N]")
     });
@@ -203,7 +112,7 @@ fn chat_asks_before_trusting_a_project_config_and_remembers_the_answer() {
     drop(t);
 
     // The refusal is remembered: no question the second time.
-    let t = start(dir.path(), "trust-again");
+    let t = Tmux::chat(&dir, "trust-again");
     let screen = t.wait_for("the prompt", |s| s.contains("› "));
     assert!(!screen.contains("[y/N]"), "{screen}");
     assert!(!marker.exists());
@@ -231,7 +140,7 @@ fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
         eprintln!("SKIP: Landlock unavailable: {}", dsh_sandbox::probe());
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new(DSH);
     // Outside the workspace and the system temp dir: only an escalation
     // can write here.
     let outside = dsh_testkit::outside_temp_dir(env!("CARGO_TARGET_TMPDIR"), "approve-");
@@ -243,7 +152,7 @@ fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
         )
     };
     let content = || std::fs::read_to_string(&target).unwrap_or_default();
-    let t = start(dir.path(), "approve");
+    let t = Tmux::chat(&dir, "approve");
     t.wait_for("the prompt", |s| s.contains("› "));
 
     // Without escalation the sandbox stops the write.
@@ -378,7 +287,7 @@ fn chat_with_a_model_titles_the_session_after_the_first_turn() {
             reply("\"Greeting the user politely, twice over.\""),
         ]))
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new(DSH);
     std::fs::create_dir_all(dir.path().join("config/dsh")).unwrap();
     std::fs::write(
         dir.path().join("config/dsh/dsh.toml"),
@@ -388,7 +297,7 @@ fn chat_with_a_model_titles_the_session_after_the_first_turn() {
         ),
     )
     .unwrap();
-    let t = start(dir.path(), "title");
+    let t = Tmux::chat(&dir, "title");
     t.wait_for("the prompt", |s| s.contains("› "));
     t.keys(&["say hello", "Enter"]);
     t.wait_for("the answer", |s| s.contains("hello there"));
@@ -426,13 +335,13 @@ fn plan_mode_in_chat_denies_writes_until_the_plan_is_approved() {
         eprintln!("skipped: tmux is not installed");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Home::new(DSH);
     let target = dir.path().join("planned.txt");
     let write = format!(
         r#"call write {{"file_path":"{}","content":"done\n"}}"#,
         target.display()
     );
-    let t = start(dir.path(), "plan");
+    let t = Tmux::chat(&dir, "plan");
     t.wait_for("the prompt", |s| s.contains("› "));
 
     t.keys(&["/plan", "Enter"]);
@@ -511,8 +420,8 @@ fn tab_completes_chat_commands_and_their_arguments() {
         eprintln!("skipped: tmux is not installed");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let t = start(dir.path(), "complete");
+    let dir = Home::new(DSH);
+    let t = Tmux::chat(&dir, "complete");
     t.wait_for("the prompt", |s| s.contains("› "));
     t.keys(&["/per", "Tab"]);
     t.wait_for("the completed command", |s| s.contains("› /permission"));
