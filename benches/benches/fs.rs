@@ -93,17 +93,7 @@ fn memory(c: &mut Criterion) {
             r#"{"file_path": "line.txt", "limit": 2}"#,
         ),
     ];
-    for (what, args) in cases {
-        let peak = dsh_benches::tool_call_in_child("read", dir.path(), args);
-        println!(
-            "fs/memory: read of {what}: peak RSS {} MiB ({peak} KiB)",
-            peak / 1024
-        );
-        assert!(
-            peak < PEAK_LIMIT_KIB,
-            "read of {what} peaked at {peak} KiB (limit {PEAK_LIMIT_KIB})"
-        );
-    }
+    dsh_benches::assert_child_peaks("fs", "read", dir.path(), &cases, PEAK_LIMIT_KIB);
     let mut g = c.benchmark_group("fs");
     g.sample_size(10);
     g.bench_function("read/window_at_the_end_of_1GiB_in_a_child", |b| {

@@ -290,18 +290,7 @@ fn memory(c: &mut Criterion) {
             r#"{"pattern": "the needle", "path": "line.txt"}"#,
         ),
     ];
-    for (what, args) in cases {
-        let peak = dsh_benches::tool_call_in_child("grep", dir.path(), args);
-        let line = format!(
-            "search/memory: grep of {what}: peak RSS {} MiB ({peak} KiB)",
-            peak / 1024
-        );
-        println!("{line}");
-        assert!(
-            peak < PEAK_LIMIT_KIB,
-            "grep of {what} peaked at {peak} KiB (limit {PEAK_LIMIT_KIB})"
-        );
-    }
+    dsh_benches::assert_child_peaks("search", "grep", dir.path(), &cases, PEAK_LIMIT_KIB);
     let mut g = c.benchmark_group("search");
     g.sample_size(10);
     g.bench_function("grep/1GiB_of_lines_in_a_child", |b| {

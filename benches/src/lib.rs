@@ -63,24 +63,22 @@ pub fn bash_executor(dir: &std::path::Path) -> std::sync::Arc<dsh_bash_local::Lo
 
 /// This process's resident set size in KiB (`VmRSS`), 0 when unknown.
 pub fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    status_kib("VmRSS:")
 }
 
 /// This process's peak resident set size in KiB (`VmHWM`), 0 when unknown.
 pub fn peak_rss_kib() -> u64 {
+    status_kib("VmHWM:")
+}
+
+/// The number after `key` in `/proc/self/status` (a size in KiB), 0 when
+/// unknown.
+fn status_kib(key: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(key))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -157,6 +155,29 @@ pub fn serve_child_call() {
     );
     println!("{}", peak_rss_kib());
     std::process::exit(0);
+}
+
+/// Makes each `(what, args)` call of `tool` over `root` in a child
+/// ([`tool_call_in_child`]), prints `<group>/memory: <tool> of <what>: peak
+/// RSS …` and panics when a child peaked at `limit_kib` or more.
+pub fn assert_child_peaks(
+    group: &str,
+    tool: &str,
+    root: &std::path::Path,
+    cases: &[(&str, &str)],
+    limit_kib: u64,
+) {
+    for (what, args) in cases {
+        let peak = tool_call_in_child(tool, root, args);
+        println!(
+            "{group}/memory: {tool} of {what}: peak RSS {} MiB ({peak} KiB)",
+            peak / 1024
+        );
+        assert!(
+            peak < limit_kib,
+            "{tool} of {what} peaked at {peak} KiB (limit {limit_kib})"
+        );
+    }
 }
 
 /// Runs one call of `tool` with `args` (JSON) over `root` in a child
