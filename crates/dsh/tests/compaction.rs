@@ -7,55 +7,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh::{Settings, Stack};
+use dsh::Stack;
 use dsh_agent::Agent;
-use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventPayload, TurnEndReason};
-use dsh_testkit::{LoopbackServer, RecordedRequest, ScriptedResponse};
+use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use serde_json::{json, Value};
 
+use common::{
+    assert_wire_valid, bash_reply as bash_call, bodies, deepseek_world, is_summary_request,
+    text_reply as text, turn_within, DeepSeekWorld, SMALL_WINDOW,
+};
+
 const OVERFLOW: &str = "This model's maximum context length is 8000 tokens. However, you requested 9100 tokens (9000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.";
-
-fn sse(payloads: Vec<Value>, prompt_tokens: usize) -> ScriptedResponse {
-    let mut all: Vec<String> = payloads.into_iter().map(|p| p.to_string()).collect();
-    all.push(
-        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":prompt_tokens,"completion_tokens":20}})
-            .to_string(),
-    );
-    all.push("[DONE]".into());
-    ScriptedResponse::sse(&all)
-}
-
-fn text(t: &str, prompt_tokens: usize) -> ScriptedResponse {
-    sse(
-        vec![
-            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":t},"finish_reason":null}]}),
-        ],
-        prompt_tokens,
-    )
-}
-
-fn bash_call(id: &str, command: &str, prompt_tokens: usize) -> ScriptedResponse {
-    let args = json!({"command": command, "description": "make output"}).to_string();
-    sse(
-        vec![
-            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":id,"type":"function","function":{"name":"bash","arguments":args}}]},"finish_reason":null}]}),
-        ],
-        prompt_tokens,
-    )
-}
-
-fn is_summary_request(body: &Value) -> bool {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .is_some_and(|c| c.starts_with("Your context window is nearly full"))
-}
 
 fn tool_messages(body: &Value) -> usize {
     body["messages"]
@@ -63,80 +32,13 @@ fn tool_messages(body: &Value) -> usize {
         .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count())
 }
 
-/// The wire rules: every tool call answered by a tool message after it,
-/// no tool message without its call.
-fn assert_wire_valid(body: &Value) {
-    let mut open: Vec<String> = Vec::new();
-    for m in body["messages"].as_array().unwrap() {
-        if let Some(calls) = m["tool_calls"].as_array() {
-            for c in calls {
-                open.push(c["id"].as_str().unwrap().to_string());
-            }
-        }
-        if m["role"] == "tool" {
-            let id = m["tool_call_id"].as_str().unwrap();
-            let at = open.iter().position(|o| o == id);
-            assert!(at.is_some(), "orphan tool message {id}");
-            open.remove(at.unwrap());
-        }
-    }
-    assert!(open.is_empty(), "unanswered calls {open:?}");
-}
-
-struct World {
-    stack: Stack,
-    _dir: tempfile::TempDir,
-}
-
-fn world(server: &LoopbackServer) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("dsh.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\nmax_retries = 0\n[models.\"deepseek-v4-flash\"]\ncontext_window = 8000\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
-    let resolved = dsh::resolve(&Settings {
-        config: Some(config),
-        cwd: Some(dir.path().to_path_buf()),
-        session_dir: Some(dir.path().join("sessions")),
-        ..Default::default()
-    })
-    .unwrap();
-    World {
-        stack: Stack::build(resolved).unwrap(),
-        _dir: dir,
-    }
+fn world(server: &LoopbackServer) -> DeepSeekWorld {
+    deepseek_world(server, SMALL_WINDOW)
 }
 
 /// Sends `prompt` and waits for the turn's end reason.
 async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) -> TurnEndReason {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reg = stack.agents.hooks().event.on(move |e| {
-        if let EventPayload::TurnEnd(end) = &e.event.data {
-            let _ = tx.send(end.reason.clone());
-        }
-    });
-    agent
-        .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-        .unwrap();
-    let reason = tokio::time::timeout(Duration::from_secs(120), rx.recv())
-        .await
-        .expect("the turn ended in time")
-        .unwrap();
-    reg.undo();
-    reason
-}
-
-fn bodies(server: &LoopbackServer) -> Vec<Value> {
-    server
-        .requests()
-        .iter()
-        .map(RecordedRequest::json)
-        .collect()
+    turn_within(stack, agent, prompt, Duration::from_secs(120)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,130 +7,40 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh::{Settings, Stack};
+use dsh::Stack;
 use dsh_agent::Agent;
-use dsh_llm::{ContentBlock, MessageSource};
+use dsh_llm::ContentBlock;
 use dsh_session::{EventPayload, SessionEvent, TurnEndReason};
-use dsh_testkit::{LoopbackServer, RecordedRequest, ScriptedResponse};
-use serde_json::{json, Value};
+use dsh_testkit::{LoopbackServer, ScriptedResponse};
+
+use common::{
+    assert_wire_valid, bash_reply, bodies, deepseek_world, is_summary_request, text_reply as text,
+    turn_within, DeepSeekWorld, SMALL_WINDOW,
+};
 
 /// Tool steps in the turn: enough output for four or five compactions.
 const STEPS: usize = 70;
 
-fn sse(payloads: Vec<Value>, prompt_tokens: usize) -> ScriptedResponse {
-    let mut all: Vec<String> = payloads.into_iter().map(|p| p.to_string()).collect();
-    all.push(
-        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":prompt_tokens,"completion_tokens":20}})
-            .to_string(),
-    );
-    all.push("[DONE]".into());
-    ScriptedResponse::sse(&all)
-}
-
-fn text(t: &str, prompt_tokens: usize) -> ScriptedResponse {
-    sse(
-        vec![
-            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":t},"finish_reason":null}]}),
-        ],
-        prompt_tokens,
-    )
-}
-
 fn bash_call(id: &str, prompt_tokens: usize) -> ScriptedResponse {
-    let args =
-        json!({"command": "head -c 1200 /dev/zero | tr '\\0' a", "description": "make output"})
-            .to_string();
-    sse(
-        vec![
-            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":id,"type":"function","function":{"name":"bash","arguments":args}}]},"finish_reason":null}]}),
-        ],
-        prompt_tokens,
+    bash_reply(id, "head -c 1200 /dev/zero | tr '\\0' a", prompt_tokens)
+}
+
+fn world(server: &LoopbackServer) -> DeepSeekWorld {
+    deepseek_world(
+        server,
+        &format!("{SMALL_WINDOW}[tools]\nenabled = [\"bash\"]\n"),
     )
-}
-
-fn is_summary_request(body: &Value) -> bool {
-    body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .and_then(|m| m["content"].as_str())
-        .is_some_and(|c| c.starts_with("Your context window is nearly full"))
-}
-
-/// The wire rules: every tool call answered by a tool message after it,
-/// no tool message without its call, at most one summary.
-fn assert_wire_valid(body: &Value) {
-    let mut open: Vec<String> = Vec::new();
-    let mut summaries = 0;
-    for m in body["messages"].as_array().unwrap() {
-        if let Some(calls) = m["tool_calls"].as_array() {
-            for c in calls {
-                open.push(c["id"].as_str().unwrap().to_string());
-            }
-        }
-        if m["role"] == "tool" {
-            let id = m["tool_call_id"].as_str().unwrap();
-            let at = open.iter().position(|o| o == id);
-            assert!(at.is_some(), "orphan tool message {id}");
-            open.remove(at.unwrap());
-        }
-        if m.to_string().contains("<compacted-summary>") {
-            summaries += 1;
-        }
-    }
-    assert!(open.is_empty(), "unanswered calls {open:?}");
-    assert!(summaries <= 1, "{summaries} summaries in one request");
-}
-
-struct World {
-    stack: Stack,
-    _dir: tempfile::TempDir,
-}
-
-fn world(server: &LoopbackServer) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("dsh.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\nmax_retries = 0\n[models.\"deepseek-v4-flash\"]\ncontext_window = 8000\n[tools]\nenabled = [\"bash\"]\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
-    let resolved = dsh::resolve(&Settings {
-        config: Some(config),
-        cwd: Some(dir.path().to_path_buf()),
-        session_dir: Some(dir.path().join("sessions")),
-        ..Default::default()
-    })
-    .unwrap();
-    World {
-        stack: Stack::build(resolved).unwrap(),
-        _dir: dir,
-    }
 }
 
 /// Sends `prompt` and waits for the turn's end reason.
 async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) -> TurnEndReason {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reg = stack.agents.hooks().event.on(move |e| {
-        if let EventPayload::TurnEnd(end) = &e.event.data {
-            let _ = tx.send(end.reason.clone());
-        }
-    });
-    agent
-        .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-        .unwrap();
-    let reason = tokio::time::timeout(Duration::from_secs(240), rx.recv())
-        .await
-        .expect("the turn ended in time")
-        .unwrap();
-    reg.undo();
-    reason
+    turn_within(stack, agent, prompt, Duration::from_secs(240)).await
 }
 
 /// The `(fromSeq, toSeq)` of every event of `kind` in `events`.
@@ -178,13 +88,10 @@ async fn a_long_turn_compacts_again_and_again_with_ordered_ranges_and_few_summar
     let reason = turn(&w.stack, &agent, "make output many times").await;
     assert_eq!(reason, TurnEndReason::Completed);
 
-    let all: Vec<Value> = server
-        .requests()
-        .iter()
-        .map(RecordedRequest::json)
-        .collect();
+    let all = bodies(&server);
     for b in &all {
-        assert_wire_valid(b);
+        let summaries = assert_wire_valid(b);
+        assert!(summaries <= 1, "{summaries} summaries in one request");
     }
     let session = agent.session();
     let events: Vec<SessionEvent> = session.events().iter().map(|e| (**e).clone()).collect();

@@ -5,26 +5,23 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh::{Settings, Stack};
+use dsh::Stack;
 use dsh_agent::Agent;
-use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventPayload, SessionEvent, TurnEndReason};
-use dsh_testkit::{LoopbackServer, RecordedRequest, ScriptedResponse};
+use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use serde_json::{json, Value};
 
+use common::{bodies, deepseek_world, text_reply, turn_within};
+
 fn sse(payloads: Vec<Value>) -> ScriptedResponse {
-    let mut all: Vec<String> = payloads.into_iter().map(|p| p.to_string()).collect();
-    all.push(
-        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":20}})
-            .to_string(),
-    );
-    all.push("[DONE]".into());
-    ScriptedResponse::sse(&all)
+    common::sse(payloads, 100)
 }
 
 /// One reply holding a `bash` call per `(id, word)`: `echo <word>`.
@@ -43,9 +40,7 @@ fn calls(calls: &[(&str, &str)]) -> ScriptedResponse {
 }
 
 fn text(t: &str) -> ScriptedResponse {
-    sse(vec![
-        json!({"choices":[{"index":0,"delta":{"role":"assistant","content":t},"finish_reason":null}]}),
-    ])
+    text_reply(t, 100)
 }
 
 /// The provider's rules on ids: no two calls of the history share one,
@@ -77,42 +72,12 @@ fn assert_ids_valid(body: &Value) -> Vec<(String, String)> {
 }
 
 fn world(server: &LoopbackServer) -> (Stack, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("dsh.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\nmax_retries = 0\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
-    let resolved = dsh::resolve(&Settings {
-        config: Some(config),
-        cwd: Some(dir.path().to_path_buf()),
-        session_dir: Some(dir.path().join("sessions")),
-        ..Default::default()
-    })
-    .unwrap();
-    (Stack::build(resolved).unwrap(), dir)
+    let w = deepseek_world(server, "");
+    (w.stack, w.dir)
 }
 
 async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) -> TurnEndReason {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reg = stack.agents.hooks().event.on(move |e| {
-        if let EventPayload::TurnEnd(end) = &e.event.data {
-            let _ = tx.send(end.reason.clone());
-        }
-    });
-    agent
-        .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-        .unwrap();
-    let reason = tokio::time::timeout(Duration::from_secs(60), rx.recv())
-        .await
-        .expect("the turn ended in time")
-        .unwrap();
-    reg.undo();
-    reason
+    turn_within(stack, agent, prompt, Duration::from_secs(60)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,11 +100,7 @@ async fn repeated_call_ids_are_made_unique_and_every_result_answers_its_own_call
     let agent = handle.agent();
     assert_eq!(turn(&stack, &agent, "go").await, TurnEndReason::Completed);
 
-    let bodies: Vec<Value> = server
-        .requests()
-        .iter()
-        .map(RecordedRequest::json)
-        .collect();
+    let bodies = bodies(&server);
     assert_eq!(bodies.len(), 3, "three steps");
     for b in &bodies {
         assert_ids_valid(b);

@@ -3,45 +3,26 @@
 //! refused with the list of the models served.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh::{Settings, Stack, StackError};
+use dsh::{Stack, StackError};
 use dsh_agent::Agent;
 use dsh_llm::scripted::{ReplyBuilder, ScriptedAdapter};
-use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::EventPayload;
 
+use common::{stack_in, turn_within};
+
 async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reg = stack.agents.hooks().event.on(move |e| {
-        if let EventPayload::TurnEnd(end) = &e.event.data {
-            let _ = tx.send(end.reason.clone());
-        }
-    });
-    agent
-        .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-        .unwrap();
-    tokio::time::timeout(Duration::from_secs(30), rx.recv())
-        .await
-        .expect("the turn ended in time")
-        .unwrap();
-    reg.undo();
+    turn_within(stack, agent, prompt, Duration::from_secs(30)).await;
 }
 
 #[tokio::test]
 async fn set_model_sends_the_next_request_to_the_other_model() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("none.toml"), "").unwrap();
-    let resolved = dsh::resolve(&Settings {
-        model: Some("echo".into()),
-        config: Some(dir.path().join("none.toml")),
-        cwd: Some(dir.path().to_path_buf()),
-        session_dir: Some(dir.path().join("sessions")),
-        ..Default::default()
-    })
-    .unwrap();
-    let stack = Stack::build(resolved).unwrap();
+    let stack = stack_in(dir.path(), "", None);
     let other = Arc::new(ScriptedAdapter::new([ReplyBuilder::new()
         .text(&["from other"])
         .reply()]));

@@ -7,22 +7,21 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use dsh::approval::Person;
 use dsh::plan::{PlanReview, ENTERED_TEXT, LEFT_TEXT, PLAN_MODE_EVENT};
 use dsh::tools::todo::TODO_UPDATE_EVENT;
 use dsh::tools::{TodoItem, TodoStatus};
-use dsh::{Settings, Stack};
-use dsh_agent::Agent;
-use dsh_agent_loop::AgentHandle;
 use dsh_kernel::BoxFuture;
-use dsh_llm::{ContentBlock, MessageSource};
-use dsh_session::{EventPayload, TurnEndReason};
+use dsh_llm::ContentBlock;
+use dsh_session::EventPayload;
 use dsh_tools::{Approval, Question, ToolCall, ToolResult};
-use serde_json::{json, Value};
+use serde_json::json;
+
+use common::{world_resuming, World};
 
 /// Answers from a script and remembers what it was asked.
 struct Scripted {
@@ -41,87 +40,11 @@ impl Person for Scripted {
     }
 }
 
-struct World {
-    stack: Stack,
-    handle: AgentHandle,
-    agent: Arc<dyn Agent>,
-    dir: PathBuf,
-}
-
-fn stack_in(dir: &std::path::Path, config: &str) -> Stack {
-    let file = dir.join("test.toml");
-    std::fs::write(&file, config).unwrap();
-    let resolved = dsh::resolve(&Settings {
-        model: Some("echo".into()),
-        config: Some(file),
-        cwd: Some(dir.to_path_buf()),
-        session_dir: Some(dir.join("sessions")),
-        ..Default::default()
-    })
-    .unwrap();
-    Stack::build(resolved).unwrap()
-}
-
 fn world_in(dir: &std::path::Path, config: &str, resume: Option<&str>) -> World {
-    let stack = stack_in(dir, config);
-    let handle = stack.create_agent(resume).unwrap();
-    let agent = handle.agent();
-    World {
-        stack,
-        handle,
-        agent,
-        dir: dir.to_path_buf(),
-    }
+    world_resuming(dir, config, None, resume)
 }
 
 impl World {
-    /// Sends `prompt`, waits for the turn's end, returns its reason.
-    async fn turn(&self, prompt: &str) -> TurnEndReason {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let reg = self.stack.agents.hooks().event.on(move |e| {
-            if let EventPayload::TurnEnd(end) = &e.event.data {
-                let _ = tx.send(end.reason.clone());
-            }
-        });
-        self.agent
-            .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-            .unwrap();
-        let reason = tokio::time::timeout(Duration::from_secs(60), rx.recv())
-            .await
-            .expect("the turn ended in time")
-            .unwrap();
-        reg.undo();
-        reason
-    }
-
-    /// Calls `tool` through the model and returns the call's result.
-    async fn call(&self, tool: &str, args: Value) -> ToolResult {
-        let before = self.agent.session().len();
-        let reason = self.turn(&format!("call {tool} {args}")).await;
-        assert_eq!(reason, TurnEndReason::Completed);
-        self.agent
-            .session()
-            .events_since(before)
-            .iter()
-            .find_map(|e| match &e.data {
-                EventPayload::ToolResult(r) => Some(r.result.clone()),
-                _ => None,
-            })
-            .expect("the call has a result")
-    }
-
-    fn others(&self, kind: &str) -> Vec<Value> {
-        self.agent
-            .session()
-            .events()
-            .iter()
-            .filter_map(|e| match &e.data {
-                EventPayload::Other { kind: k, data } if k == kind => Some(data.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
     fn context_texts(&self) -> Vec<String> {
         self.agent
             .session()
@@ -146,11 +69,6 @@ impl World {
         });
         self.stack.approver.set_person(Some(person.clone()));
         person
-    }
-
-    async fn close(self) {
-        self.handle.dispose().await;
-        self.stack.shutdown().await;
     }
 }
 

@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -14,8 +16,10 @@ use std::time::Duration;
 use dsh::{Settings, Stack, StackOptions};
 use dsh_agent::Agent;
 use dsh_agent_loop::AgentHandle;
-use dsh_llm::{ContentBlock, MessageSource};
+use dsh_llm::MessageSource;
 use dsh_session::{EventPayload, TurnEndReason};
+
+use common::{tool_results, turn_within};
 
 /// Every test of this binary runs with an empty user config directory, so
 /// the user's own skills and AGENTS.md never leak in. Set once, before any
@@ -76,33 +80,14 @@ fn write(path: &Path, text: &str) {
 
 /// Sends `prompt` and waits for the turn to end (completed).
 async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reg = stack.agents.hooks().event.on(move |e| {
-        if let EventPayload::TurnEnd(end) = &e.event.data {
-            let _ = tx.send(end.reason.clone());
-        }
-    });
-    agent
-        .send(vec![ContentBlock::text(prompt)], MessageSource::User)
-        .unwrap();
-    let reason = tokio::time::timeout(Duration::from_secs(60), rx.recv())
-        .await
-        .expect("the turn ended in time")
-        .unwrap();
-    reg.undo();
+    let reason = turn_within(stack, agent, prompt, Duration::from_secs(60)).await;
     assert_eq!(reason, TurnEndReason::Completed);
 }
 
 /// The last tool result of the session: (is_error, code, text).
 fn last_result(agent: &Arc<dyn Agent>) -> (bool, Option<String>, String) {
-    let events = agent.session().events();
-    let r = events
-        .iter()
-        .rev()
-        .find_map(|e| match &e.data {
-            EventPayload::ToolResult(r) => Some(r.result.clone()),
-            _ => None,
-        })
+    let r = tool_results(&agent.session().events())
+        .pop()
         .expect("a tool result");
     let text = r
         .content

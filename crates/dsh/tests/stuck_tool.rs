@@ -17,7 +17,7 @@ use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventPayload, TurnEndReason};
 use dsh_tools::{define_tool, ToolContext};
 
-use common::world;
+use common::{tool_results, world};
 
 /// Unblocks the stuck tool when dropped (also when the test fails).
 struct Release(#[allow(dead_code)] std::sync::mpsc::Sender<()>);
@@ -69,15 +69,9 @@ async fn an_abort_and_the_shutdown_do_not_wait_for_a_tool_blocked_in_a_system_ca
         matches!(reason, TurnEndReason::Aborted { .. }),
         "{reason:?}"
     );
-    let result = w
-        .agent
-        .session()
-        .events()
-        .iter()
-        .find_map(|e| match &e.data {
-            EventPayload::ToolResult(r) => Some(r.result.clone()),
-            _ => None,
-        })
+    let result = tool_results(&w.agent.session().events())
+        .into_iter()
+        .next()
         .expect("the blocked call is answered");
     assert!(result.is_error);
     assert_eq!(

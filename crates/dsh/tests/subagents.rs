@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use dsh::subagents::{SUBAGENT_SPAWNED_EVENT, SUBAGENT_START_EVENT};
@@ -16,10 +15,9 @@ use dsh::SandboxMode;
 use dsh_agent::AgentStatus;
 use dsh_llm::{ContentBlock, MessageSource};
 use dsh_session::{EventPayload, SessionEvent, TurnEndReason, TurnTrigger};
-use dsh_tools::ToolResult;
 use serde_json::{json, Value};
 
-use common::{world, World};
+use common::{others, tool_results as results, world, World};
 
 impl World {
     fn spawned(&self) -> Vec<Value> {
@@ -34,26 +32,6 @@ impl World {
             .join(format!("{session_id}.jsonl"));
         dsh_session::load_jsonl(&path).unwrap().events
     }
-}
-
-fn others(events: &[Arc<SessionEvent>], kind: &str) -> Vec<Value> {
-    events
-        .iter()
-        .filter_map(|e| match &e.data {
-            EventPayload::Other { kind: k, data } if k == kind => Some(data.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn results(events: &[SessionEvent]) -> Vec<ToolResult> {
-    events
-        .iter()
-        .filter_map(|e| match &e.data {
-            EventPayload::ToolResult(r) => Some(r.result.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
