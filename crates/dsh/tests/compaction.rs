@@ -20,8 +20,8 @@ use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use serde_json::{json, Value};
 
 use common::{
-    assert_wire_valid, bash_reply as bash_call, bodies, deepseek_world, is_summary_request,
-    text_reply as text, turn_within, DeepSeekWorld, SMALL_WINDOW,
+    assert_wire_valid, bash_reply as bash_call, bodies, compacting_server, deepseek_world,
+    is_summary_request, text_reply as text, turn_within, DeepSeekWorld, SMALL_WINDOW,
 };
 
 const OVERFLOW: &str = "This model's maximum context length is 8000 tokens. However, you requested 9100 tokens (9000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.";
@@ -45,15 +45,8 @@ async fn turn(stack: &Stack, agent: &Arc<dyn Agent>, prompt: &str) -> TurnEndRea
 async fn forty_tool_steps_compact_at_the_threshold_and_finish() {
     let steps = Arc::new(AtomicUsize::new(0));
     let st = steps.clone();
-    let server = LoopbackServer::start_with(move |req| {
-        let body = req.json();
-        let prompt_tokens = req.body.len() / 4;
-        if is_summary_request(&body) {
-            return text(
-                "## User goal and constraints\nMake output forty times.\n## Current work\nStep N.\n## Next step\nContinue.",
-                prompt_tokens,
-            );
-        }
+    let summary = "## User goal and constraints\nMake output forty times.\n## Current work\nStep N.\n## Next step\nContinue.";
+    let server = compacting_server(summary, move |req, _body, prompt_tokens| {
         // Steps answered so far (the history no longer shows them all).
         let done = st.fetch_add(1, Ordering::SeqCst);
         if done >= 40 {
@@ -66,8 +59,7 @@ async fn forty_tool_steps_compact_at_the_threshold_and_finish() {
             )
         }
     })
-    .await
-    .unwrap();
+    .await;
     let w = world(&server);
     let handle = w.stack.create_agent(None).unwrap();
     let agent = handle.agent();
@@ -143,29 +135,26 @@ async fn a_context_length_400_compacts_and_retries_once_and_a_second_ends_the_tu
     // the summary the retry is accepted and the model answers.
     let overflowed = Arc::new(AtomicUsize::new(0));
     let o = overflowed.clone();
-    let server = LoopbackServer::start_with(move |req| {
-        let body = req.json();
-        let prompt_tokens = req.body.len() / 4;
-        if is_summary_request(&body) {
-            return text("## Current work\nThree outputs made.", prompt_tokens);
-        }
-        let done = tool_messages(&body);
-        let summarised = body.to_string().contains("<compacted-summary>");
-        if done == 3 && !summarised {
-            o.fetch_add(1, Ordering::SeqCst);
-            return ScriptedResponse::json(
-                400,
-                &json!({"error":{"message": OVERFLOW, "type":"invalid_request_error"}}),
-            );
-        }
-        if done >= 3 || summarised {
-            text("finished after the overflow", prompt_tokens)
-        } else {
-            bash_call(&format!("c{done}"), "echo out", prompt_tokens)
-        }
-    })
-    .await
-    .unwrap();
+    let server = compacting_server(
+        "## Current work\nThree outputs made.",
+        move |_req, body, prompt_tokens| {
+            let done = tool_messages(body);
+            let summarised = body.to_string().contains("<compacted-summary>");
+            if done == 3 && !summarised {
+                o.fetch_add(1, Ordering::SeqCst);
+                return ScriptedResponse::json(
+                    400,
+                    &json!({"error":{"message": OVERFLOW, "type":"invalid_request_error"}}),
+                );
+            }
+            if done >= 3 || summarised {
+                text("finished after the overflow", prompt_tokens)
+            } else {
+                bash_call(&format!("c{done}"), "echo out", prompt_tokens)
+            }
+        },
+    )
+    .await;
     let w = world(&server);
     let handle = w.stack.create_agent(None).unwrap();
     let agent = handle.agent();
@@ -199,18 +188,16 @@ async fn a_context_length_400_compacts_and_retries_once_and_a_second_ends_the_tu
     w.stack.shutdown().await;
 
     // Always overflowing: compaction, one retry, then the turn ends.
-    let server = LoopbackServer::start_with(|req| {
-        let body = req.json();
-        if is_summary_request(&body) {
-            return text("## Current work\nnothing yet", req.body.len() / 4);
-        }
-        if tool_messages(&body) == 0 && !body.to_string().contains("<compacted-summary>") {
-            return bash_call("c0", "echo out", req.body.len() / 4);
-        }
-        ScriptedResponse::json(400, &json!({"error":{"message": OVERFLOW}}))
-    })
-    .await
-    .unwrap();
+    let server = compacting_server(
+        "## Current work\nnothing yet",
+        |_req, body, prompt_tokens| {
+            if tool_messages(body) == 0 && !body.to_string().contains("<compacted-summary>") {
+                return bash_call("c0", "echo out", prompt_tokens);
+            }
+            ScriptedResponse::json(400, &json!({"error":{"message": OVERFLOW}}))
+        },
+    )
+    .await;
     let w = world(&server);
     let handle = w.stack.create_agent(None).unwrap();
     let agent = handle.agent();
@@ -237,25 +224,22 @@ async fn every_step_request_is_rebuilt_from_the_log_byte_for_byte() {
     // changes). Turn 2: 40 steps that cross a compaction.
     let steps = Arc::new(AtomicUsize::new(0));
     let st = steps.clone();
-    let server = LoopbackServer::start_with(move |req| {
-        let body = req.json();
-        let prompt_tokens = req.body.len() / 4;
-        if is_summary_request(&body) {
-            return text("## Current work\nMaking outputs.", prompt_tokens);
-        }
-        let n = st.fetch_add(1, Ordering::SeqCst);
-        if n == 0 || n >= 41 {
-            text("ok", prompt_tokens)
-        } else {
-            bash_call(
-                &format!("call_{n}"),
-                "head -c 1200 /dev/zero | tr '\\0' b",
-                prompt_tokens,
-            )
-        }
-    })
-    .await
-    .unwrap();
+    let server = compacting_server(
+        "## Current work\nMaking outputs.",
+        move |_req, _body, prompt_tokens| {
+            let n = st.fetch_add(1, Ordering::SeqCst);
+            if n == 0 || n >= 41 {
+                text("ok", prompt_tokens)
+            } else {
+                bash_call(
+                    &format!("call_{n}"),
+                    "head -c 1200 /dev/zero | tr '\\0' b",
+                    prompt_tokens,
+                )
+            }
+        },
+    )
+    .await;
     let w = world(&server);
     let handle = w.stack.create_agent(None).unwrap();
     let agent = handle.agent();

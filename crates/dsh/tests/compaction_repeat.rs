@@ -20,8 +20,8 @@ use dsh_session::{EventPayload, SessionEvent, TurnEndReason};
 use dsh_testkit::{LoopbackServer, ScriptedResponse};
 
 use common::{
-    assert_wire_valid, bash_reply, bodies, deepseek_world, is_summary_request, text_reply as text,
-    turn_within, DeepSeekWorld, SMALL_WINDOW,
+    assert_wire_valid, bash_reply, bodies, compacting_server, deepseek_world, is_summary_request,
+    text_reply as text, turn_within, DeepSeekWorld, SMALL_WINDOW,
 };
 
 /// Tool steps in the turn: enough output for four or five compactions.
@@ -64,15 +64,8 @@ fn ranges(events: &[SessionEvent], kind: &str) -> Vec<(u64, u64)> {
 async fn a_long_turn_compacts_again_and_again_with_ordered_ranges_and_few_summary_requests() {
     let steps = Arc::new(AtomicUsize::new(0));
     let st = steps.clone();
-    let server = LoopbackServer::start_with(move |req| {
-        let body = req.json();
-        let prompt_tokens = req.body.len() / 4;
-        if is_summary_request(&body) {
-            return text(
-                "## User goal and constraints\nMake output many times.\n## Current work\nStep N.\n## Next step\nContinue.",
-                prompt_tokens,
-            );
-        }
+    let summary = "## User goal and constraints\nMake output many times.\n## Current work\nStep N.\n## Next step\nContinue.";
+    let server = compacting_server(summary, move |_req, _body, prompt_tokens| {
         let done = st.fetch_add(1, Ordering::SeqCst);
         if done >= STEPS {
             text("all done", prompt_tokens)
@@ -80,8 +73,7 @@ async fn a_long_turn_compacts_again_and_again_with_ordered_ranges_and_few_summar
             bash_call(&format!("call_{done}"), prompt_tokens)
         }
     })
-    .await
-    .unwrap();
+    .await;
     let w = world(&server);
     let handle = w.stack.create_agent(None).unwrap();
     let agent = handle.agent();

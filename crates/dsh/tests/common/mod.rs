@@ -256,6 +256,25 @@ pub fn bash_reply(id: &str, command: &str, prompt_tokens: usize) -> ScriptedResp
     )
 }
 
+/// A loopback DeepSeek server for compaction tests: a summary request is
+/// answered with the text `summary`, any other with `step(request, body,
+/// prompt_tokens)`; a request counts as its bytes / 4 prompt tokens.
+pub async fn compacting_server(
+    summary: &'static str,
+    step: impl Fn(&RecordedRequest, &Value, usize) -> ScriptedResponse + Send + Sync + 'static,
+) -> LoopbackServer {
+    LoopbackServer::start_with(move |req| {
+        let body = req.json();
+        let prompt_tokens = req.body.len() / 4;
+        if is_summary_request(&body) {
+            return text_reply(summary, prompt_tokens);
+        }
+        step(req, &body, prompt_tokens)
+    })
+    .await
+    .unwrap()
+}
+
 /// Whether `body` (a chat request) is the request for a summary.
 pub fn is_summary_request(body: &Value) -> bool {
     body["messages"]
