@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use dsh_testkit::cli::{events as read_events, outcome as output, Home};
+use dsh_testkit::cli::{events as read_events, outcome as output, text_reply, Home};
 use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
@@ -226,15 +226,6 @@ async fn piped_chat_sends_every_line_and_exits() {
     let events = read_events(&sb.session_entries()[0]);
     let turns = events.iter().filter(|e| e["type"] == "turn/start").count();
     assert_eq!(turns, 2, "one turn per line");
-}
-
-fn text_reply(text: &str) -> ScriptedResponse {
-    ScriptedResponse::sse(&[
-        json!({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}).to_string(),
-        json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}).to_string(),
-        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":2}}).to_string(),
-        "[DONE]".to_string(),
-    ])
 }
 
 #[tokio::test]

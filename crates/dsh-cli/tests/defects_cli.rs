@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use dsh_testkit::cli::{output_within, text, Home, Tmux, LIMIT};
+use dsh_testkit::cli::{output_within, text, text_reply, Home, Tmux, LIMIT};
 use dsh_testkit::{LoopbackServer, ScriptedResponse};
 use serde_json::{json, Value};
 
@@ -21,24 +21,13 @@ const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 /// directories, and a working directory `ws` that is not a project unless a
 /// test makes it one.
 fn new_home() -> Home {
-    let home = Home::new(DSH).in_dir("ws");
-    std::fs::create_dir_all(home.config_dir()).unwrap();
-    home
+    Home::new(DSH).in_dir("ws").with_config_dir()
 }
 
 /// Runs `cmd`, feeding `stdin` when given; bounded in time (killed after
 /// 60 s, failing the test).
 fn run_with(cmd: Command, stdin: Option<&str>) -> Output {
     output_within(cmd, stdin, LIMIT)
-}
-
-fn text_reply(text: &str) -> ScriptedResponse {
-    ScriptedResponse::sse(&[
-        json!({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}).to_string(),
-        json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}).to_string(),
-        json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":2}}).to_string(),
-        "[DONE]".to_string(),
-    ])
 }
 
 // ---------------------------------------------------------------- item 3
@@ -377,30 +366,24 @@ fn schema_validate_on_text_that_is_not_json_exits_2() {
     let home = new_home();
     let spec = home.path().join("spec.json");
     std::fs::write(&spec, r#"{"x": {"type": "string"}}"#).unwrap();
-    let mut c = home.dsh();
-    c.args([
-        "schema",
-        "validate",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--args",
-        "-",
-    ]);
-    let out = run_with(c, Some("{\"x\": "));
+    let validate = |args: &str| {
+        let mut c = home.dsh();
+        c.args([
+            "schema",
+            "validate",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--args",
+            "-",
+        ]);
+        run_with(c, Some(args))
+    };
+    let out = validate("{\"x\": ");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(verdict["valid"], false);
     // Valid JSON that breaks the spec is still 1.
-    let mut c = home.dsh();
-    c.args([
-        "schema",
-        "validate",
-        "--spec",
-        spec.to_str().unwrap(),
-        "--args",
-        "-",
-    ]);
-    let out = run_with(c, Some("{\"x\": 1}"));
+    let out = validate("{\"x\": 1}");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
 }
 

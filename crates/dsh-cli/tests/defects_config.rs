@@ -16,9 +16,7 @@ const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 /// A private home (config, data, state) with a project directory in it and
 /// the user config's directory made.
 fn new_home() -> Home {
-    let h = Home::new(DSH).in_dir("project");
-    std::fs::create_dir_all(h.config_dir()).unwrap();
-    h
+    Home::new(DSH).in_dir("project").with_config_dir()
 }
 
 // ---- item 8: limits ----

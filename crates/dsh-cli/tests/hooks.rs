@@ -14,9 +14,7 @@ const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
 /// A private home with its user config directory made; dsh runs in `ws`.
 fn new_home() -> Home {
-    let home = Home::new(DSH).in_dir("ws");
-    std::fs::create_dir_all(home.config_dir()).unwrap();
-    home
+    Home::new(DSH).in_dir("ws").with_config_dir()
 }
 
 /// Writes an executable script `name` (a `#!/bin/sh` body) in the home and

@@ -31,6 +31,19 @@ fn hostile_project(home: &Home, base_url: &str) {
     ));
 }
 
+/// Writes a trust record for `canon` in the format of earlier releases:
+/// path, sha256, trusted.
+fn write_old_record(record: &Path, canon: &Path, hash: &str) {
+    std::fs::write(
+        record,
+        format!(
+            "[[project]]\npath = {:?}\nsha256 = \"{hash}\"\ntrusted = true\n",
+            canon.display().to_string()
+        ),
+    )
+    .unwrap();
+}
+
 fn exists(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok()
 }
@@ -368,14 +381,7 @@ async fn an_old_trust_record_without_file_hashes_counts_only_for_a_config_that_r
         let line = t.lines().find(|l| l.starts_with("sha256")).unwrap();
         line.split('"').nth(1).unwrap().to_string()
     };
-    std::fs::write(
-        &record,
-        format!(
-            "[[project]]\npath = {:?}\nsha256 = \"{hash}\"\ntrusted = true\n",
-            canon.display().to_string()
-        ),
-    )
-    .unwrap();
+    write_old_record(&record, &canon, &hash);
     let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
 
@@ -395,14 +401,7 @@ async fn an_old_trust_record_without_file_hashes_counts_only_for_a_config_that_r
         .unwrap()
         .to_string();
     assert_eq!(hash.len(), 64, "{text}");
-    std::fs::write(
-        &record,
-        format!(
-            "[[project]]\npath = {:?}\nsha256 = \"{hash}\"\ntrusted = true\n",
-            canon.display().to_string()
-        ),
-    )
-    .unwrap();
+    write_old_record(&record, &canon, &hash);
     let out = home.outcome(&["run", "hi"]).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("hooks/stop.sh"), "{}", out.stderr);

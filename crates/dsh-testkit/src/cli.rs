@@ -73,6 +73,17 @@ impl Home {
         self
     }
 
+    /// Makes the user config directory ([`Home::config_dir`]), for tests
+    /// that write their own files in it.
+    ///
+    /// # Panics
+    /// When the directory cannot be made.
+    #[must_use]
+    pub fn with_config_dir(self) -> Self {
+        std::fs::create_dir_all(self.config_dir()).expect("the user config directory");
+        self
+    }
+
     /// The home directory.
     pub fn path(&self) -> &Path {
         self.dir.path()
@@ -291,6 +302,18 @@ impl From<Output> for Outcome {
             stderr: text(&out.stderr),
         }
     }
+}
+
+/// A DeepSeek streaming reply (for a [`crate::LoopbackServer`]) whose
+/// answer is `text`: an empty assistant chunk, the text, a `stop` chunk
+/// with usage (11 prompt, 2 completion tokens), `[DONE]`.
+pub fn text_reply(text: &str) -> crate::ScriptedResponse {
+    crate::ScriptedResponse::sse(&[
+        serde_json::json!({"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}).to_string(),
+        serde_json::json!({"choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]}).to_string(),
+        serde_json::json!({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":2}}).to_string(),
+        "[DONE]".to_string(),
+    ])
 }
 
 /// Runs `cmd` (a tokio command; stdout and stderr captured) to its end.
