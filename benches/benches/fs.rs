@@ -79,10 +79,7 @@ const PEAK_LIMIT_KIB: u64 = 64 * 1024;
 fn memory(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("small.txt"), "one line\n").unwrap();
-    let lines = dir.path().join("lines.txt");
-    let line = dir.path().join("line.txt");
-    dsh_benches::big_text_file(&lines, 1 << 30, false);
-    dsh_benches::big_text_file(&line, 1 << 30, true);
+    dsh_benches::big_text_files(dir.path());
     // 1 GiB of 100-byte lines (a line restarts at each MiB): 10,736,642.
     let at_the_end = r#"{"file_path": "lines.txt", "offset": 10736500, "limit": 100}"#;
     let cases = [
@@ -94,12 +91,14 @@ fn memory(c: &mut Criterion) {
         ),
     ];
     dsh_benches::assert_child_peaks("fs", "read", dir.path(), &cases, PEAK_LIMIT_KIB);
-    let mut g = c.benchmark_group("fs");
-    g.sample_size(10);
-    g.bench_function("read/window_at_the_end_of_1GiB_in_a_child", |b| {
-        b.iter(|| dsh_benches::tool_call_in_child("read", dir.path(), at_the_end))
-    });
-    g.finish();
+    dsh_benches::bench_call_in_child(
+        c,
+        "fs",
+        "read/window_at_the_end_of_1GiB_in_a_child",
+        "read",
+        dir.path(),
+        at_the_end,
+    );
 }
 
 criterion_group!(benches, bench, memory);

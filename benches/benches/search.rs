@@ -276,8 +276,7 @@ const PEAK_LIMIT_KIB: u64 = 64 * 1024;
 fn memory(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("small.txt"), "the needle\n").unwrap();
-    dsh_benches::big_text_file(&dir.path().join("lines.txt"), 1 << 30, false);
-    dsh_benches::big_text_file(&dir.path().join("line.txt"), 1 << 30, true);
+    dsh_benches::big_text_files(dir.path());
     let over_lines = r#"{"pattern": "the needle", "path": "lines.txt"}"#;
     let cases = [
         (
@@ -291,12 +290,14 @@ fn memory(c: &mut Criterion) {
         ),
     ];
     dsh_benches::assert_child_peaks("search", "grep", dir.path(), &cases, PEAK_LIMIT_KIB);
-    let mut g = c.benchmark_group("search");
-    g.sample_size(10);
-    g.bench_function("grep/1GiB_of_lines_in_a_child", |b| {
-        b.iter(|| dsh_benches::tool_call_in_child("grep", dir.path(), over_lines))
-    });
-    g.finish();
+    dsh_benches::bench_call_in_child(
+        c,
+        "search",
+        "grep/1GiB_of_lines_in_a_child",
+        "grep",
+        dir.path(),
+        over_lines,
+    );
 }
 
 criterion_group!(benches, search, memory);

@@ -157,6 +157,31 @@ pub fn serve_child_call() {
     std::process::exit(0);
 }
 
+/// Writes the two 1 GiB files of the memory benchmarks into `dir` with
+/// [`big_text_file`]: `lines.txt`, 100-byte lines, and `line.txt`, one
+/// line; each ends with the line `the needle`.
+pub fn big_text_files(dir: &std::path::Path) {
+    big_text_file(&dir.join("lines.txt"), 1 << 30, false);
+    big_text_file(&dir.join("line.txt"), 1 << 30, true);
+}
+
+/// Benchmarks, as `<group>/<id>`, one call of `tool` with `args` over
+/// `root` made in a child ([`tool_call_in_child`]); 10 samples, each a
+/// process.
+pub fn bench_call_in_child(
+    c: &mut criterion::Criterion,
+    group: &str,
+    id: &str,
+    tool: &str,
+    root: &std::path::Path,
+    args: &str,
+) {
+    let mut g = c.benchmark_group(group);
+    g.sample_size(10);
+    g.bench_function(id, |b| b.iter(|| tool_call_in_child(tool, root, args)));
+    g.finish();
+}
+
 /// Makes each `(what, args)` call of `tool` over `root` in a child
 /// ([`tool_call_in_child`]), prints `<group>/memory: <tool> of <what>: peak
 /// RSS …` and panics when a child peaked at `limit_kib` or more.
