@@ -333,4 +333,16 @@ fn the_old_bash_job_tools_are_callable_but_not_offered() {
         assert!(!stdout.contains("bash_output"), "{stdout}");
         assert!(!stdout.contains("bash_kill"), "{stdout}");
     }
+
+    // A call of an unknown tool is told the tools there are: not the
+    // hidden aliases, even for a name close to one of them.
+    let home = Home::new(DSH);
+    let (out, _) = home.run(&["run", r#"call bash_outpt {}"#], Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result = tool_result(&home.logs()[0]).clone();
+    assert_eq!(result["errorCode"], "UNKNOWN_TOOL", "{result}");
+    let message = result["errorMessage"].as_str().unwrap();
+    assert!(message.contains("\"job_output\""), "{message}");
+    assert!(!message.contains("bash_output"), "{message}");
+    assert!(!message.contains("bash_kill"), "{message}");
 }

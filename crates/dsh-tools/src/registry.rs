@@ -110,6 +110,9 @@ struct Inner {
     pre_execute: WaterfallHook<PreExecute, Verdict>,
     approver: RwLock<Option<Arc<dyn Approver>>>,
     on_change: EmitHook<()>,
+    /// Names left out of the tool list an `UNKNOWN_TOOL` result gives
+    /// ([`ToolRegistry::unlist`]), once per call of `unlist`.
+    unlisted: RwLock<Vec<String>>,
 }
 
 impl Inner {
@@ -199,6 +202,7 @@ impl ToolRegistry {
                 pre_execute: WaterfallHook::new("tools/pre-execute"),
                 approver: RwLock::new(None),
                 on_change: EmitHook::new("tools/change"),
+                unlisted: RwLock::new(Vec::new()),
             }),
         }
     }
@@ -424,6 +428,24 @@ impl ToolRegistry {
         })
     }
 
+    /// Leaves `name` out of the list of tools an `UNKNOWN_TOOL` result
+    /// names (and its "did you mean"), for a tool that stays callable but
+    /// is not offered to the model (an old alias). Registered or not, the
+    /// tool is untouched; undoing the registration lists it again.
+    pub fn unlist(&self, name: impl Into<String>) -> Registration {
+        let name = name.into();
+        write(&self.inner.unlisted).push(name.clone());
+        let weak = Arc::downgrade(&self.inner);
+        Registration::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                let mut unlisted = write(&inner.unlisted);
+                if let Some(at) = unlisted.iter().position(|n| *n == name) {
+                    unlisted.remove(at);
+                }
+            }
+        })
+    }
+
     /// Sets the approver that answers `ask` verdicts of calls whose
     /// extensions bring none (the CLI's terminal, or nobody). Undoing the
     /// registration removes it if it is still the one set.
@@ -568,7 +590,9 @@ impl ToolRegistry {
 
 async fn execute_core(inner: Arc<Inner>, call: ToolCall, env: CallEnv) -> ToolResult {
     let Some((_tool, runner)) = inner.entry(&call.name) else {
-        let names = inner.names();
+        let unlisted = read(&inner.unlisted).clone();
+        let mut names = inner.names();
+        names.retain(|n| !unlisted.contains(n));
         return unknown_tool(&call, &names);
     };
     drop(inner);
@@ -656,6 +680,8 @@ pub fn unknown_tool(call: &ToolCall, names: &[String]) -> ToolResult {
             dsh_schema::suggest::closest(&call.name, names.iter().map(String::as_str))
         {
             message.push_str(&format!("; did you mean \"{best}\"?"));
+        } else {
+            message.push('.');
         }
         let list: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
         message.push_str(&format!(" Available tools: {}", list.join(", ")));

@@ -705,3 +705,25 @@ fn the_tool_set_is_one_shared_set_until_the_tools_change() {
     b.undo();
     assert!(registry.tool_set().is_empty());
 }
+
+/// An unlisted tool stays callable but is not named by an unknown-tool
+/// result (nor suggested); undoing `unlist` names it again.
+#[tokio::test]
+async fn an_unlisted_tool_is_callable_but_not_named_to_an_unknown_call() {
+    let (registry, runs) = setup();
+    let unlisted = registry.unlist("bash");
+    let r = run(&registry, "bsh", "{}").await;
+    assert_eq!(r.code(), Some("UNKNOWN_TOOL"));
+    assert_eq!(
+        r.text(),
+        "Error: unknown tool \"bsh\". Available tools: \"count\", \"boom\", \"fail\", \"slow\""
+    );
+    let called = run(&registry, "bash", r#"{"command":"ls","description":"d"}"#).await;
+    assert!(!called.is_error, "{}", called.text());
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    unlisted.undo();
+    assert!(run(&registry, "bsh", "{}")
+        .await
+        .text()
+        .contains("did you mean \"bash\"?"));
+}

@@ -153,6 +153,9 @@ impl Plugin for BuiltinTools {
             if keep("exit_plan_mode") {
                 regs.push(registry.register(exit_plan_mode_tool(self.plan, self.approver))?);
             }
+            // The hidden aliases are not named to a model that calls an
+            // unknown tool either.
+            regs.extend(HIDDEN_TOOLS.iter().map(|name| registry.unlist(*name)));
             Ok(())
         };
         let installed = each();
