@@ -8,7 +8,7 @@
 //! - A line that is not valid UTF-8 is answered here with a parse error
 //!   (`-32700`, `id: null`) saying where the first invalid byte is.
 //! - A line longer than the limit is dropped as it streams in (never held
-//!   whole: only its first [`HEAD_KEEP`] bytes are kept) and answered with
+//!   whole: only its first 4 KiB are kept) and answered with
 //!   an invalid request (`-32600`, "Line too long") naming the limit. When
 //!   those first bytes hold the request's top-level `"method"` and `"id"`
 //!   (a request, not a response or a notification), the answer carries
