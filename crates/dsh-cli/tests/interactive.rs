@@ -13,10 +13,7 @@ const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
 #[test]
 fn steer_abort_and_exit_on_a_terminal() {
-    if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
-        return;
-    }
+    Tmux::require();
     let dir = Home::new(DSH);
     let t = Tmux::chat(&dir, "steer");
     t.wait_for("the prompt", |s| s.contains("› "));
@@ -73,10 +70,7 @@ fn steer_abort_and_exit_on_a_terminal() {
 
 #[test]
 fn chat_asks_before_trusting_a_project_config_and_remembers_the_answer() {
-    if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
-        return;
-    }
+    Tmux::require();
     let dir = Home::new(DSH);
     let marker = dir.path().join("pwned");
     std::fs::write(
@@ -132,10 +126,7 @@ fn only_log(dir: &Path) -> String {
 
 #[test]
 fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
-    if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
-        return;
-    }
+    Tmux::require();
     if !dsh_sandbox::probe().filesystem_full() {
         eprintln!("SKIP: Landlock unavailable: {}", dsh_sandbox::probe());
         return;
@@ -267,10 +258,7 @@ fn escalations_are_asked_on_the_terminal_once_always_no_and_ctrl_c() {
 
 #[test]
 fn chat_with_a_model_titles_the_session_after_the_first_turn() {
-    if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
-        return;
-    }
+    Tmux::require();
     use dsh_testkit::{LoopbackServer, ScriptedResponse};
     use serde_json::json;
     let reply = |text: &str| {
@@ -331,10 +319,7 @@ fn chat_with_a_model_titles_the_session_after_the_first_turn() {
 
 #[test]
 fn plan_mode_in_chat_denies_writes_until_the_plan_is_approved() {
-    if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
-        return;
-    }
+    Tmux::require();
     let dir = Home::new(DSH);
     let target = dir.path().join("planned.txt");
     let write = format!(
@@ -416,10 +401,7 @@ fn plan_mode_in_chat_denies_writes_until_the_plan_is_approved() {
 
 #[test]
 fn tab_completes_chat_commands_and_their_arguments() {
-    if !Tmux::available() {
-        eprintln!("skipped: tmux is not installed");
-        return;
-    }
+    Tmux::require();
     let dir = Home::new(DSH);
     let t = Tmux::chat(&dir, "complete");
     t.wait_for("the prompt", |s| s.contains("› "));

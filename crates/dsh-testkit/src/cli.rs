@@ -436,6 +436,18 @@ impl Tmux {
             .unwrap_or(false)
     }
 
+    /// Fails the test unless tmux is installed (`.ci/run` installs it): a
+    /// terminal test never skips silently.
+    ///
+    /// # Panics
+    /// When tmux is missing.
+    pub fn require() {
+        assert!(
+            Self::available(),
+            "tmux is required for the terminal tests (apt-get install -y tmux; .ci/run does)"
+        );
+    }
+
     /// `dsh chat` in `home`'s working directory with its environment (as
     /// [`Home::dsh`], with `TERM=xterm-256color` and colour allowed) on a
     /// 160×50 terminal; `tag` names the tmux socket (unique per test).
