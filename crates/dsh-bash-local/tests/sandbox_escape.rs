@@ -388,3 +388,214 @@ async fn network_false_blocks_tcp_and_network_true_allows_it() {
     assert_eq!(r.stdout.text, "");
     closed.exec.dispose().await;
 }
+
+/// Whether this kernel scopes confined commands (Landlock ABI 6+). When it
+/// does not, asserts the state `dsh doctor` reports (and that prepared
+/// confinements say so too), so the caller can check that the attempt
+/// really goes through, instead of skipping.
+fn scoping_here(ws: &Path) -> bool {
+    let support = dsh_sandbox::probe();
+    let scoped = dsh_sandbox::SandboxPolicy::for_mode(SandboxMode::WorkspaceWrite, ws, None)
+        .prepare()
+        .unwrap()
+        .scoped();
+    assert_eq!(scoped, support.scoping(), "{support}");
+    if !scoped {
+        assert!(
+            support.scoping_summary().starts_with("not scoped: "),
+            "{}",
+            support.scoping_summary()
+        );
+        eprintln!(
+            "note: Landlock does not scope here ({support}); checking that doctor's \
+             \"not scoped\" is the truth"
+        );
+    }
+    scoped
+}
+
+/// A `sleep` the test process starts outside any Landlock domain.
+struct Bystander(std::process::Child);
+
+impl Bystander {
+    fn start() -> Self {
+        Self(
+            std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+
+    /// Waits for its exit (bounded) and returns the signal that ended it.
+    fn death_signal(&mut self) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        let deadline = std::time::Instant::now() + common::DEADLINE;
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status.signal();
+            }
+            assert!(std::time::Instant::now() < deadline, "still alive");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// One test (not one per mode) because the SIGTERM listener is process-wide:
+/// the control's signal to this process must not reach a confined check.
+#[tokio::test]
+async fn confined_commands_cannot_signal_outside_their_domain() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let me = std::process::id();
+    // A handler instead of the default action: the control below signals
+    // this very process, and a confined signal that got through must fail
+    // the test rather than kill it. (A handler is reset at exec, so the
+    // commands this binary spawns keep the default action.)
+    let mut term = signal(SignalKind::terminate()).unwrap();
+    let mut bystander = Bystander::start();
+    let b = bystander.pid();
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let f = fixture(mode);
+        let ws = f.tmp.path().to_path_buf();
+        let out = Outside::new();
+        if !landlock_here(mode, &ws, &out) {
+            return;
+        }
+        if !scoping_here(&ws) {
+            // Not scoped: the kill goes through, as doctor says.
+            let r = f.run(&format!("kill -TERM {b}; echo rc=$?")).await;
+            assert_eq!(r.stdout.text, "rc=0\n", "{r:?}");
+            assert_eq!(bystander.death_signal(), Some(SIGTERM));
+            f.exec.dispose().await;
+            return;
+        }
+        // The spawner of the command is this test process ($PPID), as dsh
+        // is in a session.
+        let r = f
+            .run(&format!(
+                "echo ppid=$PPID; kill -TERM {b}; echo bystander=$?; kill -TERM {me}; echo me=$?; \
+                 kill -0 $PPID; echo probe=$?"
+            ))
+            .await;
+        assert_eq!(
+            r.stdout.text,
+            format!("ppid={me}\nbystander=1\nme=1\nprobe=1\n"),
+            "{mode}: {r:?}"
+        );
+        assert!(
+            r.stderr.text.contains("Operation not permitted"),
+            "{mode}: {r:?}"
+        );
+        assert!(bystander.alive(), "{mode}: the bystander was killed");
+        // Signals inside the command's own domain still work: bash job
+        // control on its own children.
+        let r = f
+            .run("sleep 30 & kill -TERM $!; wait $!; echo status=$?")
+            .await;
+        assert_eq!(r.stdout.text, "status=143\n", "{mode}: {r:?}");
+        f.exec.dispose().await;
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), term.recv())
+            .await
+            .is_err(),
+        "a confined command delivered SIGTERM to the test process"
+    );
+    assert!(bystander.alive());
+
+    // The unconfined control: the same kills go through.
+    let f = fixture(SandboxMode::DangerFullAccess);
+    let r = f
+        .run(&format!(
+            "kill -TERM {b}; echo bystander=$?; kill -TERM {me}; echo me=$?"
+        ))
+        .await;
+    assert_eq!(r.stdout.text, "bystander=0\nme=0\n", "{r:?}");
+    assert_eq!(bystander.death_signal(), Some(SIGTERM));
+    tokio::time::timeout(common::DEADLINE, term.recv())
+        .await
+        .expect("the control's SIGTERM reached the test process");
+    f.exec.dispose().await;
+}
+
+/// SIGTERM's number on Linux.
+const SIGTERM: i32 = 15;
+
+/// A confined command cannot connect to an abstract Unix socket this
+/// (unconfined) process listens on; the unconfined control can.
+#[tokio::test]
+async fn confined_commands_cannot_reach_outside_abstract_sockets() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    let name = unique("dsh-escape-abstract");
+    let listener =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let nothing_accepted = |listener: &UnixListener| matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    let connect = |name: &str| {
+        format!(
+            "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); \
+             s.connect('\\0{name}'); print('connected')\""
+        )
+    };
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let f = fixture(mode);
+        let ws = f.tmp.path().to_path_buf();
+        let out = Outside::new();
+        if !landlock_here(mode, &ws, &out) {
+            return;
+        }
+        if !scoping_here(&ws) {
+            let r = f.run(&connect(&name)).await;
+            assert_eq!(r.stdout.text, "connected\n", "{r:?}");
+            assert!(!nothing_accepted(&listener));
+            f.exec.dispose().await;
+            return;
+        }
+        let r = f.run(&connect(&name)).await;
+        assert_ne!(r.exit_code, Some(0), "{mode}: {r:?}");
+        assert_eq!(r.stdout.text, "", "{mode}: {r:?}");
+        assert!(
+            r.stderr.text.contains("PermissionError: [Errno 1]"),
+            "{mode}: {r:?}"
+        );
+        assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
+        // An abstract socket made inside the command's own domain is
+        // still reachable from it.
+        let inner = unique("dsh-inner");
+        let r = f
+            .run(&format!(
+                "python3 -c \"import socket; l=socket.socket(socket.AF_UNIX); \
+                 l.bind('\\0{inner}'); l.listen(1); s=socket.socket(socket.AF_UNIX); \
+                 s.connect('\\0{inner}'); print('inner ok')\""
+            ))
+            .await;
+        assert_eq!(r.stdout.text, "inner ok\n", "{mode}: {r:?}");
+        f.exec.dispose().await;
+    }
+    // The unconfined control connects.
+    let f = fixture(SandboxMode::DangerFullAccess);
+    let r = f.run(&connect(&name)).await;
+    assert_eq!(
+        (r.exit_code, r.stdout.text.as_str()),
+        (Some(0), "connected\n"),
+        "{r:?}"
+    );
+    assert!(!nothing_accepted(&listener), "the control's connection");
+    f.exec.dispose().await;
+}

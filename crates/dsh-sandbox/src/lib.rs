@@ -33,12 +33,18 @@ use std::sync::Arc;
 pub use dsh_protocol::SandboxMode;
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, ABI,
+    RulesetCreatedAttr, Scope, ABI,
 };
 
 /// The oldest Landlock ABI dsh confines with: 3 adds `truncate(2)` rules,
 /// without which a confined command could still empty any file it can read.
 pub const MIN_ABI: u32 = 3;
+
+/// The oldest Landlock ABI that scopes a domain (Linux 6.12): from it on,
+/// a confined command can neither signal a process outside its domain nor
+/// connect to an abstract Unix socket created outside it. Below it commands
+/// still run, unscoped ([`Confinement::scoped`], [`SandboxSupport::scoping`]).
+pub const SCOPE_ABI: u32 = 6;
 
 /// The newest Landlock ABI whose rights dsh asks for (that of the
 /// `landlock` crate); newer kernels enforce these rights too.
@@ -165,9 +171,17 @@ impl SandboxPolicy {
     /// its ABI is below [`MIN_ABI`], network denial is asked on an ABI below
     /// 4, or the kernel refused a rule. Never applies a weaker set of rules
     /// than asked.
+    ///
+    /// From ABI [`SCOPE_ABI`] on, the ruleset also scopes signals and
+    /// abstract Unix sockets ([`Confinement::scoped`] is then `true`); on
+    /// ABI 3 to 5 the command runs without that scoping rather than not at
+    /// all, which [`SandboxSupport`] reports.
     pub fn prepare(&self) -> Result<Confinement, SandboxError> {
         if !self.mode.confines() {
-            return Ok(Confinement { ruleset: None });
+            return Ok(Confinement {
+                ruleset: None,
+                scoped: false,
+            });
         }
         let unavailable = |reason: String| SandboxError::Unavailable {
             mode: self.mode,
@@ -197,6 +211,14 @@ impl SandboxPolicy {
                 .handle_access(AccessNet::from_all(abi))
                 .map_err(err)?;
         }
+        // Asked only where the kernel has it: with HardRequirement, asking
+        // on an older ABI would fail the whole ruleset.
+        let scoped = found >= SCOPE_ABI;
+        if scoped {
+            ruleset = ruleset
+                .scope(Scope::Signal | Scope::AbstractUnixSocket)
+                .map_err(err)?;
+        }
         let mut created = ruleset
             .create()
             .map_err(err)?
@@ -218,6 +240,7 @@ impl SandboxPolicy {
         match fd {
             Some(fd) => Ok(Confinement {
                 ruleset: Some(Arc::new(fd)),
+                scoped,
             }),
             None => Err(unavailable("the kernel created no ruleset".into())),
         }
@@ -230,6 +253,7 @@ impl SandboxPolicy {
 #[derive(Debug, Clone)]
 pub struct Confinement {
     ruleset: Option<Arc<OwnedFd>>,
+    scoped: bool,
 }
 
 impl Confinement {
@@ -237,6 +261,15 @@ impl Confinement {
     /// `danger-full-access`).
     pub fn confines(&self) -> bool {
         self.ruleset.is_some()
+    }
+
+    /// Whether the command's Landlock domain is scoped: it cannot signal
+    /// processes outside the domain (dsh, the user's other programs, other
+    /// commands) nor connect to abstract Unix sockets created outside it.
+    /// `true` exactly when this confines and the kernel has ABI
+    /// [`SCOPE_ABI`] or later.
+    pub fn scoped(&self) -> bool {
+        self.scoped
     }
 
     /// Makes the child of `cmd` restrict itself before it executes the
@@ -334,6 +367,29 @@ impl SandboxSupport {
     /// Whether `[sandbox] network = false` can be enforced.
     pub fn network_rules(&self) -> bool {
         matches!(self.abi, Ok(v) if v >= 4)
+    }
+
+    /// Whether confined commands are scoped (ABI [`SCOPE_ABI`]+): no
+    /// signal to a process outside their Landlock domain, no connection to
+    /// an abstract Unix socket created outside it.
+    pub fn scoping(&self) -> bool {
+        self.filesystem_full() && matches!(self.abi, Ok(v) if v >= SCOPE_ABI)
+    }
+
+    /// One line for `dsh doctor`'s `scoping:` entry: `signals and abstract
+    /// Unix sockets confined (ABI 6+)`, or why confined commands are not
+    /// scoped on this machine.
+    pub fn scoping_summary(&self) -> String {
+        match &self.abi {
+            _ if self.scoping() => {
+                format!("signals and abstract Unix sockets confined (ABI {SCOPE_ABI}+)")
+            }
+            Ok(v) if *v >= MIN_ABI => format!(
+                "not scoped: Landlock ABI {v} has no scoping (needs ABI {SCOPE_ABI}, Linux 6.12+); \
+                 confined commands can signal your other processes and connect to abstract Unix sockets"
+            ),
+            _ => "not scoped: Landlock cannot confine commands here".to_string(),
+        }
     }
 }
 
@@ -462,6 +518,59 @@ mod tests {
             new.to_string(),
             "landlock ABI 7: filesystem full, network rules available"
         );
+    }
+
+    #[test]
+    fn scoping_from_abi_6() {
+        let cases = [
+            (
+                Err("no Landlock".to_string()),
+                false,
+                "not scoped: Landlock cannot",
+            ),
+            (Ok(2), false, "not scoped: Landlock cannot"),
+            (
+                Ok(5),
+                false,
+                "not scoped: Landlock ABI 5 has no scoping (needs ABI 6",
+            ),
+            (
+                Ok(6),
+                true,
+                "signals and abstract Unix sockets confined (ABI 6+)",
+            ),
+            (
+                Ok(7),
+                true,
+                "signals and abstract Unix sockets confined (ABI 6+)",
+            ),
+        ];
+        for (abi, scoping, text) in cases {
+            let s = SandboxSupport { abi };
+            assert_eq!(s.scoping(), scoping, "{s:?}");
+            let summary = s.scoping_summary();
+            assert!(summary.starts_with(text), "{summary}");
+            assert!(!summary.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn prepared_confinement_is_scoped_exactly_when_the_kernel_can() {
+        let ws = tempfile::tempdir().unwrap();
+        let support = probe();
+        for mode in [SandboxMode::ReadOnly, SandboxMode::WorkspaceWrite] {
+            match policy(mode, ws.path()).prepare() {
+                Ok(c) => {
+                    assert!(c.confines());
+                    assert_eq!(c.scoped(), support.scoping(), "{support}");
+                }
+                Err(e) => assert!(!support.filesystem_full(), "{support}: {e}"),
+            }
+        }
+        let full = policy(SandboxMode::DangerFullAccess, ws.path())
+            .prepare()
+            .unwrap();
+        assert!(!full.scoped());
     }
 
     #[test]

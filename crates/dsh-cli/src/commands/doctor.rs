@@ -37,6 +37,15 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
         enforcement(&support, mode, network)
     ));
     line(&format!(
+        "  scoping: {}{}",
+        support.scoping_summary(),
+        if mode.confines() {
+            ""
+        } else {
+            " (not applied: danger-full-access runs commands unconfined)"
+        }
+    ));
+    line(&format!(
         "permission: {mode} (from {}), approval {}",
         resolved.permission_source,
         match resolved.approval {
