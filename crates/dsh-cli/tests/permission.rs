@@ -204,6 +204,8 @@ async fn doctor_reports_the_sandbox_the_config_the_model_and_the_servers() {
         "enforcement: none"
     };
     assert!(stdout.contains(expected), "{stdout}");
+    let scoping = format!("  scoping: {}\n", support.scoping_summary());
+    assert!(stdout.contains(&scoping), "{stdout}");
     assert!(
         stdout.contains(&format!(
             "permission: read-only (from {}), approval ask",
