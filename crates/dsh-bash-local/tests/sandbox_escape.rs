@@ -502,6 +502,17 @@ async fn confined_commands_cannot_signal_outside_their_domain() {
             "{mode}: {r:?}"
         );
         assert!(bystander.alive(), "{mode}: the bystander was killed");
+        // A command that fails on the refused signal is told why; one that
+        // fails to signal a process that does not exist is not blamed.
+        let r = f.run(&format!("kill -TERM {b}")).await;
+        assert_eq!(
+            r.sandbox_denial.as_deref(),
+            Some(dsh_sandbox::signal_denial_line(mode).as_str()),
+            "{mode}: {r:?}"
+        );
+        let r = f.run("kill -TERM 2147483000").await;
+        assert_ne!(r.exit_code, Some(0), "{mode}: {r:?}");
+        assert_eq!(r.sandbox_denial, None, "{mode}: {r:?}");
         // Signals inside the command's own domain still work: bash job
         // control on its own children.
         let r = f

@@ -15,6 +15,16 @@ pub fn denial_line(mode: SandboxMode) -> String {
     format!("[sandbox: write denied under {mode} mode]")
 }
 
+/// The line shown to the model when a scoped command was refused a signal
+/// to a process outside it: `[sandbox: signal to a process outside this
+/// command denied under workspace-write mode; stop background jobs with
+/// job_kill]`.
+pub fn signal_denial_line(mode: SandboxMode) -> String {
+    format!(
+        "[sandbox: signal to a process outside this command denied under {mode} mode; stop background jobs with job_kill]"
+    )
+}
+
 /// The error texts for a refused write, in lower case (matched in any
 /// case): the C library's for `EACCES`, `EPERM`, `EXDEV` (a link or rename
 /// across the sandbox boundary) and `EROFS`, and libuv's (Node) wording of
@@ -32,8 +42,10 @@ const DENIAL_ERRORS: [&str; 5] = [
 /// died from a signal, `None`), and a line of `stderr` reports a refused
 /// write in one of the forms [`denied_paths`] knows while naming a path
 /// outside the writable roots. Relative paths are judged against `workdir`.
-/// `None` otherwise: a command that failed for its own reasons is never
-/// blamed on the sandbox.
+/// Else [`signal_denial_line`] when a line is `kill`/`pkill` refused with
+/// `EPERM` ([`is_refused_signal`]) and this kernel scopes signals
+/// ([`crate::SCOPE_ABI`]). `None` otherwise: a command that failed for its
+/// own reasons is never blamed on the sandbox.
 pub fn denial_note(
     policy: &SandboxPolicy,
     workdir: &Path,
@@ -49,7 +61,31 @@ pub fn denial_note(
             !policy.is_writable(&abs)
         })
     });
-    blamed.then(|| denial_line(policy.mode))
+    if blamed {
+        return Some(denial_line(policy.mode));
+    }
+    // Scoping (ABI 6+) is what refuses a signal to a process outside the
+    // command's domain; without it an EPERM from kill is the target's
+    // owner's doing, not the sandbox's.
+    let signal_refused = stderr.lines().any(is_refused_signal);
+    (signal_refused && crate::probe().scoping()).then(|| signal_denial_line(policy.mode))
+}
+
+/// Whether a line of stderr is `kill` or `pkill` reporting a signal the
+/// kernel refused with `EPERM`, in the forms of bash's builtin (`bash: line
+/// 1: kill: (123) - Operation not permitted`), procps' and util-linux's
+/// `kill` (`kill: (123): Operation not permitted`, `kill: sending signal to
+/// 123 failed: Operation not permitted`) and `pkill`/`killall` (`pkill:
+/// killing pid 123 failed: Operation not permitted`).
+pub fn is_refused_signal(line: &str) -> bool {
+    let lower = line.trim().to_ascii_lowercase();
+    if !lower.ends_with("operation not permitted") {
+        return false;
+    }
+    lower.contains("kill: (")
+        || lower.contains("kill: sending signal to ")
+        || lower.contains("killing pid ")
+        || lower.starts_with("killall: ")
 }
 
 /// The paths a line of stderr names as refused, when the line reports a
@@ -176,6 +212,30 @@ fn paths_before(before: &str) -> Vec<PathBuf> {
 mod tests {
     use super::*;
     use crate::tests::policy;
+
+    /// The refused-signal forms of bash's builtin, procps/util-linux kill,
+    /// pkill and killall; a missing process, or another error, is not one.
+    #[test]
+    fn refused_signals_are_recognised_in_each_programs_words() {
+        for line in [
+            "bash: line 1: kill: (4242) - Operation not permitted",
+            "bash: kill: (4242) - Operation not permitted",
+            "kill: (4242): Operation not permitted",
+            "kill: sending signal to 4242 failed: Operation not permitted",
+            "pkill: killing pid 4242 failed: Operation not permitted",
+            "killall: 4242: Operation not permitted",
+        ] {
+            assert!(is_refused_signal(line), "{line}");
+        }
+        for line in [
+            "bash: line 1: kill: (4242) - No such process",
+            "touch: cannot touch '/etc/x': Operation not permitted",
+            "kill: (4242): Operation not permitted here and there",
+            "killing is not permitted",
+        ] {
+            assert!(!is_refused_signal(line), "{line}");
+        }
+    }
 
     /// Every recognised form, as the real programs print it, blamed under
     /// workspace-write when the path is outside, and the ways a line can

@@ -24,7 +24,7 @@
 
 mod denial;
 
-pub use denial::{denial_line, denial_note, denied_paths};
+pub use denial::{denial_line, denial_note, denied_paths, is_refused_signal, signal_denial_line};
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
