@@ -90,6 +90,12 @@ pub struct LocalBashConfig {
     /// Landlock ABI 4 or later, else every command fails with
     /// `SANDBOX_UNAVAILABLE`.
     pub network: bool,
+    /// Unix sockets on the file system confined commands may reach
+    /// (`[sandbox] allow_unix_sockets`, default none). Empty: confined
+    /// commands cannot create Unix sockets (seccomp; `socketpair` still
+    /// works). Non-empty: until the namespace layer binds only these, the
+    /// filter is off and any Unix socket is reachable.
+    pub allow_unix_sockets: Vec<PathBuf>,
 }
 
 impl Default for LocalBashConfig {
@@ -106,6 +112,7 @@ impl Default for LocalBashConfig {
             env_passthrough: Vec::new(),
             sandbox: SandboxMode::WorkspaceWrite,
             network: true,
+            allow_unix_sockets: Vec::new(),
         }
     }
 }
@@ -275,6 +282,7 @@ impl LocalBashExecutor {
         let mode = spec.sandbox.unwrap_or_else(|| self.sandbox_mode());
         SandboxPolicy::for_mode(mode, &self.workspace(), None)
             .with_network(self.inner.config.network)
+            .with_unix_sockets(self.inner.config.allow_unix_sockets.clone())
     }
 
     /// The configured cwd, else the host's current directory.

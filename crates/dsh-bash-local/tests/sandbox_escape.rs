@@ -571,6 +571,20 @@ async fn confined_commands_cannot_reach_outside_abstract_sockets() {
         if !landlock_here(mode, &ws, &out) {
             return;
         }
+        let r = f.run(&connect(&name)).await;
+        assert_eq!(r.stdout.text, "", "{mode}: {r:?}");
+        assert!(
+            r.stderr.text.contains("PermissionError: [Errno 13]"),
+            "{mode}: {r:?}"
+        );
+        assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
+        f.exec.dispose().await;
+        // With Unix sockets allowed (no filter), Landlock scoping alone
+        // must hold.
+        let f = Fixture::new(|c| {
+            c.sandbox = mode;
+            c.allow_unix_sockets = vec![PathBuf::from("/nonexistent/dsh-test.sock")];
+        });
         if !scoping_here(&ws) {
             let r = f.run(&connect(&name)).await;
             assert_eq!(r.stdout.text, "connected\n", "{r:?}");
@@ -602,6 +616,82 @@ async fn confined_commands_cannot_reach_outside_abstract_sockets() {
     // The unconfined control connects.
     let f = fixture(SandboxMode::DangerFullAccess);
     let r = f.run(&connect(&name)).await;
+    assert_eq!(
+        (r.exit_code, r.stdout.text.as_str()),
+        (Some(0), "connected\n"),
+        "{r:?}"
+    );
+    assert!(!nothing_accepted(&listener), "the control's connection");
+    f.exec.dispose().await;
+}
+
+/// A confined command cannot reach a Unix socket on the file system that
+/// this (unconfined) process listens on outside the workspace: creating
+/// the socket fails with `EACCES` (seccomp) and nothing arrives. A socket
+/// pair still works; `allow_unix_sockets` and the unconfined control
+/// connect.
+#[tokio::test]
+async fn confined_commands_cannot_reach_unix_sockets_on_the_file_system() {
+    use std::os::unix::net::UnixListener;
+    let out = Outside::new();
+    let sock = out.path("s.sock");
+    let listener = UnixListener::bind(&sock).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let nothing_accepted = |listener: &UnixListener| matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    let connect = format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); \
+         s.connect('{}'); print('connected')\"",
+        sock.display()
+    );
+    let pair =
+        "python3 -c \"import socket; a,b=socket.socketpair(); a.send(b'x'); print(b.recv(1))\"";
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        let f = fixture(mode);
+        let ws = f.tmp.path().to_path_buf();
+        if !landlock_here(mode, &ws, &out) {
+            return;
+        }
+        let r = f.run(&connect).await;
+        assert_ne!(r.exit_code, Some(0), "{mode}: {r:?}");
+        assert_eq!(r.stdout.text, "", "{mode}: {r:?}");
+        assert!(
+            r.stderr
+                .text
+                .contains("PermissionError: [Errno 13] Permission denied"),
+            "{mode}: {r:?}"
+        );
+        assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
+        // A background job is under the same filter.
+        let task = f.start(&connect);
+        let done = f.wait(&task.id).await;
+        assert_ne!(done.exit_code, Some(0), "{mode}: {done:?}");
+        assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
+        // A socket pair reaches nothing outside and stays allowed.
+        let r = f.run(pair).await;
+        assert_eq!(
+            (r.exit_code, r.stdout.text.as_str()),
+            (Some(0), "b'x'\n"),
+            "{mode}: {r:?}"
+        );
+        f.exec.dispose().await;
+    }
+    // Listing a socket lifts the filter (until the namespace layer binds
+    // only the listed ones).
+    let f = Fixture::new(|c| {
+        c.sandbox = SandboxMode::WorkspaceWrite;
+        c.allow_unix_sockets = vec![sock.clone()];
+    });
+    let r = f.run(&connect).await;
+    assert_eq!(
+        (r.exit_code, r.stdout.text.as_str()),
+        (Some(0), "connected\n"),
+        "{r:?}"
+    );
+    assert!(!nothing_accepted(&listener), "the allowed connection");
+    f.exec.dispose().await;
+    // The unconfined control connects.
+    let f = fixture(SandboxMode::DangerFullAccess);
+    let r = f.run(&connect).await;
     assert_eq!(
         (r.exit_code, r.stdout.text.as_str()),
         (Some(0), "connected\n"),

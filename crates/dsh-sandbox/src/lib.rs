@@ -11,6 +11,9 @@
 //!
 //! Rules, in every confining mode: read and execute everywhere; write only
 //! under [`SandboxPolicy::writable_roots`] and to the [`DEVICE_NODES`].
+//! Unix sockets on the file system are denied (a seccomp filter makes
+//! `socket(AF_UNIX, …)` fail with `EACCES`; `socketpair` stays allowed)
+//! unless [`SandboxPolicy::with_unix_sockets`] lists some.
 //! `danger-full-access` applies nothing. Confinement fails closed: when the
 //! kernel cannot enforce every rule asked for, [`SandboxPolicy::prepare`]
 //! fails with [`SandboxError::Unavailable`] and the caller must not run the
@@ -23,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod denial;
+mod unix_filter;
 
 pub use denial::{denial_line, denial_note, denied_paths, is_refused_signal, signal_denial_line};
 
@@ -92,6 +96,7 @@ pub struct SandboxPolicy {
     mode: SandboxMode,
     writable_roots: Vec<PathBuf>,
     network: bool,
+    unix_sockets: Vec<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -122,7 +127,31 @@ impl SandboxPolicy {
             mode,
             writable_roots,
             network: true,
+            unix_sockets: Vec::new(),
         }
+    }
+
+    /// The Unix sockets on the file system a confined command may reach
+    /// (`[sandbox] allow_unix_sockets`; default none). With none listed,
+    /// confined commands cannot create Unix sockets at all (seccomp:
+    /// `socket(AF_UNIX, …)` fails with `EACCES`). Until dsh binds only the
+    /// listed sockets into a namespace, a non-empty list lifts that filter:
+    /// the command may then reach any Unix socket its file rules let it
+    /// see. Has no effect under `danger-full-access`.
+    pub fn with_unix_sockets(mut self, allowed: Vec<PathBuf>) -> Self {
+        self.unix_sockets = allowed;
+        self
+    }
+
+    /// The Unix sockets listed as reachable ([`SandboxPolicy::with_unix_sockets`]).
+    pub fn allowed_unix_sockets(&self) -> &[PathBuf] {
+        &self.unix_sockets
+    }
+
+    /// Whether a confined command is kept off Unix sockets by the seccomp
+    /// filter: a confining mode with no socket listed.
+    pub fn denies_unix_sockets(&self) -> bool {
+        self.mode.confines() && self.unix_sockets.is_empty()
     }
 
     /// Allows (`true`, the default) or denies TCP connect and bind. Denying
@@ -172,6 +201,11 @@ impl SandboxPolicy {
     /// 4, or the kernel refused a rule. Never applies a weaker set of rules
     /// than asked.
     ///
+    /// Also [`SandboxError::Unavailable`] when
+    /// [`SandboxPolicy::denies_unix_sockets`] and the kernel has no seccomp
+    /// filter support (or dsh no filter for this architecture): the filter
+    /// is part of the confining modes' rules.
+    ///
     /// From ABI [`SCOPE_ABI`] on, the ruleset also scopes signals and
     /// abstract Unix sockets ([`Confinement::scoped`] is then `true`); on
     /// ABI 3 to 5 the command runs without that scoping rather than not at
@@ -181,6 +215,7 @@ impl SandboxPolicy {
             return Ok(Confinement {
                 ruleset: None,
                 scoped: false,
+                unix_filter: None,
             });
         }
         let unavailable = |reason: String| SandboxError::Unavailable {
@@ -198,6 +233,13 @@ impl SandboxPolicy {
                 "[sandbox] network = false needs Landlock ABI 4 or later; this kernel has ABI {found}"
             )));
         }
+        let unix_filter = if self.denies_unix_sockets() {
+            Some(unix_filter::program().map_err(|why| {
+                unavailable(format!("{why} (needed to deny Unix sockets to commands)"))
+            })?)
+        } else {
+            None
+        };
         let abi = abi_enum(found.min(MAX_ABI));
         let err = |e: landlock::RulesetError| unavailable(e.to_string());
         let all = AccessFs::from_all(abi);
@@ -241,6 +283,7 @@ impl SandboxPolicy {
             Some(fd) => Ok(Confinement {
                 ruleset: Some(Arc::new(fd)),
                 scoped,
+                unix_filter,
             }),
             None => Err(unavailable("the kernel created no ruleset".into())),
         }
@@ -254,6 +297,7 @@ impl SandboxPolicy {
 pub struct Confinement {
     ruleset: Option<Arc<OwnedFd>>,
     scoped: bool,
+    unix_filter: Option<Arc<Vec<libc::sock_filter>>>,
 }
 
 impl Confinement {
@@ -272,6 +316,13 @@ impl Confinement {
         self.scoped
     }
 
+    /// Whether the command is kept off Unix sockets on the file system
+    /// (the seccomp filter is installed): `true` exactly when this
+    /// confines and the policy listed no `allow_unix_sockets`.
+    pub fn unix_sockets_denied(&self) -> bool {
+        self.unix_filter.is_some()
+    }
+
     /// Makes the child of `cmd` restrict itself before it executes the
     /// program. If the restriction fails in the child, the spawn fails with
     /// that OS error: the program never runs unconfined. Keep `self` alive
@@ -281,17 +332,22 @@ impl Confinement {
             return;
         };
         let raw = fd.as_raw_fd();
-        restrict_before_exec(cmd, raw);
+        restrict_before_exec(cmd, raw, self.unix_filter.clone());
     }
 }
 
 /// Installs the child-side restriction: only async-signal-safe system
 /// calls, no allocation.
 #[allow(unsafe_code)]
-fn restrict_before_exec(cmd: &mut tokio::process::Command, ruleset_fd: i32) {
+fn restrict_before_exec(
+    cmd: &mut tokio::process::Command,
+    ruleset_fd: i32,
+    filter: Option<Arc<Vec<libc::sock_filter>>>,
+) {
     // SAFETY: the closure runs in the forked child before exec; it only
-    // makes two raw system calls (async-signal-safe), touches no lock and
-    // allocates nothing. `ruleset_fd` stays open in the child because the
+    // makes raw system calls (async-signal-safe), touches no lock and
+    // allocates nothing (the seccomp program was built before the fork and
+    // is owned by the closure). `ruleset_fd` stays open in the child because the
     // parent holds it until the spawn returned (close-on-exec closes it at
     // exec).
     unsafe {
@@ -301,6 +357,9 @@ fn restrict_before_exec(cmd: &mut tokio::process::Command, ruleset_fd: i32) {
             }
             if libc::syscall(libc::SYS_landlock_restrict_self, ruleset_fd, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(prog) = &filter {
+                unix_filter::install(prog)?;
             }
             Ok(())
         });
@@ -423,6 +482,41 @@ impl std::fmt::Display for SandboxSupport {
 pub fn probe() -> SandboxSupport {
     SandboxSupport {
         abi: landlock_abi().map_err(|e| e.to_string()),
+    }
+}
+
+/// Whether this machine can keep confined commands off Unix sockets (a
+/// kernel with seccomp filters, and a filter dsh has for this
+/// architecture). `Err` says why not; confining modes that deny Unix
+/// sockets then refuse to run commands. Never fails otherwise.
+pub fn probe_unix_socket_filter() -> Result<(), String> {
+    unix_filter::program().map(|_| ())
+}
+
+/// One line for `dsh doctor`'s `unix sockets:` entry, given the mode, the
+/// `[sandbox] allow_unix_sockets` list and [`probe_unix_socket_filter`]'s
+/// answer: `denied to commands (seccomp)`, `allowed (allow_unix_sockets
+/// lists /x; until the namespace layer, any path)`, or why neither.
+pub fn unix_sockets_summary(
+    mode: SandboxMode,
+    allowed: &[PathBuf],
+    filter: &Result<(), String>,
+) -> String {
+    if !mode.confines() {
+        return "allowed (danger-full-access runs commands unconfined)".to_string();
+    }
+    if !allowed.is_empty() {
+        let list: Vec<String> = allowed.iter().map(|p| p.display().to_string()).collect();
+        return format!(
+            "allowed (allow_unix_sockets lists {}; until the namespace layer, any path)",
+            list.join(", ")
+        );
+    }
+    match filter {
+        Ok(()) => "denied to commands (seccomp)".to_string(),
+        Err(why) => format!(
+            "cannot be denied ({why}): confined modes refuse to run commands (SANDBOX_UNAVAILABLE)"
+        ),
     }
 }
 
@@ -571,6 +665,48 @@ mod tests {
             .prepare()
             .unwrap();
         assert!(!full.scoped());
+    }
+
+    #[test]
+    fn the_unix_socket_filter_is_in_force_only_in_confining_modes_without_a_list() {
+        let ws = tempfile::tempdir().unwrap();
+        let support = probe();
+        let modes = [
+            SandboxMode::ReadOnly,
+            SandboxMode::WorkspaceWrite,
+            SandboxMode::DangerFullAccess,
+        ];
+        for mode in modes {
+            for allowed in [vec![], vec![PathBuf::from("/run/x.sock")]] {
+                let p = policy(mode, ws.path()).with_unix_sockets(allowed.clone());
+                let expect = mode.confines() && allowed.is_empty();
+                assert_eq!(p.denies_unix_sockets(), expect, "{mode} {allowed:?}");
+                match p.prepare() {
+                    Ok(c) => assert_eq!(c.unix_sockets_denied(), expect, "{mode} {allowed:?}"),
+                    Err(e) => assert!(!support.filesystem_full(), "{support}: {e}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unix_sockets_summary_says_which_rule_holds() {
+        let ok = Ok(());
+        let ro = SandboxMode::ReadOnly;
+        assert_eq!(
+            unix_sockets_summary(ro, &[], &ok),
+            "denied to commands (seccomp)"
+        );
+        assert_eq!(
+            unix_sockets_summary(ro, &[PathBuf::from("/x")], &ok),
+            "allowed (allow_unix_sockets lists /x; until the namespace layer, any path)"
+        );
+        assert!(unix_sockets_summary(ro, &[], &Err("no seccomp".into()))
+            .contains("SANDBOX_UNAVAILABLE"));
+        assert!(
+            unix_sockets_summary(SandboxMode::DangerFullAccess, &[], &ok).starts_with("allowed")
+        );
+        assert_eq!(probe_unix_socket_filter(), Ok(()));
     }
 
     #[test]

@@ -387,6 +387,11 @@ pub struct SandboxSection {
     /// Whether confined commands may use TCP (default `true`); `false`
     /// needs Landlock ABI 4 or later.
     pub network: Option<bool>,
+    /// Unix sockets on the file system confined commands may reach
+    /// (absolute paths; default none: `socket(AF_UNIX, …)` fails with
+    /// `EACCES`). Until the namespace layer, a non-empty list lets
+    /// confined commands reach any Unix socket.
+    pub allow_unix_sockets: Option<Vec<PathBuf>>,
 }
 
 /// `[permission]`
@@ -767,6 +772,7 @@ impl FileConfig {
             sandbox: match (upper.sandbox, self.sandbox) {
                 (Some(u), Some(l)) => Some(SandboxSection {
                     network: u.network.or(l.network),
+                    allow_unix_sockets: u.allow_unix_sockets.or(l.allow_unix_sockets),
                 }),
                 (u, l) => u.or(l),
             },
@@ -1169,6 +1175,19 @@ env = { LOG = "1" }
         assert!(e.contains("yolo") || e.contains("mode"), "{e}");
         let e = parse("[sandbox]\nnetwrok = false").unwrap_err();
         assert!(e.contains("netwrok"), "{e}");
+        let sockets = parse("[sandbox]\nallow_unix_sockets = [\"/run/a.sock\"]").unwrap();
+        let merged = sockets.overlay(parse("[sandbox]\nnetwork = false").unwrap());
+        let s = merged.sandbox.unwrap();
+        assert_eq!(s.network, Some(false));
+        assert_eq!(
+            s.allow_unix_sockets,
+            Some(vec![PathBuf::from("/run/a.sock")])
+        );
+        assert!(parse("[sandbox]\nallow_unix_sockets = [\"/x\"]")
+            .unwrap()
+            .without_unsafe_keys()
+            .sandbox
+            .is_none());
     }
 
     #[test]

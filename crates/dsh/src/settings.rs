@@ -351,6 +351,13 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
     if let Some(network) = file.sandbox.as_ref().and_then(|s| s.network) {
         bash.network = network;
     }
+    if let Some(sockets) = file
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.allow_unix_sockets.clone())
+    {
+        bash.allow_unix_sockets = sockets;
+    }
     let context_window = file
         .models
         .get(&model)

@@ -28,10 +28,16 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
     let support = dsh_sandbox::probe();
     let mode = resolved.permission;
     let network = resolved.bash.network;
-    let enforced =
-        !mode.confines() || (support.filesystem_full() && (network || support.network_rules()));
+    let unix_allowed = &resolved.bash.allow_unix_sockets;
+    let unix_filter = dsh_sandbox::probe_unix_socket_filter();
+    let enforced = !mode.confines()
+        || (support.filesystem_full()
+            && (network || support.network_rules())
+            && (!unix_allowed.is_empty() || unix_filter.is_ok()));
     line(&format!("sandbox: {support}"));
-    line("  mechanism: Landlock, applied to each command between fork and exec");
+    line(
+        "  mechanism: Landlock and a seccomp filter, applied to each command between fork and exec",
+    );
     line(&format!(
         "  enforcement: {}",
         enforcement(&support, mode, network)
@@ -44,6 +50,10 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
         } else {
             " (not applied: danger-full-access runs commands unconfined)"
         }
+    ));
+    line(&format!(
+        "  unix sockets: {}",
+        dsh_sandbox::unix_sockets_summary(mode, unix_allowed, &unix_filter)
     ));
     line(&format!(
         "permission: {mode} (from {}), approval {}",
