@@ -700,3 +700,27 @@ async fn confined_commands_cannot_reach_unix_sockets_on_the_file_system() {
     assert!(!nothing_accepted(&listener), "the control's connection");
     f.exec.dispose().await;
 }
+
+/// POSIX shared memory is writable under workspace-write, so Python's
+/// multiprocessing (named semaphores in /dev/shm) works in a confined
+/// command, while read-only still refuses it.
+#[tokio::test]
+async fn shared_memory_serves_multiprocessing_under_workspace_write() {
+    if !Path::new(dsh_sandbox::SHARED_MEMORY_DIR).is_dir() {
+        panic!("this machine has no /dev/shm; the shared-memory root cannot be tested");
+    }
+    let pool = "python3 -c 'import multiprocessing as m; print(m.Pool(2).map(abs, [-1, -2]))'";
+    let f = fixture(SandboxMode::WorkspaceWrite);
+    let out = Outside::new();
+    if !landlock_here(SandboxMode::WorkspaceWrite, f.tmp.path(), &out) {
+        return;
+    }
+    let r = f.run(pool).await;
+    assert_eq!(r.stdout.text, "[1, 2]\n", "{r:?}");
+    f.exec.dispose().await;
+    let f = fixture(SandboxMode::ReadOnly);
+    let r = f.run(pool).await;
+    assert_ne!(r.exit_code, Some(0), "{r:?}");
+    assert!(r.stderr.text.contains("PermissionError"), "{r:?}");
+    f.exec.dispose().await;
+}

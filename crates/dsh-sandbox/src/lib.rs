@@ -54,6 +54,11 @@ pub const SCOPE_ABI: u32 = 6;
 /// `landlock` crate); newer kernels enforce these rights too.
 pub const MAX_ABI: u32 = 7;
 
+/// Where POSIX shared memory and named semaphores live (`shm_open`,
+/// `sem_open`): writable in `workspace-write` like the temp directory, so
+/// `multiprocessing.Pool` and friends work in a confined command.
+pub const SHARED_MEMORY_DIR: &str = "/dev/shm";
+
 /// Device nodes that stay writable in every mode (those that exist):
 /// discarding output, terminals, random numbers.
 pub const DEVICE_NODES: [&str; 8] = [
@@ -103,8 +108,9 @@ impl SandboxPolicy {
     /// The policy of `mode` for a session working in `workspace`:
     /// - `read-only`: no writable roots (only the [`DEVICE_NODES`], and
     ///   `spill_dir` when given);
-    /// - `workspace-write`: `workspace`, the system temp directory and
-    ///   `spill_dir`;
+    /// - `workspace-write`: `workspace`, the system temp directory,
+    ///   [`SHARED_MEMORY_DIR`] when it exists (POSIX semaphores and shared
+    ///   memory: Python's multiprocessing, for one) and `spill_dir`;
     /// - `danger-full-access`: no confinement.
     ///
     /// Roots are canonicalised when they exist (a symlinked workspace is
@@ -114,6 +120,9 @@ impl SandboxPolicy {
         if mode == SandboxMode::WorkspaceWrite {
             roots.push(workspace.to_path_buf());
             roots.push(std::env::temp_dir());
+            if Path::new(SHARED_MEMORY_DIR).is_dir() {
+                roots.push(PathBuf::from(SHARED_MEMORY_DIR));
+            }
         }
         roots.extend(spill_dir.map(Path::to_path_buf));
         let mut writable_roots: Vec<PathBuf> = Vec::new();
