@@ -114,7 +114,7 @@ pub(crate) fn screen(message: &[u8], refusals: &Refusals) -> Screened {
         };
         match why {
             Some(reason) => refused.push(Refused {
-                tool: top_level_string(bytes, b"name")
+                tool: top_level_string(bytes, "name")
                     .unwrap_or_else(|| format!("<unnamed #{}>", i + 1)),
                 reason,
             }),
@@ -304,40 +304,14 @@ fn tools_listing(bytes: &[u8]) -> Option<Listing> {
 
 /// The string value of the key `key` of the object `bytes` (at its top
 /// level), unescaped; at most 200 characters of it.
-fn top_level_string(bytes: &[u8], key: &[u8]) -> Option<String> {
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'"' => {
-                let end = string_end(bytes, i)?;
-                if depth == 1 && &bytes[i + 1..end] == key {
-                    let mut j = end + 1;
-                    while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
-                        j += 1;
-                    }
-                    if bytes.get(j) == Some(&b':') {
-                        j += 1;
-                        while bytes.get(j).is_some_and(u8::is_ascii_whitespace) {
-                            j += 1;
-                        }
-                        if bytes.get(j) == Some(&b'"') {
-                            let close = string_end(bytes, j)?;
-                            let value: String = serde_json::from_slice(&bytes[j..=close]).ok()?;
-                            return Some(value.chars().take(200).collect());
-                        }
-                        return None;
-                    }
-                }
-                i = end;
-            }
-            _ => {}
-        }
-        i += 1;
+fn top_level_string(bytes: &[u8], key: &str) -> Option<String> {
+    let value = dsh_protocol::jsonrpc::top_level_value(bytes, key)?;
+    if value.first() != Some(&b'"') {
+        return None;
     }
-    None
+    let close = string_end(value, 0)?;
+    let text: String = serde_json::from_slice(value.get(..=close)?).ok()?;
+    Some(text.chars().take(200).collect())
 }
 
 #[cfg(test)]
@@ -461,7 +435,7 @@ mod tests {
             let _ = screen(&bytes, &refusals);
             let _ = max_depth(&bytes);
             let _ = tools_listing(&bytes);
-            let _ = top_level_string(&bytes, b"name");
+            let _ = top_level_string(&bytes, "name");
         }
 
         #[test]

@@ -49,8 +49,9 @@ pub fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
 }
 
 /// The bytes after the `:` of the top-level key `key` (spelt without
-/// escapes) of the object `head` starts, from its value on.
-fn top_level_value<'a>(head: &'a [u8], key: &str) -> Option<&'a [u8]> {
+/// escapes) of the object `head` starts, from its value on; `None` when the
+/// key is not there, or the brackets before it do not balance.
+pub fn top_level_value<'a>(head: &'a [u8], key: &str) -> Option<&'a [u8]> {
     let mut depth = 0usize;
     let mut i = 0;
     while i < head.len() {
