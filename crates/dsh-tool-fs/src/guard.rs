@@ -6,7 +6,6 @@
 //! (a direct registry call) a per-tool-set memory stands in.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -116,14 +115,7 @@ pub(crate) fn key_of(path: &Path) -> String {
 pub(crate) fn current(path: &Path, key: &str) -> std::io::Result<Version> {
     let (mut file, meta) = crate::regular::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
+    crate::regular::for_each_chunk(&mut file, |chunk| hasher.update(chunk))?;
     Ok(version_of(key, meta.len(), mtime_ms(&meta), hasher))
 }
 

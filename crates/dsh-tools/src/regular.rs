@@ -112,6 +112,24 @@ pub fn read_to_string(path: &Path) -> std::io::Result<String> {
     String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// Reads `file` to its end in 64 KiB pieces, handing each to `each` (for
+/// hashing a file of any size in bounded memory); an interrupted read is
+/// retried.
+///
+/// # Errors
+/// The first read error.
+pub fn for_each_chunk(file: &mut impl Read, mut each: impl FnMut(&[u8])) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => each(buf.get(..n).unwrap_or_default()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The [`NotAFile`] an `io::Error` carries, if any.
 pub fn not_a_file(e: &std::io::Error) -> Option<NotAFile> {
     e.get_ref()

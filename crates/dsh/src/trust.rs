@@ -500,15 +500,7 @@ fn file_hash(path: &Path) -> Option<String> {
     // Refuses (without blocking) anything but a regular file.
     let (mut file, _) = dsh_tools::regular::open(path).ok()?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match std::io::Read::read(&mut file, &mut buf) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(buf.get(..n)?),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
+    dsh_tools::regular::for_each_chunk(&mut file, |chunk| hasher.update(chunk)).ok()?;
     Some(
         hasher
             .finalize()
