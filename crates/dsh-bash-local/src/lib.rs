@@ -37,7 +37,7 @@ use dsh_bash::{
     BashError, BashExecutor, BashRequest, BashSpec, RunResult, TaskInfo, TaskRead, TaskStatus,
 };
 use dsh_kernel::{BoxFuture, EmitHook};
-use dsh_sandbox::{SandboxMode, SandboxPolicy};
+use dsh_sandbox::{NamespaceMode, SandboxMode, SandboxPolicy};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -96,6 +96,15 @@ pub struct LocalBashConfig {
     /// works). Non-empty: until the namespace layer binds only these, the
     /// filter is off and any Unix socket is reachable.
     pub allow_unix_sockets: Vec<PathBuf>,
+    /// Whether confined commands also get the namespace layer (a read-only
+    /// view of the system with the writable roots bound read-write, their
+    /// own process tree and `/proc`): [`NamespaceMode::Auto`] (default:
+    /// where the machine allows), `Required` or `Off`.
+    pub namespaces: NamespaceMode,
+    /// Give confined commands a private `/tmp` (a 0700 directory of this
+    /// executor, removed at disposal) instead of the shared one; only with
+    /// the namespace layer (`false`).
+    pub private_tmp: bool,
 }
 
 impl Default for LocalBashConfig {
@@ -113,6 +122,8 @@ impl Default for LocalBashConfig {
             sandbox: SandboxMode::WorkspaceWrite,
             network: true,
             allow_unix_sockets: Vec::new(),
+            namespaces: NamespaceMode::Auto,
+            private_tmp: false,
         }
     }
 }
@@ -142,6 +153,8 @@ struct Inner {
     drivers: TaskTracker,
     on_task_done: EmitHook<TaskInfo>,
     spill: Arc<SpillDir>,
+    /// The private `/tmp` of confined commands ([`LocalBashConfig::private_tmp`]).
+    private_tmp: SpillDir,
     /// The current sandbox mode for new commands.
     sandbox: Mutex<SandboxMode>,
 }
@@ -231,6 +244,7 @@ impl LocalBashExecutor {
                 drivers: TaskTracker::new(),
                 on_task_done: EmitHook::new("bash/task-done"),
                 spill: Arc::new(SpillDir::new(spill_parent)),
+                private_tmp: SpillDir::new(std::env::temp_dir()),
             }),
         }
     }
@@ -278,11 +292,27 @@ impl LocalBashExecutor {
     /// The policy a command of `spec` runs under: its own mode or the
     /// executor's, the workspace being the configured (or host) cwd, never
     /// the per-call workdir.
-    fn policy(&self, spec: &BashSpec) -> SandboxPolicy {
+    ///
+    /// # Errors
+    /// [`BashError::SpawnFailed`] when the private `/tmp` cannot be made.
+    fn policy(&self, spec: &BashSpec) -> Result<SandboxPolicy, BashError> {
         let mode = spec.sandbox.unwrap_or_else(|| self.sandbox_mode());
-        SandboxPolicy::for_mode(mode, &self.workspace(), None)
-            .with_network(self.inner.config.network)
-            .with_unix_sockets(self.inner.config.allow_unix_sockets.clone())
+        let config = &self.inner.config;
+        let mut policy = SandboxPolicy::for_mode(mode, &self.workspace(), None)
+            .with_network(config.network)
+            .with_unix_sockets(config.allow_unix_sockets.clone())
+            .with_namespaces(config.namespaces);
+        if config.private_tmp && mode.confines() && config.namespaces != NamespaceMode::Off {
+            let dir = self
+                .inner
+                .private_tmp
+                .dir()
+                .map_err(|e| BashError::SpawnFailed {
+                    reason: format!("cannot make the private /tmp: {e}"),
+                })?;
+            policy = policy.with_private_tmp(dir);
+        }
+        Ok(policy)
     }
 
     /// The configured cwd, else the host's current directory.
@@ -318,7 +348,7 @@ impl LocalBashExecutor {
     async fn run_foreground(&self, spec: BashSpec) -> Result<RunResult, BashError> {
         self.check_runnable(&spec)?;
         let runtime = current_runtime()?;
-        let policy = self.policy(&spec);
+        let policy = self.policy(&spec)?;
         let max = self.inner.config.max_output_bytes;
         let (stdout, stderr) = (StreamBuffer::shared(max), StreamBuffer::shared(max));
         let (kill, driver) = {
@@ -404,6 +434,7 @@ impl LocalBashExecutor {
         if !self.inner.config.keep_spill_files {
             self.inner.spill.remove();
         }
+        self.inner.private_tmp.remove();
     }
 }
 
@@ -460,7 +491,7 @@ impl BashExecutor for LocalBashExecutor {
         let proc = process::spawn(
             &spec,
             &self.inner.config.env_passthrough,
-            &self.policy(&spec),
+            &self.policy(&spec)?,
         )?;
         let n = table.last_id + 1;
         table.last_id = n;

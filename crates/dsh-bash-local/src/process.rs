@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_bash::{BashError, BashSpec};
-use dsh_process::{spawn_leader, GroupMode, ProcessGroup, Signal};
+use dsh_process::{spawn_leader_then, GroupMode, ProcessGroup, Signal};
 use dsh_sandbox::SandboxPolicy;
 use nix::errno::Errno;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
@@ -67,20 +67,28 @@ pub(crate) fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    confinement.apply_to(&mut cmd);
-    // A new session: the shell leads its own process group (so the whole
-    // tree can be signalled) and has no controlling terminal (so nothing can
-    // block reading a password from /dev/tty).
-    let (mut child, group) =
-        spawn_leader(&mut cmd, GroupMode::NewSession).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound if !spec.workdir.is_dir() => BashError::BadWorkdir {
-                path: spec.workdir.clone(),
-                reason: os_error_text(&e),
-            },
-            _ => BashError::SpawnFailed {
-                reason: format!("bash: {}", os_error_text(&e)),
-            },
+    // A new session: the shell (or, with the namespace layer, the keeper
+    // that waits for it) leads its own process group (so the whole tree can
+    // be signalled) and has no controlling terminal (so nothing can block
+    // reading a password from /dev/tty). The confinement comes after the
+    // session, in the child.
+    let spawning = confinement
+        .spawning(&spec.workdir)
+        .map_err(|e| BashError::SpawnFailed {
+            reason: format!("sandbox: {}", os_error_text(&e)),
         })?;
+    let (mut child, group) = spawn_leader_then(&mut cmd, GroupMode::NewSession, |cmd| {
+        confinement.apply_to(cmd, &spawning);
+    })
+    .map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound if !spec.workdir.is_dir() => BashError::BadWorkdir {
+            path: spec.workdir.clone(),
+            reason: os_error_text(&e),
+        },
+        _ => BashError::SpawnFailed {
+            reason: format!("bash: {}", os_error_text(&e)),
+        },
+    })?;
     // The child has exec'd (or failed to): the ruleset may close now.
     drop(confinement);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {

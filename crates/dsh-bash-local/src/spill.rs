@@ -102,6 +102,15 @@ impl SpillDir {
         Err(last_err.unwrap_or_else(|| io::Error::other("no spill file name available")))
     }
 
+    /// The private temp directory, created (mode 0700, random name) on the
+    /// first call.
+    ///
+    /// # Errors
+    /// The directory cannot be created.
+    pub(crate) fn dir(&self) -> io::Result<PathBuf> {
+        self.ensure_dir()
+    }
+
     /// Removes the private temp directory and every spill file in it.
     /// Idempotent; a later spill creates a fresh directory. A directory given
     /// to [`SpillDir::keep_in`] is never touched.

@@ -111,7 +111,7 @@ async fn read_after_overflow_is_lossy_and_names_spill_files() {
 
 #[tokio::test]
 async fn kill_marks_killed_and_terminates_the_group() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     let fifo = f.fifo("ready");
     let t = f.start(&format!(
         "sleep 30 | sleep 30 & p=$!; echo $$ $p > '{}'; wait",
@@ -131,7 +131,7 @@ async fn kill_marks_killed_and_terminates_the_group() {
 
 #[tokio::test]
 async fn kill_escalates_to_sigkill_when_term_is_ignored() {
-    let f = Fixture::new(|c| c.kill_grace = Duration::from_millis(200));
+    let f = Fixture::host_pids(|c| c.kill_grace = Duration::from_millis(200));
     let fifo = f.fifo("ready");
     let t = f.start(&format!(
         "trap '' TERM; echo $$ > '{}'; sleep 30",
@@ -174,7 +174,7 @@ async fn unknown_ids_are_errors() {
 
 #[tokio::test]
 async fn cancel_token_kills_a_background_task() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     let fifo = f.fifo("ready");
     let token = CancellationToken::new();
     let spec = f.exec.resolve(

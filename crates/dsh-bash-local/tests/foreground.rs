@@ -128,7 +128,7 @@ async fn self_kill_is_a_signal_not_a_timeout() {
 
 #[tokio::test]
 async fn abort_token_kills_running_command() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     let fifo = f.fifo("ready");
     let token = CancellationToken::new();
     let spec = f.exec.resolve(
@@ -277,7 +277,7 @@ async fn invalid_utf8_is_decoded_lossily() {
 
 #[tokio::test]
 async fn leftover_group_members_do_not_outlive_the_call() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     // The background sleep detaches from the pipes, so the call completes
     // while it would still be running.
     let r = f.run("sleep 30 >/dev/null 2>&1 & echo $$ $!").await;
@@ -288,7 +288,7 @@ async fn leftover_group_members_do_not_outlive_the_call() {
 
 #[tokio::test]
 async fn timeout_kills_pipelines_and_subshells() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     let r = f
         .run_req(
             BashRequest::new(
@@ -305,7 +305,7 @@ async fn timeout_kills_pipelines_and_subshells() {
 
 #[tokio::test]
 async fn dropping_the_run_kills_the_process() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     let fifo = f.fifo("ready");
     let spec = f.exec.resolve(BashRequest::new(format!(
         "echo $$ > '{}'; sleep 30",
@@ -334,7 +334,7 @@ async fn completion_waits_for_grandchildren_holding_the_pipes() {
 
 #[tokio::test]
 async fn pipes_held_outside_the_group_do_not_hang_the_call() {
-    let f = Fixture::new(|c| c.kill_grace = Duration::from_millis(100));
+    let f = Fixture::host_pids(|c| c.kill_grace = Duration::from_millis(100));
     let started = Instant::now();
     // `setsid` moves the sleep out of the group, out of reach of the kill,
     // while it keeps stdout open.

@@ -11,7 +11,7 @@ use dsh_bash::{BashExecutor, BashRequest, TaskStatus};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dispose_kills_tasks_and_runs_and_waits_for_them() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     let notified = Arc::new(AtomicUsize::new(0));
     let reg = {
         let notified = notified.clone();
@@ -113,7 +113,7 @@ async fn dispose_keeps_spill_files_when_configured() {
 
 #[tokio::test]
 async fn dropping_the_executor_kills_its_processes() {
-    let f = Fixture::new(|_| {});
+    let f = Fixture::host_pids(|_| {});
     let fifo = f.fifo("ready");
     f.start(&format!("echo $$ > '{}'; sleep 30", fifo.display()));
     let p = pids(&read_fifo(&fifo).await);
@@ -126,7 +126,7 @@ async fn dropping_the_executor_kills_its_processes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dispose_stops_a_term_ignoring_run_promptly_as_aborted() {
-    let f = Fixture::new(|c| c.timeout_ms = 120_000);
+    let f = Fixture::host_pids(|c| c.timeout_ms = 120_000);
     let fifo = f.fifo("ready");
     let spec = f.exec.resolve(BashRequest::new(format!(
         "trap '' TERM; sleep 30 & echo $$ $! > '{}'; wait",

@@ -148,12 +148,28 @@ impl ProcessGroup {
 /// child. If the spawned child has no usable pid (not expected to happen),
 /// it is killed and an [`io::ErrorKind::Other`] error is returned.
 pub fn spawn_leader(cmd: &mut Command, mode: GroupMode) -> io::Result<(Child, ProcessGroup)> {
+    spawn_leader_then(cmd, mode, |_| {})
+}
+
+/// [`spawn_leader`], calling `then` on `cmd` after the group is set up
+/// and before the spawn: `pre_exec` steps `then` registers run in the
+/// child after `setsid`/`setpgid`, so a step that forks (a sandbox's
+/// namespace layer) leaves the group's leader in the group.
+///
+/// # Errors
+/// Those of [`spawn_leader`].
+pub fn spawn_leader_then(
+    cmd: &mut Command,
+    mode: GroupMode,
+    then: impl FnOnce(&mut Command),
+) -> io::Result<(Child, ProcessGroup)> {
     match mode {
         GroupMode::NewSession => setsid_before_exec(cmd),
         GroupMode::NewProcessGroup => {
             cmd.process_group(0);
         }
     }
+    then(cmd);
     let mut child = cmd.spawn()?;
     let group = child
         .id()

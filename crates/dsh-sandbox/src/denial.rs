@@ -68,7 +68,36 @@ pub fn denial_note(
     // command's domain; without it an EPERM from kill is the target's
     // owner's doing, not the sandbox's.
     let signal_refused = stderr.lines().any(is_refused_signal);
-    (signal_refused && crate::probe().scoping()).then(|| signal_denial_line(policy.mode))
+    if signal_refused && crate::probe().scoping() {
+        return Some(signal_denial_line(policy.mode));
+    }
+    // In its own PID namespace a command is told `No such process` for a
+    // process that runs outside it: blamed when dsh sees that process.
+    stderr
+        .lines()
+        .filter_map(unseen_signal_target)
+        .any(|pid| Path::new(&format!("/proc/{pid}")).exists())
+        .then(|| signal_denial_line(policy.mode))
+}
+
+/// The pid of a `kill`/`pkill` line refused with `ESRCH` (`No such
+/// process`), in the forms [`is_refused_signal`] knows.
+fn unseen_signal_target(line: &str) -> Option<u32> {
+    let lower = line.trim().to_ascii_lowercase();
+    let head = lower.strip_suffix("no such process")?;
+    let digits = |s: &str| -> Option<u32> {
+        let n: String = s.chars().take_while(char::is_ascii_digit).collect();
+        n.parse().ok().filter(|p| *p > 1)
+    };
+    if let Some(at) = head.find("kill: (") {
+        return digits(&head[at + 7..]);
+    }
+    for marker in ["kill: sending signal to ", "killing pid "] {
+        if let Some(at) = head.find(marker) {
+            return digits(&head[at + marker.len()..]);
+        }
+    }
+    None
 }
 
 /// Whether a line of stderr is `kill` or `pkill` reporting a signal the
@@ -206,6 +235,33 @@ fn paths_before(before: &str) -> Vec<PathBuf> {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod signal_target_tests {
+    use super::unseen_signal_target;
+
+    #[test]
+    fn esrch_lines_give_their_pid() {
+        assert_eq!(
+            unseen_signal_target("bash: line 1: kill: (4242) - No such process"),
+            Some(4242)
+        );
+        assert_eq!(
+            unseen_signal_target("kill: sending signal to 77 failed: No such process"),
+            Some(77)
+        );
+        assert_eq!(
+            unseen_signal_target("pkill: killing pid 99 failed: No such process"),
+            Some(99)
+        );
+        assert_eq!(unseen_signal_target("kill: (1) - No such process"), None);
+        assert_eq!(
+            unseen_signal_target("cat: x: No such file or directory"),
+            None
+        );
+        assert_eq!(unseen_signal_target("kill: (abc) - No such process"), None);
+    }
 }
 
 #[cfg(test)]

@@ -26,11 +26,17 @@
 #![warn(missing_docs)]
 
 mod denial;
-mod unix_filter;
+mod namespace;
+mod seccomp;
 
 pub use denial::{denial_line, denial_note, denied_paths, is_refused_signal, signal_denial_line};
+pub use namespace::{probe_namespaces, NamespaceMode, NamespaceSupport, PROXY_PORT};
 
+use namespace::{NetNs, Plan};
+
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -100,8 +106,25 @@ impl SandboxError {
 pub struct SandboxPolicy {
     mode: SandboxMode,
     writable_roots: Vec<PathBuf>,
-    network: bool,
+    network: Network,
     unix_sockets: Vec<PathBuf>,
+    namespaces: NamespaceMode,
+    private_tmp: Option<PathBuf>,
+}
+
+/// What network a confined command gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// The host's network (`[sandbox] network = true`, the default).
+    Open,
+    /// None: an empty network namespace, and Landlock's TCP rules
+    /// (`network = false`).
+    Closed,
+    /// Only through dsh's proxy (`network = [domains…]`): an empty network
+    /// namespace with a listener on `127.0.0.1:`[`PROXY_PORT`] handed to
+    /// the caller ([`Spawning::proxy_listener`]). Without the namespace
+    /// layer, as [`Network::Closed`].
+    Proxied,
 }
 
 impl SandboxPolicy {
@@ -135,9 +158,37 @@ impl SandboxPolicy {
         Self {
             mode,
             writable_roots,
-            network: true,
+            network: Network::Open,
             unix_sockets: Vec::new(),
+            namespaces: NamespaceMode::Auto,
+            private_tmp: None,
         }
+    }
+
+    /// Whether confining modes add the namespace layer ([`NamespaceMode`];
+    /// default [`NamespaceMode::Auto`]).
+    pub fn with_namespaces(mut self, mode: NamespaceMode) -> Self {
+        self.namespaces = mode;
+        self
+    }
+
+    /// The namespace setting.
+    pub fn namespaces(&self) -> NamespaceMode {
+        self.namespaces
+    }
+
+    /// Binds `dir` (an existing private directory of the session) over
+    /// `/tmp` in the command's mount namespace (`[sandbox] private_tmp`).
+    /// Only with the namespace layer; ignored without it.
+    pub fn with_private_tmp(mut self, dir: PathBuf) -> Self {
+        self.private_tmp = Some(dir);
+        self
+    }
+
+    /// The network confined commands get ([`Network`]; default open).
+    pub fn with_network_access(mut self, network: Network) -> Self {
+        self.network = network;
+        self
     }
 
     /// The Unix sockets on the file system a confined command may reach
@@ -167,7 +218,11 @@ impl SandboxPolicy {
     /// needs Landlock ABI 4; on older kernels [`SandboxPolicy::prepare`]
     /// fails. Has no effect under `danger-full-access`.
     pub fn with_network(mut self, allow: bool) -> Self {
-        self.network = allow;
+        self.network = if allow {
+            Network::Open
+        } else {
+            Network::Closed
+        };
         self
     }
 
@@ -182,8 +237,13 @@ impl SandboxPolicy {
         &self.writable_roots
     }
 
-    /// Whether TCP is allowed.
+    /// Whether the host's network is open to commands ([`Network::Open`]).
     pub fn network(&self) -> bool {
+        self.network == Network::Open
+    }
+
+    /// The network setting.
+    pub fn network_access(&self) -> Network {
         self.network
     }
 
@@ -221,11 +281,7 @@ impl SandboxPolicy {
     /// all, which [`SandboxSupport`] reports.
     pub fn prepare(&self) -> Result<Confinement, SandboxError> {
         if !self.mode.confines() {
-            return Ok(Confinement {
-                ruleset: None,
-                scoped: false,
-                unix_filter: None,
-            });
+            return Ok(Confinement::none());
         }
         let unavailable = |reason: String| SandboxError::Unavailable {
             mode: self.mode,
@@ -237,18 +293,24 @@ impl SandboxPolicy {
                 "Landlock ABI {found} found, dsh needs ABI {MIN_ABI} or later (Linux 6.2+)"
             )));
         }
-        if !self.network && found < 4 {
+        let (plan, fallback) = self.namespace_plan()?;
+        // TCP through Landlock: closed for `false`, and for a domain list
+        // that has no network namespace to go through the proxy in.
+        let tcp_closed = match self.network {
+            Network::Open => false,
+            Network::Closed => true,
+            Network::Proxied => plan.as_ref().is_none_or(|p| p.net() != NetNs::Proxied),
+        };
+        if tcp_closed && found < 4 && plan.as_ref().is_none_or(|p| p.net() == NetNs::Host) {
             return Err(unavailable(format!(
-                "[sandbox] network = false needs Landlock ABI 4 or later; this kernel has ABI {found}"
+                "closing the network needs a network namespace or Landlock ABI 4 or later; this kernel has ABI {found} and no namespace layer"
             )));
         }
-        let unix_filter = if self.denies_unix_sockets() {
-            Some(unix_filter::program().map_err(|why| {
-                unavailable(format!("{why} (needed to deny Unix sockets to commands)"))
-            })?)
-        } else {
-            None
-        };
+        let filter = seccomp::program(self.denies_unix_sockets()).map_err(|why| {
+            unavailable(format!(
+                "{why} (needed to keep commands in their namespaces and off Unix sockets)"
+            ))
+        })?;
         let abi = abi_enum(found.min(MAX_ABI));
         let err = |e: landlock::RulesetError| unavailable(e.to_string());
         let all = AccessFs::from_all(abi);
@@ -257,7 +319,7 @@ impl SandboxPolicy {
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(all)
             .map_err(err)?;
-        if !self.network {
+        if tcp_closed && found >= 4 {
             ruleset = ruleset
                 .handle_access(AccessNet::from_all(abi))
                 .map_err(err)?;
@@ -283,19 +345,96 @@ impl SandboxPolicy {
         created = created
             .add_rules(path_beneath_rules(devices, all))
             .map_err(err)?;
-        let roots: Vec<&PathBuf> = self.writable_roots.iter().filter(|r| r.exists()).collect();
+        let mut roots: Vec<&PathBuf> = self.writable_roots.iter().filter(|r| r.exists()).collect();
+        if plan.is_some() {
+            roots.extend(self.private_tmp.iter().filter(|r| r.exists()));
+        }
         created = created
             .add_rules(path_beneath_rules(roots, all))
             .map_err(err)?;
         let fd: Option<OwnedFd> = created.into();
-        match fd {
-            Some(fd) => Ok(Confinement {
-                ruleset: Some(Arc::new(fd)),
-                scoped,
-                unix_filter,
-            }),
-            None => Err(unavailable("the kernel created no ruleset".into())),
+        let Some(fd) = fd else {
+            return Err(unavailable("the kernel created no ruleset".into()));
+        };
+        let network_namespace = plan.as_ref().is_some_and(|p| p.net() != NetNs::Host);
+        Ok(Confinement {
+            ruleset: Some(Arc::new(fd)),
+            scoped,
+            unix_sockets_denied: self.denies_unix_sockets(),
+            filter: Some(filter),
+            plan: plan.map(Arc::new),
+            fallback,
+            network_namespace,
+        })
+    }
+
+    /// The namespace plan for this policy, or why commands run without it
+    /// (`None` plan, `Some` reason).
+    ///
+    /// # Errors
+    /// [`SandboxError::Unavailable`] when [`NamespaceMode::Required`] and
+    /// the layer (or the network namespace the network setting needs)
+    /// cannot be set up.
+    fn namespace_plan(&self) -> Result<(Option<Plan>, Option<String>), SandboxError> {
+        if self.namespaces == NamespaceMode::Off {
+            return Ok((None, Some("[sandbox] namespaces = \"off\"".to_string())));
         }
+        let required = |why: &str| {
+            SandboxError::Unavailable {
+            mode: self.mode,
+            reason: format!(
+                "the namespace layer cannot be set up ({why}) and [sandbox] namespaces = \"required\""
+            ),
+        }
+        };
+        let support = probe_namespaces();
+        let why_not = match &support.layer {
+            Err(why) => Some(why.clone()),
+            Ok(()) => self.ownership_problem(),
+        };
+        if let Some(why) = why_not {
+            if self.namespaces == NamespaceMode::Required {
+                return Err(required(&why));
+            }
+            return Ok((None, Some(why)));
+        }
+        let net = match (self.network, &support.network) {
+            (Network::Open, _) => NetNs::Host,
+            (Network::Closed, Ok(())) => NetNs::Empty,
+            (Network::Proxied, Ok(())) => NetNs::Proxied,
+            (_, Err(why)) => {
+                if self.namespaces == NamespaceMode::Required {
+                    return Err(required(&format!("network namespace: {why}")));
+                }
+                NetNs::Host
+            }
+        };
+        let private_tmp = self.private_tmp.as_deref().filter(|d| d.is_dir());
+        Ok((
+            Some(Plan::new(&self.writable_roots, private_tmp, net)),
+            None,
+        ))
+    }
+
+    /// Why a user namespace would take rights the command needs: dsh runs
+    /// as root and the workspace belongs to another user (root in a user
+    /// namespace has no rights over files of unmapped users).
+    fn ownership_problem(&self) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid cannot fail and touches no memory.
+        #[allow(unsafe_code)]
+        let euid = unsafe { libc::geteuid() };
+        if euid != 0 {
+            return None;
+        }
+        let workspace = self.writable_roots.first()?;
+        let owner = std::fs::metadata(workspace).ok()?.uid();
+        (owner != 0).then(|| {
+            format!(
+                "dsh runs as root but the workspace {} belongs to uid {owner}, which root in a user namespace could not write",
+                workspace.display()
+            )
+        })
     }
 }
 
@@ -306,10 +445,26 @@ impl SandboxPolicy {
 pub struct Confinement {
     ruleset: Option<Arc<OwnedFd>>,
     scoped: bool,
-    unix_filter: Option<Arc<Vec<libc::sock_filter>>>,
+    unix_sockets_denied: bool,
+    filter: Option<Arc<Vec<libc::sock_filter>>>,
+    plan: Option<Arc<Plan>>,
+    fallback: Option<String>,
+    network_namespace: bool,
 }
 
 impl Confinement {
+    fn none() -> Self {
+        Self {
+            ruleset: None,
+            scoped: false,
+            unix_sockets_denied: false,
+            filter: None,
+            plan: None,
+            fallback: None,
+            network_namespace: false,
+        }
+    }
+
     /// Whether applying this restricts anything (`false` for
     /// `danger-full-access`).
     pub fn confines(&self) -> bool {
@@ -326,24 +481,108 @@ impl Confinement {
     }
 
     /// Whether the command is kept off Unix sockets on the file system
-    /// (the seccomp filter is installed): `true` exactly when this
-    /// confines and the policy listed no `allow_unix_sockets`.
+    /// (the seccomp filter refuses `socket(AF_UNIX, …)`): `true` exactly
+    /// when this confines and the policy listed no `allow_unix_sockets`.
     pub fn unix_sockets_denied(&self) -> bool {
-        self.unix_filter.is_some()
+        self.unix_sockets_denied
     }
 
-    /// Makes the child of `cmd` restrict itself before it executes the
-    /// program. If the restriction fails in the child, the spawn fails with
-    /// that OS error: the program never runs unconfined. Keep `self` alive
-    /// until the spawn returned.
-    pub fn apply_to(&self, cmd: &mut tokio::process::Command) {
+    /// Whether commands get the namespace layer (a read-only view of the
+    /// system, their own process tree and `/proc`).
+    pub fn namespaces(&self) -> bool {
+        self.plan.is_some()
+    }
+
+    /// Whether commands get a network namespace of their own (only
+    /// loopback; with [`Network::Proxied`], the proxy listener).
+    pub fn network_namespace(&self) -> bool {
+        self.network_namespace
+    }
+
+    /// Why a confining policy runs without the namespace layer (`None`
+    /// when it has it, or when nothing is confined).
+    pub fn namespace_fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// What one spawn needs besides the rules: the working directory to
+    /// enter again inside the namespace layer and, for
+    /// [`Network::Proxied`], the socket pair the proxy listener comes back
+    /// through. Call before [`Confinement::apply_to`]; keep the result
+    /// alive until the spawn returned.
+    ///
+    /// # Errors
+    /// `workdir` contains a NUL byte, or the socket pair cannot be made.
+    /// The command must not be spawned then.
+    pub fn spawning(&self, workdir: &Path) -> std::io::Result<Spawning> {
+        let mut spawning = Spawning::default();
+        if let Some(plan) = &self.plan {
+            spawning.workdir = Some(
+                CString::new(workdir.as_os_str().as_bytes())
+                    .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?,
+            );
+            if plan.net() == NetNs::Proxied {
+                let (parent, child) = namespace::listener_channel()?;
+                spawning.parent_end = Some(parent);
+                spawning.child_end = Some(child);
+            }
+        }
+        Ok(spawning)
+    }
+
+    /// Makes the child of `cmd` confine itself before it executes the
+    /// program: the namespace layer (entering the working directory again
+    /// inside it), then Landlock, then the seccomp filter. If any step
+    /// fails in the child, the spawn fails with that OS error: the program
+    /// never runs unconfined. Register this after the child's session or
+    /// process group is set up (the layer forks: later `pre_exec` steps run
+    /// in the command, not in the group's leader). `spawning` comes from
+    /// [`Confinement::spawning`] of this confinement; without its working
+    /// directory the layer is set up in `/`. Keep `self` and `spawning`
+    /// alive until the spawn returned.
+    pub fn apply_to(&self, cmd: &mut tokio::process::Command, spawning: &Spawning) {
         let Some(fd) = &self.ruleset else {
             return;
         };
-        let raw = fd.as_raw_fd();
-        restrict_before_exec(cmd, raw, self.unix_filter.clone());
+        let layer = self.plan.as_ref().map(|plan| {
+            let workdir = spawning.workdir.clone().unwrap_or_else(|| c"/".to_owned());
+            let chan = spawning.child_end.as_ref().map_or(-1, |c| c.as_raw_fd());
+            (Arc::clone(plan), workdir, chan)
+        });
+        restrict_before_exec(cmd, fd.as_raw_fd(), layer, self.filter.clone());
     }
 }
+
+/// What a spawn under [`Confinement::apply_to`] needs and leaves to
+/// collect: the proxy listener of a [`Network::Proxied`] command. Drop it
+/// after the spawn returned.
+#[derive(Debug, Default)]
+pub struct Spawning {
+    workdir: Option<CString>,
+    parent_end: Option<OwnedFd>,
+    child_end: Option<OwnedFd>,
+}
+
+impl Spawning {
+    /// The listening socket the command's network namespace got on
+    /// `127.0.0.1:`[`PROXY_PORT`] (`None` when the command has no proxied
+    /// network). Call once the spawn succeeded; serve it (accept and
+    /// connect out) for as long as the command runs.
+    ///
+    /// # Errors
+    /// The child sent nothing or the message carried no descriptor.
+    pub fn proxy_listener(self) -> std::io::Result<Option<std::net::TcpListener>> {
+        drop(self.child_end);
+        match &self.parent_end {
+            Some(end) => namespace::receive_listener(end).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The layer of one spawn: the plan, the working directory, the listener
+/// channel's child end (or -1).
+type Layer = (Arc<Plan>, CString, i32);
 
 /// Installs the child-side restriction: only async-signal-safe system
 /// calls, no allocation.
@@ -351,16 +590,21 @@ impl Confinement {
 fn restrict_before_exec(
     cmd: &mut tokio::process::Command,
     ruleset_fd: i32,
+    layer: Option<Layer>,
     filter: Option<Arc<Vec<libc::sock_filter>>>,
 ) {
     // SAFETY: the closure runs in the forked child before exec; it only
     // makes raw system calls (async-signal-safe), touches no lock and
-    // allocates nothing (the seccomp program was built before the fork and
-    // is owned by the closure). `ruleset_fd` stays open in the child because the
-    // parent holds it until the spawn returned (close-on-exec closes it at
-    // exec).
+    // allocates nothing (the plan and the seccomp program were built before
+    // the fork and are owned by the closure). `ruleset_fd` stays open in
+    // the child because the parent holds it until the spawn returned
+    // (close-on-exec closes it at exec).
     unsafe {
         cmd.pre_exec(move || {
+            if let Some((plan, workdir, chan)) = &layer {
+                namespace::enter(plan, workdir, *chan)
+                    .map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))?;
+            }
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -368,7 +612,7 @@ fn restrict_before_exec(
                 return Err(std::io::Error::last_os_error());
             }
             if let Some(prog) = &filter {
-                unix_filter::install(prog)?;
+                seccomp::install(prog)?;
             }
             Ok(())
         });
@@ -499,7 +743,7 @@ pub fn probe() -> SandboxSupport {
 /// architecture). `Err` says why not; confining modes that deny Unix
 /// sockets then refuse to run commands. Never fails otherwise.
 pub fn probe_unix_socket_filter() -> Result<(), String> {
-    unix_filter::program().map(|_| ())
+    seccomp::program(true).map(|_| ())
 }
 
 /// One line for `dsh doctor`'s `unix sockets:` entry, given the mode, the

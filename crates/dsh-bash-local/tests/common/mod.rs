@@ -36,6 +36,18 @@ impl Fixture {
         }
     }
 
+    /// [`Fixture::new`] without the namespace layer: for tests that read
+    /// process ids from inside the command (`$$`, `$!`) and check them
+    /// from outside, where the layer's PID namespace would number them
+    /// differently. The layer's own process handling is tested in
+    /// `namespaces.rs`.
+    pub fn host_pids(tweak: impl FnOnce(&mut LocalBashConfig)) -> Self {
+        Self::new(|c| {
+            c.namespaces = dsh_sandbox::NamespaceMode::Off;
+            tweak(c);
+        })
+    }
+
     /// Runs `command` in the foreground with the default timeout.
     pub async fn run(&self, command: &str) -> RunResult {
         self.run_req(BashRequest::new(command)).await
