@@ -37,7 +37,7 @@ use dsh_bash::{
     BashError, BashExecutor, BashRequest, BashSpec, RunResult, TaskInfo, TaskRead, TaskStatus,
 };
 use dsh_kernel::{BoxFuture, EmitHook};
-use dsh_sandbox::{NamespaceMode, SandboxMode, SandboxPolicy};
+use dsh_sandbox::{NamespaceMode, Network, SandboxMode, SandboxPolicy};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -101,6 +101,16 @@ pub struct LocalBashConfig {
     /// own process tree and `/proc`): [`NamespaceMode::Auto`] (default:
     /// where the machine allows), `Required` or `Off`.
     pub namespaces: NamespaceMode,
+    /// The session's network proxy: when set (a domain list in `[sandbox]
+    /// network`), confined commands get a network namespace with only
+    /// loopback and reach the outside through it (`HTTP_PROXY`,
+    /// `HTTPS_PROXY`, `ALL_PROXY` and lower-case twins point at
+    /// `127.0.0.1:3128`; `NO_PROXY` keeps loopback direct). A refused
+    /// connection adds `[sandbox: network to <host> denied; allowed: …]`
+    /// to the result. Without the namespace layer commands get no network
+    /// (Landlock's TCP rules). `None` (default): [`LocalBashConfig::network`]
+    /// decides.
+    pub network_proxy: Option<dsh_netproxy::Proxy>,
     /// Give confined commands a private `/tmp` (a 0700 directory of this
     /// executor, removed at disposal) instead of the shared one; only with
     /// the namespace layer (`false`).
@@ -123,6 +133,7 @@ impl Default for LocalBashConfig {
             network: true,
             allow_unix_sockets: Vec::new(),
             namespaces: NamespaceMode::Auto,
+            network_proxy: None,
             private_tmp: false,
         }
     }
@@ -298,8 +309,13 @@ impl LocalBashExecutor {
     fn policy(&self, spec: &BashSpec) -> Result<SandboxPolicy, BashError> {
         let mode = spec.sandbox.unwrap_or_else(|| self.sandbox_mode());
         let config = &self.inner.config;
+        let network = match (&config.network_proxy, config.network) {
+            (Some(_), _) => Network::Proxied,
+            (None, true) => Network::Open,
+            (None, false) => Network::Closed,
+        };
         let mut policy = SandboxPolicy::for_mode(mode, &self.workspace(), None)
-            .with_network(config.network)
+            .with_network_access(network)
             .with_unix_sockets(config.allow_unix_sockets.clone())
             .with_namespaces(config.namespaces);
         if config.private_tmp && mode.confines() && config.namespaces != NamespaceMode::Off {
@@ -359,7 +375,12 @@ impl LocalBashExecutor {
             if self.inner.disposed.load(Ordering::SeqCst) {
                 return Err(BashError::Disposed);
             }
-            let proc = process::spawn(&spec, &self.inner.config.env_passthrough, &policy)?;
+            let proc = process::spawn(
+                &spec,
+                &self.inner.config.env_passthrough,
+                &policy,
+                self.inner.config.network_proxy.as_ref(),
+            )?;
             let kill = self.inner.shutdown.child_token();
             let control = DriveControl {
                 timeout: (spec.timeout_ms > 0).then(|| Duration::from_millis(spec.timeout_ms)),
@@ -391,8 +412,15 @@ impl LocalBashExecutor {
         }
         let stdout = output::lock(&stdout).collected();
         let stderr = output::lock(&stderr).collected();
-        let sandbox_denial =
+        let mut sandbox_denial =
             dsh_sandbox::denial_note(&policy, &spec.workdir, outcome.exit_code(), &stderr.text);
+        if !outcome.network_denials.is_empty() {
+            let mut notes = outcome.network_denials.join("\n");
+            if let Some(fs) = sandbox_denial.take() {
+                notes = format!("{fs}\n{notes}");
+            }
+            sandbox_denial = Some(notes);
+        }
         Ok(RunResult {
             sandbox_denial,
             exit_code: outcome.exit_code(),
@@ -492,6 +520,7 @@ impl BashExecutor for LocalBashExecutor {
             &spec,
             &self.inner.config.env_passthrough,
             &self.policy(&spec)?,
+            self.inner.config.network_proxy.as_ref(),
         )?;
         let n = table.last_id + 1;
         table.last_id = n;

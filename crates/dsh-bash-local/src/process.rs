@@ -41,6 +41,9 @@ pub(crate) struct Spawned {
     group: ProcessGroup,
     stdout: ChildStdout,
     stderr: ChildStderr,
+    /// The proxy serving the command's network namespace, for as long as
+    /// the command runs (a domain list in `[sandbox] network`).
+    served: Option<(dsh_netproxy::Served, dsh_netproxy::Proxy)>,
 }
 
 /// Checks the workdir and spawns `bash -c <command>` as the leader of a new
@@ -51,6 +54,7 @@ pub(crate) fn spawn(
     spec: &BashSpec,
     passthrough: &[String],
     policy: &SandboxPolicy,
+    proxy: Option<&dsh_netproxy::Proxy>,
 ) -> Result<Spawned, BashError> {
     check_workdir(&spec.workdir)?;
     let confinement = policy
@@ -67,6 +71,9 @@ pub(crate) fn spawn(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if confinement.network_namespace() && proxy.is_some() {
+        cmd.envs(proxy_env());
+    }
     // A new session: the shell (or, with the namespace layer, the keeper
     // that waits for it) leads its own process group (so the whole tree can
     // be signalled) and has no controlling terminal (so nothing can block
@@ -91,6 +98,22 @@ pub(crate) fn spawn(
     })?;
     // The child has exec'd (or failed to): the ruleset may close now.
     drop(confinement);
+    let served = match (spawning.proxy_listener(), proxy) {
+        (Ok(Some(listener)), Some(proxy)) => match proxy.serve(listener) {
+            Ok(served) => Some((served, proxy.clone())),
+            Err(e) => {
+                // The command runs with no way out; it says so itself
+                // when it tries (connection refused).
+                tracing::warn!("cannot serve the command's network proxy: {e}");
+                None
+            }
+        },
+        (Ok(_), _) => None,
+        (Err(e), _) => {
+            tracing::warn!("the command's proxy listener did not arrive: {e}");
+            None
+        }
+    };
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         // Unreachable with Stdio::piped(); handled rather than trusted.
         group.signal(Signal::SIGKILL);
@@ -103,7 +126,27 @@ pub(crate) fn spawn(
         group,
         stdout,
         stderr,
+        served,
     })
+}
+
+/// The variables that point a command's clients at the proxy in its
+/// network namespace (`127.0.0.1:3128`), upper and lower case; loopback
+/// stays direct.
+fn proxy_env() -> Vec<(&'static str, String)> {
+    let http = format!("http://127.0.0.1:{}", dsh_sandbox::PROXY_PORT);
+    let socks = format!("socks5h://127.0.0.1:{}", dsh_sandbox::PROXY_PORT);
+    let no_proxy = "localhost,127.0.0.1,::1".to_string();
+    vec![
+        ("HTTP_PROXY", http.clone()),
+        ("http_proxy", http.clone()),
+        ("HTTPS_PROXY", http.clone()),
+        ("https_proxy", http),
+        ("ALL_PROXY", socks.clone()),
+        ("all_proxy", socks),
+        ("NO_PROXY", no_proxy.clone()),
+        ("no_proxy", no_proxy),
+    ]
 }
 
 /// The workdir must exist and be a directory; the error names the path and
@@ -198,6 +241,9 @@ pub(crate) struct Outcome {
     pub(crate) detached: bool,
     /// The executor's kill request fired (kill(), dispose, dropped run).
     pub(crate) killed: bool,
+    /// The notes of connections the network proxy refused, one per host
+    /// (`[sandbox: network to <host> denied; allowed: …]`).
+    pub(crate) network_denials: Vec<String>,
 }
 
 impl Outcome {
@@ -252,6 +298,7 @@ pub(crate) async fn drive(
         group,
         stdout: out_pipe,
         stderr: err_pipe,
+        served,
     } = proc;
     let out_pump = output::pump(out_pipe, stdout.clone(), spill.clone(), StreamKind::Stdout);
     let err_pump = output::pump(err_pipe, stderr.clone(), spill, StreamKind::Stderr);
@@ -387,12 +434,22 @@ pub(crate) async fn drive(
         output::lock(&stdout).finish();
         output::lock(&stderr).finish();
     }
+    let mut network_denials: Vec<String> = Vec::new();
+    if let Some((served, proxy)) = served {
+        for denial in served.denials() {
+            let note = denial.note(proxy.allowlist());
+            if !network_denials.contains(&note) {
+                network_denials.push(note);
+            }
+        }
+    }
     Outcome {
         status,
         timed_out,
         aborted,
         detached,
         killed: kill_requested,
+        network_denials,
     }
 }
 
