@@ -306,6 +306,11 @@ impl Server {
             session: id.clone(),
         })));
         stack.announce_permission(agent.as_ref());
+        // ACP has no channel for notices outside a turn: the client's log
+        // (dsh's stderr) gets them.
+        for warning in stack.take_warnings() {
+            tracing::warn!("{warning}");
+        }
         let modes = modes_of(&stack);
         lock(&self.sessions).insert(
             id.clone(),

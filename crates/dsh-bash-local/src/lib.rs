@@ -93,8 +93,8 @@ pub struct LocalBashConfig {
     /// Unix sockets on the file system confined commands may reach
     /// (`[sandbox] allow_unix_sockets`, default none). Empty: confined
     /// commands cannot create Unix sockets (seccomp; `socketpair` still
-    /// works). Non-empty: until the namespace layer binds only these, the
-    /// filter is off and any Unix socket is reachable.
+    /// works). Non-empty: the filter is off (seccomp cannot tell socket
+    /// paths apart) and any Unix socket the file rules show is reachable.
     pub allow_unix_sockets: Vec<PathBuf>,
     /// Whether confined commands also get the namespace layer (a read-only
     /// view of the system with the writable roots bound read-write, their

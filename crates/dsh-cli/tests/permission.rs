@@ -196,14 +196,20 @@ async fn doctor_reports_the_sandbox_the_config_the_model_and_the_servers() {
         "{stderr}"
     );
     assert!(stdout.contains(&format!("sandbox: {support}")), "{stdout}");
-    let expected = if support.network_rules() {
-        "enforcement: full"
+    let namespaces = dsh_sandbox::probe_namespaces();
+    let expected = if support.filesystem_full() && namespaces.layer.is_ok() {
+        "enforcement: full (Landlock and seccomp, inside user, mount and PID namespaces)"
     } else if support.filesystem_full() {
         "enforcement: partial"
     } else {
         "enforcement: none"
     };
     assert!(stdout.contains(expected), "{stdout}");
+    let ns_line = match &namespaces.layer {
+        Ok(()) => "  namespaces: active ([sandbox] namespaces = \"auto\"".to_string(),
+        Err(why) => format!("  namespaces: unavailable ({why})"),
+    };
+    assert!(stdout.contains(&ns_line), "{stdout}");
     let scoping = format!("  scoping: {}\n", support.scoping_summary());
     assert!(stdout.contains(&scoping), "{stdout}");
     assert!(

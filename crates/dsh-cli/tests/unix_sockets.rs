@@ -73,7 +73,7 @@ async fn a_confined_command_reaches_a_unix_socket_only_when_the_config_allows_it
     let (_, stdout, _) = run(c).await;
     assert!(
         stdout.contains(&format!(
-            "  unix sockets: allowed (allow_unix_sockets lists {}; until the namespace layer, any path)\n",
+            "  unix sockets: allowed (allow_unix_sockets lists {}; seccomp cannot tell socket paths apart, so any Unix socket a command can see is reachable)\n",
             sock.display()
         )),
         "{stdout}"

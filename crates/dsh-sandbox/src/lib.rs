@@ -194,10 +194,10 @@ impl SandboxPolicy {
     /// The Unix sockets on the file system a confined command may reach
     /// (`[sandbox] allow_unix_sockets`; default none). With none listed,
     /// confined commands cannot create Unix sockets at all (seccomp:
-    /// `socket(AF_UNIX, …)` fails with `EACCES`). Until dsh binds only the
-    /// listed sockets into a namespace, a non-empty list lifts that filter:
-    /// the command may then reach any Unix socket its file rules let it
-    /// see. Has no effect under `danger-full-access`.
+    /// `socket(AF_UNIX, …)` fails with `EACCES`). A non-empty list lifts
+    /// that filter: a seccomp filter cannot see the path a socket connects
+    /// to, so the command may then reach any Unix socket its file rules let
+    /// it see. Has no effect under `danger-full-access`.
     pub fn with_unix_sockets(mut self, allowed: Vec<PathBuf>) -> Self {
         self.unix_sockets = allowed;
         self
@@ -749,7 +749,7 @@ pub fn probe_unix_socket_filter() -> Result<(), String> {
 /// One line for `dsh doctor`'s `unix sockets:` entry, given the mode, the
 /// `[sandbox] allow_unix_sockets` list and [`probe_unix_socket_filter`]'s
 /// answer: `denied to commands (seccomp)`, `allowed (allow_unix_sockets
-/// lists /x; until the namespace layer, any path)`, or why neither.
+/// lists /x; seccomp cannot tell socket paths apart, …)`, or why neither.
 pub fn unix_sockets_summary(
     mode: SandboxMode,
     allowed: &[PathBuf],
@@ -761,7 +761,7 @@ pub fn unix_sockets_summary(
     if !allowed.is_empty() {
         let list: Vec<String> = allowed.iter().map(|p| p.display().to_string()).collect();
         return format!(
-            "allowed (allow_unix_sockets lists {}; until the namespace layer, any path)",
+            "allowed (allow_unix_sockets lists {}; seccomp cannot tell socket paths apart, so any Unix socket a command can see is reachable)",
             list.join(", ")
         );
     }
@@ -952,7 +952,7 @@ mod tests {
         );
         assert_eq!(
             unix_sockets_summary(ro, &[PathBuf::from("/x")], &ok),
-            "allowed (allow_unix_sockets lists /x; until the namespace layer, any path)"
+            "allowed (allow_unix_sockets lists /x; seccomp cannot tell socket paths apart, so any Unix socket a command can see is reachable)"
         );
         assert!(unix_sockets_summary(ro, &[], &Err("no seccomp".into()))
             .contains("SANDBOX_UNAVAILABLE"));

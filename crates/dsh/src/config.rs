@@ -384,14 +384,85 @@ pub const HOOKS_JSON: &str = "hooks.json";
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxSection {
-    /// Whether confined commands may use TCP (default `true`); `false`
-    /// needs Landlock ABI 4 or later.
-    pub network: Option<bool>,
+    /// The network of confined commands: `true` (default, the host's),
+    /// `false` (none: an empty network namespace, else Landlock's TCP
+    /// rules, ABI 4+), or a list of host names (`"example.org"`,
+    /// `"*.example.com"`), IP addresses and CIDR ranges reached only
+    /// through dsh's proxy.
+    pub network: Option<NetworkSetting>,
+    /// Whether confined commands also get the namespace layer: `"auto"`
+    /// (default: where the machine allows, else Landlock alone, said once
+    /// per session), `"required"` (refuse commands without it,
+    /// `SANDBOX_UNAVAILABLE`) or `"off"`.
+    pub namespaces: Option<NamespacesSetting>,
+    /// A private `/tmp` for the session's commands instead of the shared
+    /// one (default `false`; needs the namespace layer).
+    pub private_tmp: Option<bool>,
     /// Unix sockets on the file system confined commands may reach
     /// (absolute paths; default none: `socket(AF_UNIX, …)` fails with
     /// `EACCES`). Until the namespace layer, a non-empty list lets
     /// confined commands reach any Unix socket.
     pub allow_unix_sockets: Option<Vec<PathBuf>>,
+}
+
+/// `[sandbox] network`: `true`, `false` or a list of allowed hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkSetting {
+    /// `true` or `false`.
+    Allowed(bool),
+    /// Host names, wildcards (`*.example.com`), IP addresses or CIDR
+    /// ranges, reached through the proxy (checked when settings resolve).
+    Hosts(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for NetworkSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = NetworkSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "true, false, or a list of host names such as [\"crates.io\", \"*.npmjs.org\"]",
+                )
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(NetworkSetting::Allowed(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut hosts = Vec::new();
+                while let Some(h) = seq.next_element::<String>()? {
+                    hosts.push(h);
+                }
+                Ok(NetworkSetting::Hosts(hosts))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+/// `[sandbox] namespaces`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum NamespacesSetting {
+    /// Where the machine allows (default).
+    Auto,
+    /// Refuse to run commands without it.
+    Required,
+    /// Never.
+    Off,
+}
+
+impl From<NamespacesSetting> for dsh_sandbox::NamespaceMode {
+    fn from(s: NamespacesSetting) -> Self {
+        match s {
+            NamespacesSetting::Auto => Self::Auto,
+            NamespacesSetting::Required => Self::Required,
+            NamespacesSetting::Off => Self::Off,
+        }
+    }
 }
 
 /// `[permission]`
@@ -773,6 +844,8 @@ impl FileConfig {
                 (Some(u), Some(l)) => Some(SandboxSection {
                     network: u.network.or(l.network),
                     allow_unix_sockets: u.allow_unix_sockets.or(l.allow_unix_sockets),
+                    namespaces: u.namespaces.or(l.namespaces),
+                    private_tmp: u.private_tmp.or(l.private_tmp),
                 }),
                 (u, l) => u.or(l),
             },
@@ -1153,6 +1226,32 @@ env = { LOG = "1" }
     }
 
     #[test]
+    fn sandbox_network_takes_a_bool_or_a_list_and_namespaces_a_mode() {
+        let s = parse("[sandbox]\nnetwork = [\"crates.io\", \"*.npmjs.org\"]\nnamespaces = \"required\"\nprivate_tmp = true")
+            .unwrap()
+            .sandbox
+            .unwrap();
+        assert_eq!(
+            s.network,
+            Some(NetworkSetting::Hosts(vec![
+                "crates.io".into(),
+                "*.npmjs.org".into()
+            ]))
+        );
+        assert_eq!(s.namespaces, Some(NamespacesSetting::Required));
+        assert_eq!(s.private_tmp, Some(true));
+        let e = parse("[sandbox]\nnetwork = 3").unwrap_err().to_string();
+        assert!(e.contains("true, false, or a list of host names"), "{e}");
+        let e = parse("[sandbox]\nnamespaces = \"sometimes\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("auto") && e.contains("required") && e.contains("off"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn permission_and_sandbox_sections_parse_and_overlay_key_by_key() {
         let base = parse(
             "[permission]\nmode = \"read-only\"\napproval = \"never\"\n[sandbox]\nnetwork = false",
@@ -1170,7 +1269,10 @@ env = { LOG = "1" }
         let p = merged.permission.unwrap();
         assert_eq!(p.mode, Some(dsh_protocol::SandboxMode::WorkspaceWrite));
         assert_eq!(p.approval, Some(crate::approval::ApprovalPolicy::Never));
-        assert_eq!(merged.sandbox.unwrap().network, Some(false));
+        assert_eq!(
+            merged.sandbox.unwrap().network,
+            Some(NetworkSetting::Allowed(false))
+        );
         let e = parse("[permission]\nmode = \"yolo\"").unwrap_err();
         assert!(e.contains("yolo") || e.contains("mode"), "{e}");
         let e = parse("[sandbox]\nnetwrok = false").unwrap_err();
@@ -1178,7 +1280,7 @@ env = { LOG = "1" }
         let sockets = parse("[sandbox]\nallow_unix_sockets = [\"/run/a.sock\"]").unwrap();
         let merged = sockets.overlay(parse("[sandbox]\nnetwork = false").unwrap());
         let s = merged.sandbox.unwrap();
-        assert_eq!(s.network, Some(false));
+        assert_eq!(s.network, Some(NetworkSetting::Allowed(false)));
         assert_eq!(
             s.allow_unix_sockets,
             Some(vec![PathBuf::from("/run/a.sock")])

@@ -34,6 +34,7 @@ pub mod plan;
 pub mod prompt;
 pub mod requests;
 pub mod result_limit;
+pub mod sandbox_layers;
 mod settings;
 mod stack;
 pub mod subagents;

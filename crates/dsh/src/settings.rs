@@ -100,6 +100,10 @@ pub struct Resolved {
     pub permission_source: String,
     /// Whether questions are put to the user (`[permission] approval`).
     pub approval: ApprovalPolicy,
+    /// `[sandbox] network` as a list: the hosts confined commands reach
+    /// through the session's proxy (`None`: `true` or `false`, in
+    /// [`Resolved::bash`]'s `network`).
+    pub network_hosts: Option<dsh_netproxy::Allowlist>,
     /// The resolved model's context window in tokens (`[models.<name>]
     /// context_window`, else the model table's).
     pub context_window: u64,
@@ -348,8 +352,29 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
         (None, None) => default_permission(),
     };
     bash.sandbox = permission;
-    if let Some(network) = file.sandbox.as_ref().and_then(|s| s.network) {
-        bash.network = network;
+    let mut network_hosts = None;
+    match file.sandbox.as_ref().and_then(|s| s.network.clone()) {
+        Some(crate::config::NetworkSetting::Allowed(network)) => bash.network = network,
+        Some(crate::config::NetworkSetting::Hosts(hosts)) => {
+            match dsh_netproxy::Allowlist::parse(&hosts) {
+                Ok(list) => network_hosts = Some(list),
+                Err(e) => {
+                    // Fail closed: a list that cannot be read allows nothing.
+                    bash.network = false;
+                    problem(format!(
+                        "{config_name}: [sandbox] network: {e} ({})",
+                        e.kind()
+                    ));
+                }
+            }
+        }
+        None => {}
+    }
+    if let Some(ns) = file.sandbox.as_ref().and_then(|s| s.namespaces) {
+        bash.namespaces = ns.into();
+    }
+    if let Some(private) = file.sandbox.as_ref().and_then(|s| s.private_tmp) {
+        bash.private_tmp = private;
     }
     if let Some(sockets) = file
         .sandbox
@@ -393,6 +418,7 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
         compaction,
         permission,
         permission_source,
+        network_hosts,
         approval: file_permission.approval.unwrap_or_default(),
         model,
         deepseek,

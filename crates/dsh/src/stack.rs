@@ -81,6 +81,9 @@ pub struct Stack {
     /// Notices for the user that did not stop anything (see
     /// [`Stack::take_warnings`]).
     warnings: std::sync::Mutex<Vec<String>>,
+    /// The session [`Stack::announce_permission`] announced to: where the
+    /// proxy logs `sandbox/network-denied`.
+    announced: AnnouncedSession,
     /// The session log store, once persistence is installed (it starts
     /// with the first agent).
     persisting: std::sync::Mutex<Option<Arc<JsonlStore>>>,
@@ -223,7 +226,12 @@ impl Stack {
             }
             .install(&kernel)?,
         );
-        let executor = Arc::new(LocalBashExecutor::new(resolved.bash.clone()));
+        let announced: AnnouncedSession = Arc::new(std::sync::Mutex::new(None));
+        let mut bash_config = resolved.bash.clone();
+        if let Some(hosts) = &resolved.network_hosts {
+            bash_config.network_proxy = Some(network_proxy(hosts.clone(), announced.clone()));
+        }
+        let executor = Arc::new(LocalBashExecutor::new(bash_config));
         let jobs = Arc::new(dsh_jobs::JobTable::new());
         scope.add(kernel.provide(jobs.clone()).map_err(DshError::from)?);
         let dyn_exec: Arc<dyn BashExecutor> = executor.clone();
@@ -338,6 +346,7 @@ impl Stack {
             options,
             mcp: Vec::new(),
             warnings: std::sync::Mutex::new(resolved_warnings),
+            announced,
             persisting: std::sync::Mutex::new(None),
             model_override,
         })
@@ -758,8 +767,35 @@ impl Stack {
     /// agent's session (`sandbox/mode`, `{"mode", "source"}`), and the
     /// provider's wire options (`request/adapter`). A front end calls it
     /// once its listeners are in place, before the first turn.
+    ///
+    /// Also logs the sandbox layers commands get (`sandbox/layers`) and,
+    /// when a confining mode runs without the namespace layer although
+    /// `[sandbox] namespaces = "auto"` asked for it, queues the warning
+    /// saying so ([`Stack::take_warnings`]) — once per stack. The proxy of
+    /// a `[sandbox] network` list logs its refusals to this session from
+    /// now on (`sandbox/network-denied`).
     pub fn announce_permission(&self, agent: &dyn Agent) {
         log_permission(agent, self.permission(), &self.resolved.permission_source);
+        let first = {
+            let mut announced = dsh_kernel::sync::lock(&self.announced);
+            let first = announced.is_none();
+            *announced = Some(agent.session());
+            first
+        };
+        let layers = crate::sandbox_layers::describe(
+            &self.resolved.bash,
+            self.resolved.network_hosts.as_ref(),
+            self.permission(),
+        );
+        agent.session().append(EventPayload::Other {
+            kind: crate::sandbox_layers::LAYERS_EVENT.to_string(),
+            data: layers.to_json(),
+        });
+        if first {
+            if let Some(warning) = layers.fallback_warning() {
+                dsh_kernel::sync::lock(&self.warnings).push(warning);
+            }
+        }
         crate::requests::log_adapter(agent, self.deepseek_for(&self.model()));
     }
 
@@ -903,6 +939,39 @@ pub const SANDBOX_MODE_EVENT: &str = "sandbox/mode";
 
 /// Appends [`SANDBOX_MODE_EVENT`] (`{"mode": …, "source": …}`) to the
 /// agent's session.
+/// The session the proxy logs its refusals to, once one is announced.
+type AnnouncedSession = Arc<std::sync::Mutex<Option<Arc<dsh_session::Session>>>>;
+
+/// The session's network proxy for a `[sandbox] network` list: resolves
+/// with the system's resolver; each refusal is logged to the announced
+/// session as `sandbox/network-denied` `{host, port, reason}` and as a
+/// warning event.
+fn network_proxy(
+    hosts: dsh_netproxy::Allowlist,
+    announced: AnnouncedSession,
+) -> dsh_netproxy::Proxy {
+    let shown = hosts.clone();
+    dsh_netproxy::Proxy::new(hosts, Arc::new(dsh_netproxy::SystemResolver)).with_observer(Arc::new(
+        move |denial: &dsh_netproxy::Denial| {
+            let explained = denial.explain(&shown);
+            tracing::info!(
+                event = crate::sandbox_layers::NETWORK_DENIED_EVENT,
+                "{explained}"
+            );
+            if let Some(session) = dsh_kernel::sync::lock(&announced).as_ref() {
+                session.append(EventPayload::Other {
+                    kind: crate::sandbox_layers::NETWORK_DENIED_EVENT.to_string(),
+                    data: serde_json::json!({
+                        "host": denial.host,
+                        "port": denial.port,
+                        "reason": explained,
+                    }),
+                });
+            }
+        },
+    ))
+}
+
 fn log_permission(agent: &dyn Agent, mode: SandboxMode, source: &str) {
     agent.session().append(EventPayload::Other {
         kind: SANDBOX_MODE_EVENT.to_string(),

@@ -70,6 +70,11 @@ async fn chat_session(settings: &dsh::Settings, resume: Option<&str>) -> u8 {
     let (printer, printer_reg) = render::install(&app, &session_id, Style::detect(), on_terminal);
     let turn_ends = wait_turn_end(&app);
     app.announce_permission(agent.as_ref());
+    // Said once per session: commands run with fewer sandbox layers than
+    // asked (the namespace layer is unavailable here).
+    for warning in app.take_warnings() {
+        crate::output::say!("dsh: {warning}");
+    }
     let stopped;
     if interactive {
         crate::output::say!(

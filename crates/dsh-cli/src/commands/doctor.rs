@@ -27,20 +27,25 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
     };
     let support = dsh_sandbox::probe();
     let mode = resolved.permission;
-    let network = resolved.bash.network;
     let unix_allowed = &resolved.bash.allow_unix_sockets;
     let unix_filter = dsh_sandbox::probe_unix_socket_filter();
-    let enforced = !mode.confines()
-        || (support.filesystem_full()
-            && (network || support.network_rules())
-            && (!unix_allowed.is_empty() || unix_filter.is_ok()));
+    let layers =
+        dsh::sandbox_layers::describe(&resolved.bash, resolved.network_hosts.as_ref(), mode);
+    let namespaces = dsh_sandbox::probe_namespaces();
+    // Commands run: nothing confined, or every rule asked for is in force.
+    let enforced = !mode.confines() || layers.landlock.starts_with("active");
     line(&format!("sandbox: {support}"));
     line(
-        "  mechanism: Landlock and a seccomp filter, applied to each command between fork and exec",
+        "  mechanism: Landlock, a seccomp filter and namespaces (user, mount, PID, IPC; network for \
+         [sandbox] network = false or a list), set up for each command between fork and exec",
     );
     line(&format!(
         "  enforcement: {}",
-        enforcement(&support, mode, network)
+        enforcement(&support, mode, &layers)
+    ));
+    line(&format!(
+        "  namespaces: {}",
+        namespaces_summary(&namespaces, &layers)
     ));
     line(&format!(
         "  scoping: {}{}",
@@ -63,10 +68,10 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
             dsh::approval::ApprovalPolicy::Never => "never",
         }
     ));
-    line(&format!(
-        "  network for commands: {}",
-        if network { "allowed" } else { "denied" }
-    ));
+    line(&format!("  network for commands: {}", layers.network));
+    if layers.private_tmp {
+        line("  /tmp for commands: private to the session");
+    }
     line("config files:");
     let (loaded, errors) = dsh::config::load_all(stack.config.as_deref(), &resolved.cwd);
     let files: Vec<_> = loaded.base.iter().chain(loaded.project.iter()).collect();
@@ -169,22 +174,51 @@ fn trust_lines(cfg: &dsh::config::ConfigFile) -> Vec<String> {
     lines
 }
 
-/// `full`, `partial` or `none`, with what it means for `mode`.
-fn enforcement(support: &dsh_sandbox::SandboxSupport, mode: SandboxMode, network: bool) -> String {
-    if !support.filesystem_full() {
-        return if mode.confines() {
-            format!("none: commands are refused under {mode} (SANDBOX_UNAVAILABLE); run with --permission danger-full-access to run them unconfined")
-        } else {
-            "none (not needed: danger-full-access runs commands unconfined)".to_string()
-        };
+/// `full`, `partial` or `none`, with what it means for `mode`: full is
+/// Landlock with seccomp and the namespace layer; either alone is partial.
+fn enforcement(
+    support: &dsh_sandbox::SandboxSupport,
+    mode: SandboxMode,
+    layers: &dsh::sandbox_layers::Layers,
+) -> String {
+    if !mode.confines() {
+        return "none (not needed: danger-full-access runs commands unconfined)".to_string();
     }
-    if support.network_rules() {
-        "full (file-system writes and, with [sandbox] network = false, TCP connect/bind)"
-            .to_string()
-    } else if network {
-        "partial: file-system writes are confined; [sandbox] network = false cannot be enforced on this kernel".to_string()
+    if !support.filesystem_full() || !layers.landlock.starts_with("active") {
+        return format!(
+            "none: commands are refused under {mode} (SANDBOX_UNAVAILABLE: {}); run with --permission danger-full-access to run them unconfined",
+            layers.landlock.trim_start_matches("unavailable: ")
+        );
+    }
+    if layers.namespaces == "active" {
+        "full (Landlock and seccomp, inside user, mount and PID namespaces)".to_string()
     } else {
-        "partial: [sandbox] network = false needs Landlock ABI 4; commands are refused".to_string()
+        format!(
+            "partial: Landlock and seccomp alone (namespace layer {})",
+            layers.namespaces
+        )
+    }
+}
+
+/// One line for `namespaces:`: what the layer gives and whether it is in
+/// force, or why not.
+fn namespaces_summary(
+    support: &dsh_sandbox::NamespaceSupport,
+    layers: &dsh::sandbox_layers::Layers,
+) -> String {
+    let net = match &support.network {
+        Ok(()) => "network namespaces available".to_string(),
+        Err(why) => format!("network namespaces unavailable ({why})"),
+    };
+    match &support.layer {
+        Err(why) => format!(
+            "unavailable ({why}); [sandbox] namespaces = \"{}\"",
+            layers.setting
+        ),
+        Ok(()) => format!(
+            "{} ([sandbox] namespaces = \"{}\"; read-only view of /, writable roots bound at their paths, own process tree and /proc; {net})",
+            layers.namespaces, layers.setting
+        ),
     }
 }
 

@@ -63,6 +63,11 @@ async fn run_async(args: RunArgs) -> u8 {
         })
     });
     app.announce_permission(agent.as_ref());
+    // Said once per session: commands run with fewer sandbox layers than
+    // asked (the namespace layer is unavailable here).
+    for warning in app.take_warnings() {
+        crate::output::say!("dsh: {warning}");
+    }
     // The flag decides the mode of this run, a resumed session's included.
     if args.plan {
         app.plan.set_review(dsh::plan::PlanReview::Present);
