@@ -18,8 +18,11 @@
 //!   they are reaped (a run in flight returns `aborted`) and removes the
 //!   temp spill files (not those in [`LocalBashExecutor::keep_spills_in`]).
 //!
-//! It deliberately does not sandbox: the command runs with this process's
-//! user, filesystem and network. It runs nothing through a PTY.
+//! Confinement is [`dsh_sandbox`]'s: the policy of the mode in force
+//! (namespace layer, Landlock, seccomp), applied in the child after its
+//! session is set up; with [`LocalBashConfig::network_proxy`] the
+//! command's network namespace is served by the session's proxy for as
+//! long as the command runs. It runs nothing through a PTY.
 
 #![warn(missing_docs)]
 
