@@ -64,6 +64,12 @@ fn landlock_here(mode: SandboxMode, ws: &Path, outside: &Outside) -> bool {
     true
 }
 
+/// The inode number of `path` (which must exist).
+fn inode(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).unwrap().ino()
+}
+
 fn fixture(mode: SandboxMode) -> Fixture {
     Fixture::new(|c| c.sandbox = mode)
 }
@@ -173,9 +179,19 @@ async fn workspace_write_confines_every_escape_route() {
         std::fs::read_to_string(ws.join("inside")).unwrap(),
         "mine\n"
     );
+    // Under the namespace layer the workspace is another mount, so `mv`
+    // falls back to copy-then-unlink: the copy (`stolen`) is a read, which
+    // every mode allows (as `cp` would), and the unlink must fail. What
+    // must hold is that the victim was not moved: the same file (inode) is
+    // still at its path with its content.
+    let victim_ino = inode(&out.path("victim"));
     f.run(&format!("mv {} stolen", o("victim"))).await;
     assert_eq!(out.victim(), ORIGINAL);
-    assert!(!ws.join("stolen").exists());
+    assert_eq!(
+        inode(&out.path("victim")),
+        victim_ino,
+        "the victim was moved"
+    );
 
     // Removing outside.
     f.run(&format!("rm -f {}", o("victim"))).await;
@@ -456,6 +472,12 @@ impl Drop for Bystander {
     }
 }
 
+/// Landlock's scoping alone (the namespace layer off, [`Fixture::host_pids`]):
+/// a confined command sees the processes outside it but is refused
+/// (`EPERM`) when it signals one. With the layer the same signals find no
+/// such process: see
+/// `confined_commands_cannot_signal_processes_outside_their_namespace`.
+///
 /// One test (not one per mode) because the SIGTERM listener is process-wide:
 /// the control's signal to this process must not reach a confined check.
 #[tokio::test]
@@ -470,7 +492,7 @@ async fn confined_commands_cannot_signal_outside_their_domain() {
     let mut bystander = Bystander::start();
     let b = bystander.pid();
     for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
-        let f = fixture(mode);
+        let f = Fixture::host_pids(|c| c.sandbox = mode);
         let ws = f.tmp.path().to_path_buf();
         let out = Outside::new();
         if !landlock_here(mode, &ws, &out) {
@@ -721,6 +743,15 @@ async fn shared_memory_serves_multiprocessing_under_workspace_write() {
     let f = fixture(SandboxMode::ReadOnly);
     let r = f.run(pool).await;
     assert_ne!(r.exit_code, Some(0), "{r:?}");
-    assert!(r.stderr.text.contains("PermissionError"), "{r:?}");
+    // Landlock alone refuses the semaphore with EACCES (PermissionError);
+    // under the namespace layer /dev/shm is a read-only mount first, so the
+    // kernel answers EROFS (an OSError) before Landlock is asked.
+    assert!(
+        r.stderr.text.contains("PermissionError")
+            || r.stderr
+                .text
+                .contains("OSError: [Errno 30] Read-only file system"),
+        "{r:?}"
+    );
     f.exec.dispose().await;
 }
