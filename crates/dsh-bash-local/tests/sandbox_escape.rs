@@ -1,7 +1,9 @@
 //! The escape suite: commands under `workspace-write` and `read-only` try to
-//! write where their mode forbids, and each attempt must leave the target
-//! untouched. The world is checked (the files on disk), not the tool's
-//! report. `danger-full-access` must allow every one of them.
+//! write where their mode forbids, change metadata, signal, read or trace
+//! processes outside them, reach sockets, change their mounts or make
+//! namespaces, and each attempt must leave the target untouched. The world
+//! is checked (the files on disk, the processes, the listeners), not the
+//! tool's report. `danger-full-access` must allow every one of them.
 //!
 //! The "outside" directory lives under Cargo's per-crate temp dir
 //! (`target/tmp`), which is neither the system temp dir nor the workspace.
@@ -430,17 +432,18 @@ fn scoping_here(ws: &Path) -> bool {
     scoped
 }
 
-/// A `sleep` the test process starts outside any Landlock domain.
+/// A `sleep` the test process starts outside any Landlock domain (killed
+/// and reaped when dropped).
 struct Bystander(std::process::Child);
 
 impl Bystander {
     fn start() -> Self {
-        Self(
-            std::process::Command::new("sleep")
-                .arg("60")
-                .spawn()
-                .unwrap(),
-        )
+        Self::spawn(std::process::Command::new("sleep").arg("60"))
+    }
+
+    /// Starts `cmd` (a long-running program) as the bystander.
+    fn spawn(cmd: &mut std::process::Command) -> Self {
+        Self(cmd.spawn().unwrap())
     }
 
     fn pid(&self) -> u32 {
@@ -753,5 +756,801 @@ async fn shared_memory_serves_multiprocessing_under_workspace_write() {
                 .contains("OSError: [Errno 30] Read-only file system"),
         "{r:?}"
     );
+    f.exec.dispose().await;
+}
+
+// Escapes the namespace layer closes: metadata changes (which Landlock does
+// not see), other processes (signals, /proc, ptrace) and the command's own
+// mounts and namespaces. Each attempt is run under both confining modes
+// and checked on the host; each has an unconfined control showing that
+// the same attempt works when nothing confines it, so the check can fail.
+
+/// The confining modes, in the order the tests run them.
+const CONFINING: [SandboxMode; 2] = [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly];
+
+/// Whether the namespace layer is set up on this machine. When it is not,
+/// checks that `namespaces = required` refuses to run a command
+/// (`SANDBOX_UNAVAILABLE`) and prints a SKIP line saying why, for the
+/// caller to return: without the layer these attempts are not all stopped.
+async fn layer_here(mode: SandboxMode) -> bool {
+    let Err(why) = dsh_sandbox::probe_namespaces().layer else {
+        return true;
+    };
+    let f = Fixture::new(|c| {
+        c.sandbox = mode;
+        c.namespaces = dsh_sandbox::NamespaceMode::Required;
+    });
+    let spec = f.exec.resolve(BashRequest::new("true"));
+    let err = f.exec.run(spec).await.unwrap_err();
+    assert_eq!(err.code(), "SANDBOX_UNAVAILABLE", "{err}");
+    f.exec.dispose().await;
+    eprintln!("SKIP: namespace layer unavailable: {why}");
+    false
+}
+
+/// `text` quoted for the shell.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// What the host sees of a file that a metadata change would move: mode,
+/// owner, times (ctime moves on any change, a chown to the same owner
+/// included) and every extended attribute, ACLs included, as `getfattr`
+/// dumps them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Meta {
+    mode: u32,
+    owner: (u32, u32),
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    xattrs: String,
+}
+
+impl Meta {
+    fn of(path: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path).unwrap();
+        let dump = std::process::Command::new("getfattr")
+            .args(["--dump", "--match=-", "--encoding=hex", "--absolute-names"])
+            .arg(path)
+            .output()
+            .expect("getfattr runs (apt-get install -y attr acl)");
+        assert!(
+            dump.status.success(),
+            "getfattr {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&dump.stderr)
+        );
+        Self {
+            mode: m.mode(),
+            owner: (m.uid(), m.gid()),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+            xattrs: String::from_utf8_lossy(&dump.stdout).into_owned(),
+        }
+    }
+}
+
+/// A metadata change a command attempts on a file: the command, given the
+/// quoted path, and how the host tells, from before and after, that it
+/// happened.
+struct MetaChange {
+    name: &'static str,
+    command: fn(&str) -> String,
+    happened: fn(&Meta, &Meta) -> bool,
+}
+
+fn metadata_changes() -> [MetaChange; 5] {
+    [
+        MetaChange {
+            name: "chmod",
+            command: |p| format!("chmod 600 {p}"),
+            happened: |before, after| before.mode != after.mode,
+        },
+        // Giving the file to its own owner: allowed to anyone who owns it,
+        // and moves nothing but ctime.
+        MetaChange {
+            name: "chown",
+            command: |p| format!("chown --reference={p} {p}"),
+            happened: |before, after| before.ctime != after.ctime,
+        },
+        MetaChange {
+            name: "touch",
+            command: |p| format!("touch -d 2001-01-01 {p}"),
+            happened: |before, after| before.mtime != after.mtime,
+        },
+        MetaChange {
+            name: "setfattr",
+            command: |p| format!("setfattr -n user.x -v y {p}"),
+            happened: |before, after| {
+                !before.xattrs.contains("user.x=") && after.xattrs.contains("user.x=")
+            },
+        },
+        MetaChange {
+            name: "setfacl",
+            command: |p| format!("setfacl -m u:nobody:r {p}"),
+            happened: |before, after| {
+                !before.xattrs.contains("system.posix_acl_access")
+                    && after.xattrs.contains("system.posix_acl_access")
+            },
+        },
+    ]
+}
+
+/// A new file `name` in `dir` holding [`ORIGINAL`], mode 0644.
+fn fresh_file(dir: &Path, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, ORIGINAL).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    path
+}
+
+/// Panics, saying why, when the tools of the metadata attempts are missing
+/// or `dir`'s file system keeps no user extended attributes or ACLs: the
+/// attempts would prove nothing there.
+fn require_xattr_support(dir: &Path) {
+    let probe = fresh_file(dir, ".xattr-probe");
+    let probes: [(&str, &[&str]); 2] = [
+        ("setfattr", &["-n", "user.dsh-probe", "-v", "1"]),
+        ("setfacl", &["-m", "u:nobody:r"]),
+    ];
+    for (tool, args) in probes {
+        let out = std::process::Command::new(tool)
+            .args(args)
+            .arg(&probe)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{tool} cannot run ({e}): install attr and acl (apt-get install -y attr acl)"
+                )
+            });
+        assert!(
+            out.status.success(),
+            "the file system of {} does not support what {tool} sets ({}); the metadata escape \
+             attempts cannot be tested here",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    std::fs::remove_file(probe).unwrap();
+}
+
+/// Metadata changes (mode, owner, times, extended attributes, ACLs) are
+/// writes Landlock does not see; the namespace layer's read-only mounts
+/// refuse them with `EROFS` outside the writable roots: outside the
+/// workspace under both modes, inside it under `read-only`. The host finds
+/// each file exactly as before, and the result says the sandbox refused.
+/// Unconfined, each change happens.
+#[tokio::test]
+async fn confined_commands_cannot_change_metadata_outside_their_roots() {
+    let out = Outside::new();
+    require_xattr_support(out.dir.path());
+    for mode in CONFINING {
+        let f = fixture(mode);
+        let ws = f.tmp.path().to_path_buf();
+        if !landlock_here(mode, &ws, &out) || !layer_here(mode).await {
+            return;
+        }
+        let mut places = vec![("outside", out.dir.path().to_path_buf())];
+        if mode == SandboxMode::ReadOnly {
+            require_xattr_support(&ws);
+            places.push(("in the workspace", ws.clone()));
+        }
+        for (place, dir) in &places {
+            for change in metadata_changes() {
+                let file = fresh_file(dir, &format!("{mode}-{}", change.name));
+                let before = Meta::of(&file);
+                let r = f.run(&(change.command)(&sh_quote(&file))).await;
+                let what = format!("{mode}, {} {place}", change.name);
+                assert_eq!(Meta::of(&file), before, "{what} changed the file: {r:?}");
+                assert_eq!(std::fs::read_to_string(&file).unwrap(), ORIGINAL, "{what}");
+                assert_ne!(r.exit_code, Some(0), "{what}: {r:?}");
+                assert!(
+                    r.stderr.text.contains("Read-only file system"),
+                    "{what}: {r:?}"
+                );
+                assert_eq!(
+                    r.sandbox_denial.as_deref(),
+                    Some(dsh_sandbox::denial_line(mode).as_str()),
+                    "{what}: {r:?}"
+                );
+            }
+        }
+        if mode == SandboxMode::WorkspaceWrite {
+            // What the mode allows: the same changes to a workspace file.
+            // (Not the ACL: it names `nobody`, a user the command's user
+            // namespace does not map, which the kernel refuses with EINVAL.)
+            for change in metadata_changes()
+                .into_iter()
+                .filter(|c| c.name != "setfacl")
+            {
+                let file = fresh_file(&ws, &format!("allowed-{}", change.name));
+                let before = Meta::of(&file);
+                let r = f.run(&(change.command)(&sh_quote(&file))).await;
+                assert_eq!(r.exit_code, Some(0), "{}: {r:?}", change.name);
+                assert!(
+                    (change.happened)(&before, &Meta::of(&file)),
+                    "{} in the workspace did not happen",
+                    change.name
+                );
+            }
+        }
+        f.exec.dispose().await;
+    }
+    // The unconfined control: every change happens, outside and inside.
+    let f = fixture(SandboxMode::DangerFullAccess);
+    let ws = f.tmp.path().to_path_buf();
+    for dir in [out.dir.path(), ws.as_path()] {
+        for change in metadata_changes() {
+            let file = fresh_file(dir, &format!("control-{}", change.name));
+            let before = Meta::of(&file);
+            // Timestamps come from a clock that may tick coarsely: let it
+            // tick, so a change made at once is not given the same ctime.
+            std::thread::sleep(Duration::from_millis(20));
+            let r = f.run(&(change.command)(&sh_quote(&file))).await;
+            assert_eq!(r.exit_code, Some(0), "control {}: {r:?}", change.name);
+            assert!(
+                (change.happened)(&before, &Meta::of(&file)),
+                "control {} on {} did not happen",
+                change.name,
+                file.display()
+            );
+        }
+    }
+    f.exec.dispose().await;
+}
+
+/// Under the namespace layer a confined command does not see the processes
+/// outside it: `kill` of one is told `No such process`, the process lives
+/// on, and the result carries the signal note (dsh does see that pid); a
+/// pid that exists nowhere is not blamed on the sandbox. The unconfined
+/// control kills the process. (Landlock's scoping without the layer:
+/// `confined_commands_cannot_signal_outside_their_domain`.)
+#[tokio::test]
+async fn confined_commands_cannot_signal_processes_outside_their_namespace() {
+    let mut bystander = Bystander::start();
+    let b = bystander.pid();
+    for mode in CONFINING {
+        let f = fixture(mode);
+        let ws = f.tmp.path().to_path_buf();
+        let out = Outside::new();
+        if !landlock_here(mode, &ws, &out) || !layer_here(mode).await {
+            return;
+        }
+        for signal in ["TERM", "KILL", "STOP"] {
+            let r = f.run(&format!("kill -{signal} {b}")).await;
+            assert!(
+                bystander.alive(),
+                "{mode}: SIG{signal} reached the bystander"
+            );
+            assert_eq!(
+                proc_status(b, "State").chars().next(),
+                Some('S'),
+                "{mode}: SIG{signal} stopped the bystander"
+            );
+            assert_ne!(r.exit_code, Some(0), "{mode} {signal}: {r:?}");
+            assert!(
+                r.stderr
+                    .text
+                    .contains(&format!("kill: ({b}) - No such process")),
+                "{mode} {signal}: {r:?}"
+            );
+            assert_eq!(
+                r.sandbox_denial.as_deref(),
+                Some(dsh_sandbox::signal_denial_line(mode).as_str()),
+                "{mode} {signal}: {r:?}"
+            );
+        }
+        let r = f.run("kill -TERM 2147483000").await;
+        assert_ne!(r.exit_code, Some(0), "{mode}: {r:?}");
+        assert_eq!(r.sandbox_denial, None, "{mode}: {r:?}");
+        f.exec.dispose().await;
+    }
+    let f = fixture(SandboxMode::DangerFullAccess);
+    let r = f.run(&format!("kill -TERM {b}")).await;
+    assert_eq!(r.exit_code, Some(0), "{r:?}");
+    assert_eq!(bystander.death_signal(), Some(SIGTERM));
+    f.exec.dispose().await;
+}
+
+/// The value of field `field` (`State`, `TracerPid`) in `/proc/<pid>/status`.
+fn proc_status(pid: u32, field: &str) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+        .trim()
+        .to_string()
+}
+
+/// Builds the command that reads from the process given as a pid (or a
+/// shell expression for one).
+type ReadCommand = fn(&str) -> String;
+
+/// Ways to read what a process keeps secret, given the pid (or a shell
+/// expression for it): its environment, its command line and its memory
+/// (the environment area, through `/proc/<pid>/mem`).
+fn secret_reads() -> [(&'static str, ReadCommand); 3] {
+    [
+        ("environ", |pid| {
+            format!("tr '\\0' '\\n' < /proc/{pid}/environ")
+        }),
+        ("cmdline", |pid| {
+            format!("tr '\\0' '\\n' < /proc/{pid}/cmdline")
+        }),
+        ("mem", |pid| {
+            format!(
+                "python3 -c 'import sys; p = sys.argv[1]; \
+                 f = open(\"/proc/%s/stat\" % p).read().rsplit(\")\", 1)[1].split(); \
+                 s, e = int(f[47]), int(f[48]); m = open(\"/proc/%s/mem\" % p, \"rb\"); m.seek(s); \
+                 sys.stdout.write(m.read(e - s).replace(b\"\\0\", b\"\\n\").decode(errors=\"replace\"))' {pid}"
+            )
+        }),
+    ]
+}
+
+/// The entries (at least 8 bytes long) of a NUL-separated `/proc/self`
+/// file of this process: what a command must not learn of it.
+fn own_strings(file: &str) -> Vec<String> {
+    std::fs::read(format!("/proc/self/{file}"))
+        .unwrap()
+        .split(|b| *b == 0)
+        .filter(|s| s.len() >= 8)
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+/// Which of `secrets` `text` contains (counted, never printed: this
+/// process's environment may hold real ones).
+fn count_revealed(text: &str, secrets: &[String]) -> usize {
+    secrets.iter().filter(|s| text.contains(s.as_str())).count()
+}
+
+/// Whether an unconfined process of this user may read another's memory
+/// or attach to it (`PTRACE_MODE_ATTACH`): root, or no Yama restriction.
+fn unconfined_may_attach() -> bool {
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "0".to_string());
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").unwrap().uid() == 0;
+    root || scope == "0"
+}
+
+/// A confined command cannot read the environment, command line or memory
+/// of a process outside it (one holding a fake API key), nor of the
+/// process that spawned it: `$PPID` and pid 1, which under the namespace
+/// layer are dsh's own fork (`dsh-init`, non-dumpable, its strings
+/// blanked); this test process stands in for dsh. The unconfined control
+/// reads both.
+#[tokio::test]
+async fn confined_commands_cannot_read_secrets_of_other_processes() {
+    secrets_of_other_processes_stay_unread(dsh_sandbox::NamespaceMode::Auto).await;
+}
+
+/// The same attempts with Landlock alone (`namespaces = "off"`, or `auto`
+/// on a machine without the layer).
+#[tokio::test]
+#[ignore = "HOLE: with Landlock alone and dsh running as root, a confined command reads \
+            /proc/<pid>/environ (and maps, auxv) of processes outside it, dsh's own \
+            included ($PPID); un-ignore once fixed"]
+async fn landlock_alone_keeps_secrets_of_other_processes_unread() {
+    secrets_of_other_processes_stay_unread(dsh_sandbox::NamespaceMode::Off).await;
+}
+
+async fn secrets_of_other_processes_stay_unread(namespaces: dsh_sandbox::NamespaceMode) {
+    use std::os::unix::process::CommandExt;
+    let secret = format!("sekrit-{}", rand_suffix());
+    let holder = Bystander::spawn(
+        std::process::Command::new("sleep")
+            .arg0(format!("dsh-fake-agent --api-key={secret}"))
+            .arg("60")
+            .env("DSH_FAKE_API_KEY", &secret),
+    );
+    let holder_pid = holder.pid().to_string();
+    let holder_secrets = vec![secret.clone()];
+    let mut own_secrets = own_strings("environ");
+    own_secrets.extend(own_strings("cmdline"));
+    assert!(!own_secrets.is_empty());
+    let targets: [(&str, &str, &[String]); 3] = [
+        ("an outside process", &holder_pid, &holder_secrets),
+        ("the spawner", "$PPID", &own_secrets),
+        ("pid 1", "1", &own_secrets),
+    ];
+    for mode in CONFINING {
+        let f = Fixture::new(|c| {
+            c.sandbox = mode;
+            c.namespaces = namespaces;
+        });
+        let ws = f.tmp.path().to_path_buf();
+        let out = Outside::new();
+        if !landlock_here(mode, &ws, &out) {
+            return;
+        }
+        for (target, pid, secrets) in targets {
+            for (route, read) in secret_reads() {
+                let r = f.run(&read(pid)).await;
+                assert_eq!(
+                    count_revealed(&r.stdout.text, secrets),
+                    0,
+                    "{mode}, namespaces {namespaces}: the {route} of {target} ({pid}) was read \
+                     (stderr: {})",
+                    r.stderr.text
+                );
+            }
+        }
+        f.exec.dispose().await;
+    }
+    // The unconfined control: the outside process's secret and this
+    // process's strings are there to read (pid 1 is then the system's
+    // init, not dsh's fork: not checked).
+    let f = fixture(SandboxMode::DangerFullAccess);
+    for (target, pid, secrets) in &targets[..2] {
+        for (route, read) in secret_reads() {
+            if route == "mem" && !unconfined_may_attach() {
+                eprintln!(
+                    "note: Yama keeps this user from reading another process's memory even \
+                     unconfined; the mem control is skipped"
+                );
+                continue;
+            }
+            let r = f.run(&read(pid)).await;
+            assert!(
+                count_revealed(&r.stdout.text, secrets) > 0,
+                "control: nothing of {target}'s {route} was read (stderr: {})",
+                r.stderr.text
+            );
+        }
+    }
+    f.exec.dispose().await;
+    drop(holder);
+}
+
+/// Waits (bounded) until a reader opened `fifo`, and returns the writing
+/// end: closing it lets the reader go on.
+async fn await_reader(fifo: &Path) -> std::fs::File {
+    use std::os::unix::fs::OpenOptionsExt;
+    let start = std::time::Instant::now();
+    loop {
+        // Without a reader a non-blocking open for writing fails (ENXIO).
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc_o_nonblock())
+            .open(fifo)
+        {
+            Ok(file) => return file,
+            Err(e) if e.raw_os_error() == Some(ENXIO) => {
+                assert!(start.elapsed() < common::DEADLINE, "nobody opened {fifo:?}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            Err(e) => panic!("{fifo:?}: {e}"),
+        }
+    }
+}
+
+/// `O_NONBLOCK` on Linux.
+fn libc_o_nonblock() -> i32 {
+    nix::fcntl::OFlag::O_NONBLOCK.bits()
+}
+
+/// `ENXIO` on Linux.
+const ENXIO: i32 = 6;
+
+/// A command that tries `PTRACE_ATTACH` on `pid` (through ctypes), prints
+/// `attach <result> <error>`, then holds on (tracer alive) until the host
+/// opens and closes `fifo`.
+fn attach_and_hold(pid: &str, fifo: &Path) -> String {
+    format!(
+        "python3 -c 'import ctypes, os, sys; l = ctypes.CDLL(None, use_errno=True); \
+         r = l.ptrace(16, int(sys.argv[1]), 0, 0); \
+         print(\"attach\", r, os.strerror(ctypes.get_errno()) if r else \"ok\", flush=True); \
+         open(sys.argv[2]).read()' {pid} {}",
+        sh_quote(fifo)
+    )
+}
+
+/// A confined command cannot attach to a process outside it with ptrace,
+/// with the namespace layer (the target is not in its PID namespace) or
+/// without it (Landlock): while the would-be tracer still runs, the host
+/// sees the target neither traced (`TracerPid: 0`) nor stopped. Nor can it
+/// attach to pid 1 (under the layer, dsh's non-dumpable fork). The
+/// unconfined control attaches.
+#[tokio::test]
+async fn confined_commands_cannot_ptrace_outside_processes() {
+    use dsh_sandbox::NamespaceMode;
+    for (mode, namespaces) in [
+        (SandboxMode::WorkspaceWrite, NamespaceMode::Auto),
+        (SandboxMode::ReadOnly, NamespaceMode::Auto),
+        (SandboxMode::WorkspaceWrite, NamespaceMode::Off),
+        (SandboxMode::ReadOnly, NamespaceMode::Off),
+    ] {
+        let f = Fixture::new(|c| {
+            c.sandbox = mode;
+            c.namespaces = namespaces;
+        });
+        let ws = f.tmp.path().to_path_buf();
+        let out = Outside::new();
+        if !landlock_here(mode, &ws, &out) {
+            return;
+        }
+        let mode = format!("{mode}, namespaces {namespaces}");
+        let target = Bystander::start();
+        let fifo = f.fifo("hold");
+        let attempt = attach_and_hold(&target.pid().to_string(), &fifo);
+        let (r, (tracer, state)) = tokio::join!(f.run(&attempt), async {
+            let hold = await_reader(&fifo).await;
+            let seen = (
+                proc_status(target.pid(), "TracerPid"),
+                proc_status(target.pid(), "State"),
+            );
+            drop(hold);
+            seen
+        });
+        assert_eq!(tracer, "0", "{mode}: the target was traced: {r:?}");
+        assert!(
+            state.starts_with('S'),
+            "{mode}: the target is {state}: {r:?}"
+        );
+        assert!(r.stdout.text.starts_with("attach -1 "), "{mode}: {r:?}");
+        let r = f
+            .run(&format!(
+                "{}; grep TracerPid /proc/1/status",
+                attach_and_hold("1", Path::new("/dev/null"))
+            ))
+            .await;
+        assert!(
+            r.stdout.text.starts_with("attach -1 ") && r.stdout.text.contains("TracerPid:\t0"),
+            "{mode}: {r:?}"
+        );
+        f.exec.dispose().await;
+    }
+    let f = fixture(SandboxMode::DangerFullAccess);
+    if !unconfined_may_attach() {
+        eprintln!("note: Yama keeps this user from attaching to a non-child even unconfined; the ptrace control is skipped");
+        return;
+    }
+    let target = Bystander::start();
+    let fifo = f.fifo("hold-control");
+    let attempt = attach_and_hold(&target.pid().to_string(), &fifo);
+    let (r, tracer) = tokio::join!(f.run(&attempt), async {
+        let hold = await_reader(&fifo).await;
+        let tracer = proc_status(target.pid(), "TracerPid");
+        drop(hold);
+        tracer
+    });
+    assert_ne!(tracer, "0", "control: not traced: {r:?}");
+    assert!(r.stdout.text.starts_with("attach 0 ok"), "{r:?}");
+    f.exec.dispose().await;
+}
+
+/// `attempt`, run between two reads of the command's mount table: prints
+/// `rc=<its status>`, then `mounts-unchanged` or `mounts-changed`, then
+/// `wrote-outside` if writing `probe` (a file outside the roots) worked.
+fn watched(attempt: &str, probe: &Path) -> String {
+    format!(
+        "before=$(cat /proc/self/mountinfo); {attempt}; echo \"rc=$?\"; \
+         after=$(cat /proc/self/mountinfo); \
+         if [ \"$before\" = \"$after\" ]; then echo mounts-unchanged; else echo mounts-changed; fi; \
+         (echo x > {}) 2>/dev/null && echo wrote-outside; true",
+        sh_quote(probe)
+    )
+}
+
+/// One way to change the command's mounts or namespaces.
+struct MountAttempt {
+    name: &'static str,
+    /// What the confined command tries (in the workspace, where the host
+    /// made a directory `sub`).
+    attempt: String,
+    /// The same change made unconfined, always inside namespaces of its
+    /// own (never on the host's mounts), and what its output then shows.
+    control: String,
+    control_shows: &'static str,
+}
+
+fn mount_attempts(out: &Outside) -> Vec<MountAttempt> {
+    let probe = out.path("after-control");
+    let regained = out.path("regained");
+    let private = |unshare: &str, setup: &str, attempt: &str| {
+        format!(
+            "{unshare} sh -c {}",
+            quote(&format!("{setup}{}", watched(attempt, &probe)))
+        )
+    };
+    vec![
+        MountAttempt {
+            name: "mount a tmpfs",
+            attempt: "mount -t tmpfs dsh-escape sub".into(),
+            control: private("unshare -Urm", "", "mount -t tmpfs dsh-escape sub"),
+            control_shows: "mounts-changed",
+        },
+        MountAttempt {
+            name: "unmount /proc",
+            attempt: "umount /proc".into(),
+            control: private(
+                "unshare -Urm --fork --pid --mount-proc",
+                "",
+                "umount /proc",
+            ),
+            control_shows: "mounts-changed",
+        },
+        MountAttempt {
+            name: "remount / read-write",
+            attempt: "mount -o remount,rw /".into(),
+            // The host's / is not read-only: a read-only tmpfs stands in.
+            control: private(
+                "unshare -Urm",
+                "mount -t tmpfs -o ro dsh-escape sub && ",
+                "mount -o remount,rw sub",
+            ),
+            control_shows: "mounts-changed",
+        },
+        MountAttempt {
+            name: "new user namespace",
+            attempt: "unshare -Ur true".into(),
+            control: watched("unshare -Ur true", &probe),
+            control_shows: "rc=0",
+        },
+        MountAttempt {
+            name: "new user namespace by system call",
+            attempt: "python3 -c 'import ctypes, os; l = ctypes.CDLL(None, use_errno=True); \
+                      r = l.unshare(0x10000000); print(\"unshare\", r); os._exit(0 if r == 0 else 1)'"
+                .into(),
+            control: "python3 -c 'import ctypes; print(\"unshare\", ctypes.CDLL(None).unshare(0x10000000))'"
+                .into(),
+            control_shows: "unshare 0",
+        },
+        MountAttempt {
+            name: "regain rights in a new user namespace",
+            attempt: format!(
+                "unshare -Urm sh -c {}",
+                quote(&format!(
+                    "mount -o remount,rw / && touch {}",
+                    sh_quote(&regained)
+                ))
+            ),
+            // Unconfined a new user namespace needs no remount to write
+            // (and this container's / refuses one anyway).
+            control: format!(
+                "unshare -Urm sh -c {} && echo regained",
+                quote(&format!("touch {}", sh_quote(&regained)))
+            ),
+            control_shows: "regained",
+        },
+    ]
+}
+
+/// A confined command can neither change its mounts (mount, unmount,
+/// remount `/` read-write) nor make a namespace to regain rights in (the
+/// seccomp filter refuses `mount`, `umount2`, `unshare`): the mount table
+/// it sees is the same after each attempt, writing outside still fails,
+/// and nothing lands outside. Each control makes the change unconfined in
+/// namespaces of its own, showing the checks see it.
+#[tokio::test]
+async fn confined_commands_cannot_change_their_mounts_or_make_namespaces() {
+    let out = Outside::new();
+    for mode in CONFINING {
+        let f = fixture(mode);
+        let ws = f.tmp.path().to_path_buf();
+        if !landlock_here(mode, &ws, &out) {
+            return;
+        }
+        std::fs::create_dir(ws.join("sub")).unwrap();
+        for a in mount_attempts(&out) {
+            let probe = out.path(&format!("after-{mode}"));
+            let r = f.run(&watched(&a.attempt, &probe)).await;
+            let what = format!("{mode}, {}", a.name);
+            assert!(!r.stdout.text.contains("rc=0\n"), "{what}: {r:?}");
+            assert!(
+                r.stdout.text.contains("mounts-unchanged\n"),
+                "{what}: {r:?}"
+            );
+            assert!(!r.stdout.text.contains("wrote-outside"), "{what}: {r:?}");
+            assert!(!probe.exists(), "{what}: wrote outside");
+            assert!(!out.path("regained").exists(), "{what}: wrote outside");
+            assert!(
+                std::fs::read_dir(ws.join("sub")).unwrap().next().is_none(),
+                "{what}"
+            );
+        }
+        f.exec.dispose().await;
+    }
+    let f = fixture(SandboxMode::DangerFullAccess);
+    std::fs::create_dir(f.tmp.path().join("sub")).unwrap();
+    for a in mount_attempts(&out) {
+        let r = f.run(&a.control).await;
+        assert!(
+            r.stdout.text.contains(a.control_shows),
+            "control of {}: {r:?}",
+            a.name
+        );
+    }
+    assert!(out.path("regained").exists(), "the control did not regain");
+    f.exec.dispose().await;
+}
+
+/// Whether this process runs as root (effective uid 0).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid() == 0
+}
+
+/// Root's powers a command must not keep when confined: making a device
+/// node in the workspace (through which a disk could be written past every
+/// path rule) and setting the host's name (to the name it has already, so
+/// the control changes nothing). Each attempt prints `<name>-done` when it
+/// worked.
+fn root_powers() -> [(&'static str, &'static str); 2] {
+    [
+        (
+            "mknod",
+            "mknod dev-node c 1 3 && echo x > dev-node && echo mknod-done",
+        ),
+        (
+            "sethostname",
+            "hostname \"$(hostname)\" && echo sethostname-done",
+        ),
+    ]
+}
+
+/// A confined command keeps none of root's powers over the system: under
+/// the namespace layer its capabilities only reach its own user
+/// namespace, so `mknod` and `sethostname` fail and no node appears. The
+/// unconfined control (as root) does both.
+#[tokio::test]
+async fn confined_commands_cannot_use_roots_powers() {
+    root_powers_stay_out_of_reach(dsh_sandbox::NamespaceMode::Auto).await;
+}
+
+/// The same with Landlock alone.
+#[tokio::test]
+#[ignore = "HOLE: with Landlock alone and dsh running as root, a confined command keeps root's \\
+            capabilities: mknod in the workspace (a device node, e.g. of a disk) and \\
+            sethostname succeed; un-ignore once fixed"]
+async fn landlock_alone_keeps_roots_powers_out_of_reach() {
+    root_powers_stay_out_of_reach(dsh_sandbox::NamespaceMode::Off).await;
+}
+
+async fn root_powers_stay_out_of_reach(namespaces: dsh_sandbox::NamespaceMode) {
+    for mode in CONFINING {
+        let f = Fixture::new(|c| {
+            c.sandbox = mode;
+            c.namespaces = namespaces;
+        });
+        let ws = f.tmp.path().to_path_buf();
+        let out = Outside::new();
+        if !landlock_here(mode, &ws, &out) {
+            return;
+        }
+        if namespaces != dsh_sandbox::NamespaceMode::Off && !layer_here(mode).await {
+            return;
+        }
+        for (name, attempt) in root_powers() {
+            let r = f.run(attempt).await;
+            let what = format!("{mode}, namespaces {namespaces}: {name}");
+            assert!(
+                std::fs::symlink_metadata(ws.join("dev-node")).is_err(),
+                "{what} made a device node: {r:?}"
+            );
+            assert!(!r.stdout.text.contains("-done"), "{what}: {r:?}");
+            assert_ne!(r.exit_code, Some(0), "{what}: {r:?}");
+        }
+        f.exec.dispose().await;
+    }
+    if !running_as_root() {
+        eprintln!("note: not root: the unconfined control has none of root's powers either");
+        return;
+    }
+    let f = fixture(SandboxMode::DangerFullAccess);
+    for (name, attempt) in root_powers() {
+        let r = f.run(attempt).await;
+        assert!(
+            r.stdout.text.contains(&format!("{name}-done")),
+            "control {name}: {r:?}"
+        );
+    }
+    assert!(f.tmp.path().join("dev-node").exists());
     f.exec.dispose().await;
 }
