@@ -1,22 +1,28 @@
 //! Cost of confinement: `bash -c true` through the `bash` tool under
-//! `workspace-write` (Landlock ruleset built per command, applied between
-//! fork and exec) versus `danger-full-access` (no confinement), same
-//! registry shape, same run.
+//! `workspace-write` with the namespace layer (user, mount, PID and IPC
+//! namespaces set up per command, then Landlock and seccomp), under
+//! `workspace-write` with Landlock and seccomp alone, and under
+//! `danger-full-access` (no confinement), same registry shape, same run.
+//! Then the network proxy: a 10 MB `curl` through it versus direct
+//! (module `proxy`).
 //!
 //! `cargo bench -p dsh-benches --bench sandbox`
 //!
-//! Prints the ratio confined / unconfined of the medians of interleaved
+//! Prints the ratios confined / unconfined of the medians of interleaved
 //! single calls (robust to load drifting between criterion runs).
 
 // A benchmark panics on a broken set-up; that is its failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "sandbox/proxy.rs"]
+mod proxy;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use dsh_bash_local::{LocalBashConfig, LocalBashExecutor};
-use dsh_sandbox::SandboxMode;
+use dsh_sandbox::{NamespaceMode, SandboxMode};
 use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
 
 /// Interleaved single calls per side for the median ratio.
@@ -24,11 +30,16 @@ const INTERLEAVED: usize = 400;
 
 /// A registry with the bash tools on an executor in `mode`, and the
 /// registration that keeps them installed.
-fn registry(mode: SandboxMode, dir: &std::path::Path) -> (ToolRegistry, dsh_kernel::Registration) {
+fn registry(
+    mode: SandboxMode,
+    namespaces: NamespaceMode,
+    dir: &std::path::Path,
+) -> (ToolRegistry, dsh_kernel::Registration) {
     let exec = Arc::new(LocalBashExecutor::new(LocalBashConfig {
         cwd: Some(dir.to_path_buf()),
         spill_dir: Some(dir.to_path_buf()),
         sandbox: mode,
+        namespaces,
         ..LocalBashConfig::default()
     }));
     let registry = ToolRegistry::new();
@@ -53,8 +64,24 @@ fn sandbox(c: &mut Criterion) {
         .build()
         .expect("tokio runtime");
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (confined, _keep_confined) = registry(SandboxMode::WorkspaceWrite, tmp.path());
-    let (open, _keep_open) = registry(SandboxMode::DangerFullAccess, tmp.path());
+    let layers = dsh_sandbox::probe_namespaces();
+    assert!(
+        layers.layer.is_ok(),
+        "the sandbox bench needs the namespace layer: {:?}",
+        layers.layer
+    );
+    let (confined, _keep_confined) = registry(
+        SandboxMode::WorkspaceWrite,
+        NamespaceMode::Required,
+        tmp.path(),
+    );
+    let (landlock, _keep_landlock) =
+        registry(SandboxMode::WorkspaceWrite, NamespaceMode::Off, tmp.path());
+    let (open, _keep_open) = registry(
+        SandboxMode::DangerFullAccess,
+        NamespaceMode::Off,
+        tmp.path(),
+    );
     let call = ToolCall::new(
         "call-1",
         "bash",
@@ -70,7 +97,19 @@ fn sandbox(c: &mut Criterion) {
         .block_on(confined.execute(&probe_call, CallEnv::default()))
         .text();
     assert!(text.contains("[sandbox: write denied"), "{text}");
-    for r in [&confined, &open] {
+    let ps_call = ToolCall::new(
+        "call-ps",
+        "bash",
+        r#"{"command":"ls /proc | grep -c '^[0-9]'","description":"Count processes"}"#,
+    );
+    let text = rt
+        .block_on(confined.execute(&ps_call, CallEnv::default()))
+        .text();
+    assert!(
+        text.trim().parse::<u32>().unwrap() <= 4,
+        "own PID namespace: {text}"
+    );
+    for r in [&confined, &landlock, &open] {
         assert_eq!(
             rt.block_on(r.execute(&call, CallEnv::default())).text(),
             "(no output)"
@@ -80,14 +119,18 @@ fn sandbox(c: &mut Criterion) {
     let mut g = c.benchmark_group("sandbox_bash_true");
     g.sample_size(40);
     g.measurement_time(Duration::from_secs(8));
-    for (name, r) in [("unconfined", &open), ("workspace_write", &confined)] {
+    for (name, r) in [
+        ("unconfined", &open),
+        ("workspace_write_landlock_only", &landlock),
+        ("workspace_write_namespaces", &confined),
+    ] {
         g.bench_function(name, |b| {
             b.iter(|| rt.block_on(r.execute(&call, CallEnv::default())))
         });
     }
     g.finish();
 
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut a, mut b, mut l) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..INTERLEAVED {
         let t = Instant::now();
         rt.block_on(open.execute(&call, CallEnv::default()));
@@ -95,12 +138,18 @@ fn sandbox(c: &mut Criterion) {
         let t = Instant::now();
         rt.block_on(confined.execute(&call, CallEnv::default()));
         b.push(t.elapsed());
+        let t = Instant::now();
+        rt.block_on(landlock.execute(&call, CallEnv::default()));
+        l.push(t.elapsed());
     }
-    let (ma, mb) = (median(a), median(b));
+    let (ma, mb, ml) = (median(a), median(b), median(l));
     println!(
-        "interleaved medians over {INTERLEAVED} calls each: unconfined {ma:?}, workspace-write {mb:?}, ratio {:.3}",
-        mb.as_secs_f64() / ma.as_secs_f64()
+        "interleaved medians over {INTERLEAVED} calls each: unconfined {ma:?}, \
+         workspace-write with namespaces {mb:?} (ratio {:.3}), Landlock alone {ml:?} (ratio {:.3})",
+        mb.as_secs_f64() / ma.as_secs_f64(),
+        ml.as_secs_f64() / ma.as_secs_f64()
     );
+    proxy::proxy(c);
 }
 
 criterion_group!(benches, sandbox);
