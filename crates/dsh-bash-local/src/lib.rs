@@ -239,11 +239,15 @@ impl LocalBashConfig {
 
 impl LocalBashExecutor {
     /// An executor with `config`. Spawns nothing and touches no file until
-    /// the first run.
+    /// the first run. Makes this process non-dumpable
+    /// ([`dsh_sandbox::shield_this_process`]).
     ///
     /// The in-memory tail per stream is `max_output_bytes` capped at
     /// [`MAX_OUTPUT_BYTES_LIMIT`] even when the config was not validated.
     pub fn new(mut config: LocalBashConfig) -> Self {
+        // The process holding the keys: its environment and memory stay
+        // out of reach of confined commands (see dsh_sandbox).
+        dsh_sandbox::shield_this_process();
         config.max_output_bytes = config.max_output_bytes.min(MAX_OUTPUT_BYTES_LIMIT);
         let spill_parent = config.spill_dir.clone().unwrap_or_else(std::env::temp_dir);
         let sandbox = Mutex::new(config.sandbox);

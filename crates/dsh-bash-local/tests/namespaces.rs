@@ -353,8 +353,6 @@ async fn a_private_tmp_is_the_sessions_own() {
 /// `/tmp/work`, or the temp dirs of these tests), the workspace must stay
 /// visible and writable at its path.
 #[tokio::test]
-#[ignore = "BUG: with private_tmp a workspace under /tmp is hidden by the private /tmp; \
-            every command fails to spawn with `bash: ENOENT`; un-ignore once fixed"]
 async fn a_private_tmp_keeps_a_workspace_under_tmp() {
     if !layer_here().await {
         return;

@@ -357,7 +357,13 @@ impl SandboxPolicy {
             return Err(unavailable("the kernel created no ruleset".into()));
         };
         let network_namespace = plan.as_ref().is_some_and(|p| p.net() != NetNs::Host);
+        // SAFETY: geteuid cannot fail and touches no memory.
+        #[allow(unsafe_code)]
+        let root = unsafe { libc::geteuid() } == 0;
         Ok(Confinement {
+            // Without the user namespace, root would keep its powers.
+            drop_root_powers: root && plan.is_none(),
+            fs_access: all.bits(),
             ruleset: Some(Arc::new(fd)),
             scoped,
             unix_sockets_denied: self.denies_unix_sockets(),
@@ -444,6 +450,12 @@ impl SandboxPolicy {
 #[derive(Debug, Clone)]
 pub struct Confinement {
     ruleset: Option<Arc<OwnedFd>>,
+    /// Every file-system right the ruleset handles (for the rule the
+    /// command adds for its own `/dev/pts`).
+    fs_access: u64,
+    /// Drop every capability but [`KEPT_CAPABILITIES`] before exec (root
+    /// without the namespace layer).
+    drop_root_powers: bool,
     scoped: bool,
     unix_sockets_denied: bool,
     filter: Option<Arc<Vec<libc::sock_filter>>>,
@@ -456,6 +468,8 @@ impl Confinement {
     fn none() -> Self {
         Self {
             ruleset: None,
+            fs_access: 0,
+            drop_root_powers: false,
             scoped: false,
             unix_sockets_denied: false,
             filter: None,
@@ -549,7 +563,13 @@ impl Confinement {
             let chan = spawning.child_end.as_ref().map_or(-1, |c| c.as_raw_fd());
             (Arc::clone(plan), workdir, chan)
         });
-        restrict_before_exec(cmd, fd.as_raw_fd(), layer, self.filter.clone());
+        restrict_before_exec(
+            cmd,
+            (fd.as_raw_fd(), self.fs_access),
+            layer,
+            self.filter.clone(),
+            self.drop_root_powers,
+        );
     }
 }
 
@@ -589,9 +609,10 @@ type Layer = (Arc<Plan>, CString, i32);
 #[allow(unsafe_code)]
 fn restrict_before_exec(
     cmd: &mut tokio::process::Command,
-    ruleset_fd: i32,
+    (ruleset_fd, fs_access): (i32, u64),
     layer: Option<Layer>,
     filter: Option<Arc<Vec<libc::sock_filter>>>,
+    drop_root_powers: bool,
 ) {
     // SAFETY: the closure runs in the forked child before exec; it only
     // makes raw system calls (async-signal-safe), touches no lock and
@@ -604,6 +625,13 @@ fn restrict_before_exec(
             if let Some((plan, workdir, chan)) = &layer {
                 namespace::enter(plan, workdir, *chan)
                     .map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))?;
+                // The command's own devpts instance is not the host's
+                // /dev/pts the ruleset names: allow it too.
+                namespace::allow_own_devpts(ruleset_fd, fs_access)
+                    .map_err(std::io::Error::from_raw_os_error)?;
+            }
+            if drop_root_powers {
+                drop_capabilities()?;
             }
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
@@ -616,6 +644,100 @@ fn restrict_before_exec(
             }
             Ok(())
         });
+    }
+}
+
+/// The capabilities a confined command run by root keeps without the
+/// namespace layer: those of file ownership and permissions (`chown`,
+/// overriding permission bits, `setuid`/`setgid`), binding low ports and
+/// `nice`. Dropped (from the bounding, permitted, effective, inheritable
+/// and ambient sets): among others `CAP_SYS_PTRACE` (reading other
+/// processes' `/proc/<pid>/environ` and memory), `CAP_MKNOD`,
+/// `CAP_SYS_ADMIN` (`sethostname`, `TIOCSTI`, mounts), `CAP_NET_ADMIN`,
+/// `CAP_NET_RAW`, `CAP_KILL`, `CAP_SYS_MODULE`, `CAP_SYS_RAWIO`.
+pub const KEPT_CAPABILITIES: [u32; 9] = [0, 1, 2, 3, 4, 6, 7, 10, 23];
+
+/// Drops every capability not in [`KEPT_CAPABILITIES`]. Async-signal-safe.
+///
+/// # Errors
+/// The OS error of `capget`/`capset` or of `PR_CAPBSET_DROP` (other than
+/// `EINVAL` for a capability this kernel does not know).
+#[allow(unsafe_code)]
+fn drop_capabilities() -> std::io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let mut keep = [0u32; 2];
+    for cap in KEPT_CAPABILITIES {
+        keep[(cap / 32) as usize] |= 1 << (cap % 32);
+    }
+    // SAFETY: raw system calls on live locals; no allocation.
+    unsafe {
+        for cap in 0..64u32 {
+            if keep[(cap / 32) as usize] & (1 << (cap % 32)) == 0
+                && libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0
+                && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        let mut header = Header {
+            version: VERSION_3,
+            pid: 0,
+        };
+        let mut data = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut Header,
+            data.as_mut_ptr(),
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        for (d, k) in data.iter_mut().zip(keep) {
+            d.effective &= k;
+            d.permitted &= k;
+            d.inheritable &= k;
+        }
+        if libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Makes this process non-dumpable (`PR_SET_DUMPABLE` 0): its memory,
+/// environment and `/proc/<pid>` entries are then out of reach of
+/// processes of the same user without `CAP_SYS_PTRACE`, which confined
+/// commands run by root lose ([`KEPT_CAPABILITIES`]). Called by the bash
+/// executor for the process that holds the API keys; no core files are
+/// written for it afterwards. Never fails.
+#[allow(unsafe_code)]
+pub fn shield_this_process() {
+    // SAFETY: a prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     }
 }
 

@@ -118,6 +118,7 @@ pub(crate) enum Stage {
     Chdir,
     Fork,
     Proc,
+    Devpts,
 }
 
 impl Stage {
@@ -135,6 +136,7 @@ impl Stage {
             Chdir,
             Fork,
             Proc,
+            Devpts,
         ]
         .into_iter()
         .find(|s| *s as u8 == v)
@@ -153,6 +155,7 @@ impl Stage {
             Self::Chdir => "entering the working directory",
             Self::Fork => "starting the namespace's init process",
             Self::Proc => "mounting /proc for the PID namespace",
+            Self::Devpts => "mounting a private /dev/pts",
         }
     }
 }
@@ -182,12 +185,27 @@ impl Plan {
         // SAFETY: getuid/getgid cannot fail and touch no memory.
         #[allow(unsafe_code)]
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let mut sorted: Vec<&PathBuf> = roots.iter().filter(|r| r.is_dir()).collect();
+        let tmp = Path::new("/tmp");
+        let mut sorted: Vec<&PathBuf> = roots
+            .iter()
+            .filter(|r| r.is_dir())
+            // The private /tmp replaces the shared one; roots inside /tmp
+            // (a workspace there) are attached on top of it.
+            .filter(|r| private_tmp.is_none() || r.as_path() != tmp)
+            .collect();
         sorted.sort_by_key(|r| r.components().count());
         let mut kept: Vec<&PathBuf> = Vec::new();
         for root in sorted {
             if !kept.iter().any(|k| root.starts_with(k)) {
                 kept.push(root);
+            }
+        }
+        if let Some(private) = private_tmp {
+            // Mount points for the roots under /tmp, inside the private one.
+            for root in &kept {
+                if let Ok(rel) = root.strip_prefix(tmp) {
+                    let _ = std::fs::create_dir_all(private.join(rel));
+                }
             }
         }
         Self {
@@ -316,6 +334,9 @@ pub(crate) fn enter(plan: &Plan, workdir: &CStr, chan: RawFd) -> Result<(), Step
     // SAFETY (whole function): raw system calls with pointers to data owned
     // by `plan` or to locals, alive for each call; no allocation.
     unsafe {
+        // A non-dumpable parent (dsh makes itself one) leaves /proc/self
+        // owned by root: the id maps could not be written.
+        libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
         if libc::unshare(flags) != 0 {
             return Err(fail(Stage::Unshare));
         }
@@ -418,12 +439,6 @@ unsafe fn mount_views(plan: &Plan) -> Result<(), StepError> {
         }
     }
     for (i, root) in plan.roots.iter().take(n).enumerate() {
-        if plan.private_tmp.is_some() && is_under(root.as_bytes(), b"/tmp") {
-            // The session's own /tmp replaces the shared one and its
-            // subdirectories.
-            libc::close(clones[i]);
-            continue;
-        }
         let r = move_mount(clones[i], root);
         libc::close(clones[i]);
         if r != 0 {
@@ -431,11 +446,27 @@ unsafe fn mount_views(plan: &Plan) -> Result<(), StepError> {
             return Err((Stage::AttachRoot, last_errno()));
         }
     }
+    // A devpts instance of the command's own: the user's terminals
+    // (/dev/pts/N of the host) are not in it, and /dev/ptmx allocates
+    // there.
+    if libc::mount(
+        c"devpts".as_ptr(),
+        c"/dev/pts".as_ptr(),
+        c"devpts".as_ptr(),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        c"newinstance,ptmxmode=0666,mode=0620".as_ptr().cast(),
+    ) != 0
+        || libc::mount(
+            c"/dev/pts/ptmx".as_ptr(),
+            c"/dev/ptmx".as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        ) != 0
+    {
+        return Err((Stage::Devpts, last_errno()));
+    }
     Ok(())
-}
-
-fn is_under(path: &[u8], dir: &[u8]) -> bool {
-    path == dir || (path.starts_with(dir) && path.get(dir.len()) == Some(&b'/'))
 }
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -713,6 +744,64 @@ unsafe fn send_listener(chan: RawFd) -> Result<(), i32> {
     Ok(())
 }
 
+/// `struct landlock_path_beneath_attr` (packed).
+#[repr(C, packed)]
+struct PathBeneath {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Adds rules granting `access` beneath this mount namespace's `/dev/pts`
+/// (the command's own instance) and on `/dev/ptmx` (bound to its `ptmx`)
+/// to the ruleset `ruleset_fd`.
+/// Async-signal-safe.
+///
+/// # Errors
+/// The errno of `open` or `landlock_add_rule`.
+#[allow(unsafe_code)]
+pub(crate) fn allow_own_devpts(ruleset_fd: RawFd, access: u64) -> Result<(), i32> {
+    /// The rights Landlock accepts on a file (not a directory): execute,
+    /// write, read, truncate, ioctl on a device.
+    const FILE_RIGHTS: u64 = 0b111 | (1 << 14) | (1 << 15);
+    // The instance's directory, and /dev/ptmx (bound to its ptmx).
+    allow_beneath(ruleset_fd, c"/dev/pts", libc::O_DIRECTORY, access)?;
+    allow_beneath(ruleset_fd, c"/dev/ptmx", 0, access & FILE_RIGHTS)
+}
+
+#[allow(unsafe_code)]
+fn allow_beneath(
+    ruleset_fd: RawFd,
+    path: &CStr,
+    flags: libc::c_int,
+    access: u64,
+) -> Result<(), i32> {
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_long = 1;
+    // SAFETY: raw system calls on a static path and a live local.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | flags);
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        let attr = PathBeneath {
+            allowed_access: access,
+            parent_fd: fd,
+        };
+        let r = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset_fd,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneath,
+            0,
+        );
+        let e = last_errno();
+        libc::close(fd);
+        if r != 0 {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 fn last_errno() -> i32 {
     io::Error::last_os_error()
         .raw_os_error()
@@ -867,13 +956,6 @@ mod tests {
     }
 
     #[test]
-    fn is_under_matches_whole_components() {
-        assert!(is_under(b"/tmp", b"/tmp"));
-        assert!(is_under(b"/tmp/x", b"/tmp"));
-        assert!(!is_under(b"/tmpx", b"/tmp"));
-    }
-
-    #[test]
     fn errors_name_the_step_and_the_likely_cause() {
         let e = explain(Stage::Unshare.what(), libc::EPERM);
         assert!(
@@ -881,7 +963,7 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("apparmor_restrict_unprivileged_userns"), "{e}");
-        for v in 1..=11u8 {
+        for v in 1..=12u8 {
             assert_eq!(Stage::from_u8(v).map(|s| s as u8), Some(v));
         }
         assert_eq!(Stage::from_u8(0), None);
