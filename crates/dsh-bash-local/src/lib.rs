@@ -325,7 +325,12 @@ impl LocalBashExecutor {
             .with_network_access(network)
             .with_unix_sockets(config.allow_unix_sockets.clone())
             .with_namespaces(config.namespaces);
-        if config.private_tmp && mode.confines() && config.namespaces != NamespaceMode::Off {
+        // read-only has no writable root: its /tmp stays the shared one,
+        // read-only.
+        if config.private_tmp
+            && mode == SandboxMode::WorkspaceWrite
+            && config.namespaces != NamespaceMode::Off
+        {
             let dir = self
                 .inner
                 .private_tmp
