@@ -165,16 +165,19 @@ async fn connect_to_an_unlisted_name_fails_and_is_recorded() {
     assert!(up.heads().is_empty(), "the upstream was reached");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unlisted_ip_literal_is_denied() {
+/// Fetches `http://<host>:<upstream port>/hello` through a proxy allowing
+/// `allowed`, and checks the refusal: curl's exit 22, the 403's header and
+/// `reason_text` (with `{port}` for the upstream's port) in its body, one
+/// recorded denial of `host` for `reason`, and an upstream never reached.
+async fn refused_over_http(allowed: &[&str], host: &str, reason_text: &str, reason: DenialReason) {
     let up = Upstream::start().await;
-    let (served, addr) = serve(&proxy(&["allowed.test"]));
+    let (served, addr) = serve(&proxy(allowed));
     let out = curl(args(&[
         "-i",
         "--fail-with-body",
         "-x",
         &proxy_url(addr),
-        &format!("http://127.0.0.1:{}/hello", up.port()),
+        &format!("http://{host}:{}/hello", up.port()),
     ]))
     .await;
     assert_eq!(out.status.code(), Some(22), "{}", text(&out));
@@ -183,52 +186,39 @@ async fn an_unlisted_ip_literal_is_denied() {
         response.contains("X-Dsh-Sandbox: network-denied"),
         "{response}"
     );
-    assert!(
-        response
-            .contains("the address 127.0.0.1 is not in [sandbox] network (allowed: allowed.test)"),
-        "{response}"
-    );
+    let expected = reason_text.replace("{port}", &up.port().to_string());
+    assert!(response.contains(&expected), "{response}");
     assert_eq!(
         served.denials(),
         [Denial {
-            host: "127.0.0.1".into(),
+            host: host.into(),
             port: up.port(),
-            reason: DenialReason::AddressNotListed
+            reason
         }]
     );
     assert!(up.heads().is_empty(), "the upstream was reached");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_listed_name_resolving_to_loopback_is_denied_as_non_public() {
-    let up = Upstream::start().await;
-    let (served, addr) = serve(&proxy(&["rebind.test"]));
-    let out = curl(args(&[
-        "-i",
-        "--fail-with-body",
-        "-x",
-        &proxy_url(addr),
-        &format!("http://rebind.test:{}/hello", up.port()),
-    ]))
+async fn an_unlisted_ip_literal_is_denied() {
+    refused_over_http(
+        &["allowed.test"],
+        "127.0.0.1",
+        "the address 127.0.0.1 is not in [sandbox] network (allowed: allowed.test)",
+        DenialReason::AddressNotListed,
+    )
     .await;
-    assert_eq!(out.status.code(), Some(22), "{}", text(&out));
-    let response = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        response.contains(&format!(
-            "network to rebind.test:{} denied: it resolves to 127.0.0.1, a loopback address, which is not listed",
-            up.port()
-        )),
-        "{response}"
-    );
-    assert_eq!(
-        served.denials(),
-        [Denial {
-            host: "rebind.test".into(),
-            port: up.port(),
-            reason: DenialReason::NonPublicAddress(LOOPBACK)
-        }]
-    );
-    assert!(up.heads().is_empty(), "the upstream was reached");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listed_name_resolving_to_loopback_is_denied_as_non_public() {
+    refused_over_http(
+        &["rebind.test"],
+        "rebind.test",
+        "network to rebind.test:{port} denied: it resolves to 127.0.0.1, a loopback address, which is not listed",
+        DenialReason::NonPublicAddress(LOOPBACK),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -122,24 +122,24 @@ pub(crate) enum Stage {
 }
 
 impl Stage {
+    /// Every step, in order.
+    const ALL: [Self; 12] = [
+        Self::Unshare,
+        Self::IdMaps,
+        Self::Loopback,
+        Self::Listener,
+        Self::Propagation,
+        Self::CloneRoot,
+        Self::ReadOnly,
+        Self::AttachRoot,
+        Self::Chdir,
+        Self::Fork,
+        Self::Proc,
+        Self::Devpts,
+    ];
+
     fn from_u8(v: u8) -> Option<Self> {
-        use Stage::*;
-        [
-            Unshare,
-            IdMaps,
-            Loopback,
-            Listener,
-            Propagation,
-            CloneRoot,
-            ReadOnly,
-            AttachRoot,
-            Chdir,
-            Fork,
-            Proc,
-            Devpts,
-        ]
-        .into_iter()
-        .find(|s| *s as u8 == v)
+        Self::ALL.into_iter().find(|s| *s as u8 == v)
     }
 
     fn what(self) -> &'static str {
@@ -963,8 +963,10 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("apparmor_restrict_unprivileged_userns"), "{e}");
-        for v in 1..=12u8 {
-            assert_eq!(Stage::from_u8(v).map(|s| s as u8), Some(v));
+        for (i, stage) in Stage::ALL.into_iter().enumerate() {
+            assert_eq!(stage as usize, i + 1);
+            assert_eq!(Stage::from_u8(stage as u8), Some(stage));
+            assert!(!stage.what().is_empty());
         }
         assert_eq!(Stage::from_u8(0), None);
     }
