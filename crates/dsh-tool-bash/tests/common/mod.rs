@@ -40,13 +40,16 @@ pub struct Harness {
 }
 
 impl Harness {
-    /// Default config with a 200 ms kill grace; `tweak` adjusts it.
+    /// Default config with a 200 ms kill grace and without the sandbox's
+    /// namespace layer (these tests compare `$$`/`$!` with host pids; the
+    /// layer is tested in dsh-bash-local); `tweak` adjusts it.
     pub fn new(tweak: impl FnOnce(&mut LocalBashConfig)) -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut config = LocalBashConfig {
             kill_grace: Duration::from_millis(200),
             spill_dir: Some(tmp.path().to_path_buf()),
             cwd: Some(tmp.path().to_path_buf()),
+            namespaces: dsh_sandbox::NamespaceMode::Off,
             ..LocalBashConfig::default()
         };
         tweak(&mut config);
