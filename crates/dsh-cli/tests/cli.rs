@@ -47,8 +47,13 @@ async fn offline_echo_run_prints_the_answer_and_writes_the_session() {
     let events = read_events(&files[0]);
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
-        types[..3],
-        ["sandbox/mode", "request/adapter", "user/message"]
+        types[..4],
+        [
+            "sandbox/mode",
+            "sandbox/layers",
+            "request/adapter",
+            "user/message"
+        ]
     );
     assert_eq!(
         events[0]["data"],
