@@ -316,11 +316,7 @@ impl LocalBashExecutor {
     fn policy(&self, spec: &BashSpec) -> Result<SandboxPolicy, BashError> {
         let mode = spec.sandbox.unwrap_or_else(|| self.sandbox_mode());
         let config = &self.inner.config;
-        let network = match (&config.network_proxy, config.network) {
-            (Some(_), _) => Network::Proxied,
-            (None, true) => Network::Open,
-            (None, false) => Network::Closed,
-        };
+        let network = Network::of_setting(config.network_proxy.is_some(), config.network);
         let mut policy = SandboxPolicy::for_mode(mode, &self.workspace(), None)
             .with_network_access(network)
             .with_unix_sockets(config.allow_unix_sockets.clone())

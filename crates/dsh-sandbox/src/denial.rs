@@ -83,21 +83,25 @@ pub fn denial_note(
 /// The pid of a `kill`/`pkill` line refused with `ESRCH` (`No such
 /// process`), in the forms [`is_refused_signal`] knows.
 fn unseen_signal_target(line: &str) -> Option<u32> {
+    let target = failed_kill_target(line, "no such process")?;
+    let n: String = target.chars().take_while(char::is_ascii_digit).collect();
+    n.parse().ok().filter(|p| *p > 1)
+}
+
+/// Where `kill` and `pkill` name the process in a failure line: bash's
+/// builtin `kill: (123)`, procps and util-linux `kill: sending signal to
+/// 123`, `pkill` `killing pid 123`.
+const KILL_TARGET_MARKERS: [&str; 3] = ["kill: (", "kill: sending signal to ", "killing pid "];
+
+/// The text after the target marker of a `kill`/`pkill` line (lower case)
+/// ending with `error` (lower case), in the forms [`KILL_TARGET_MARKERS`]
+/// names.
+fn failed_kill_target(line: &str, error: &str) -> Option<String> {
     let lower = line.trim().to_ascii_lowercase();
-    let head = lower.strip_suffix("no such process")?;
-    let digits = |s: &str| -> Option<u32> {
-        let n: String = s.chars().take_while(char::is_ascii_digit).collect();
-        n.parse().ok().filter(|p| *p > 1)
-    };
-    if let Some(at) = head.find("kill: (") {
-        return digits(&head[at + 7..]);
-    }
-    for marker in ["kill: sending signal to ", "killing pid "] {
-        if let Some(at) = head.find(marker) {
-            return digits(&head[at + marker.len()..]);
-        }
-    }
-    None
+    let head = lower.strip_suffix(error)?;
+    KILL_TARGET_MARKERS
+        .iter()
+        .find_map(|m| head.find(m).map(|at| head[at + m.len()..].to_string()))
 }
 
 /// Whether a line of stderr is `kill` or `pkill` reporting a signal the
@@ -107,14 +111,11 @@ fn unseen_signal_target(line: &str) -> Option<u32> {
 /// 123 failed: Operation not permitted`) and `pkill`/`killall` (`pkill:
 /// killing pid 123 failed: Operation not permitted`).
 pub fn is_refused_signal(line: &str) -> bool {
-    let lower = line.trim().to_ascii_lowercase();
-    if !lower.ends_with("operation not permitted") {
-        return false;
+    const EPERM: &str = "operation not permitted";
+    failed_kill_target(line, EPERM).is_some() || {
+        let lower = line.trim().to_ascii_lowercase();
+        lower.ends_with(EPERM) && lower.starts_with("killall: ")
     }
-    lower.contains("kill: (")
-        || lower.contains("kill: sending signal to ")
-        || lower.contains("killing pid ")
-        || lower.starts_with("killall: ")
 }
 
 /// The paths a line of stderr names as refused, when the line reports a

@@ -127,6 +127,19 @@ pub enum Network {
     Proxied,
 }
 
+impl Network {
+    /// The network of the `[sandbox] network` setting: a host list
+    /// (`listed`) goes through the proxy whatever `open` says; otherwise
+    /// `open` is `true` or `false`.
+    pub fn of_setting(listed: bool, open: bool) -> Self {
+        match (listed, open) {
+            (true, _) => Self::Proxied,
+            (false, true) => Self::Open,
+            (false, false) => Self::Closed,
+        }
+    }
+}
+
 impl SandboxPolicy {
     /// The policy of `mode` for a session working in `workspace`:
     /// - `read-only`: no writable roots (only the [`DEVICE_NODES`], and

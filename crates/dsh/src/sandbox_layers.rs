@@ -24,6 +24,11 @@ pub struct Layers {
     pub mode: SandboxMode,
     /// Landlock and seccomp: `active (ABI N)`, or why commands are refused.
     pub landlock: String,
+    /// Why a confining mode refuses commands (the sandbox cannot be
+    /// applied), `None` when commands run.
+    pub refused: Option<String>,
+    /// Whether commands get the namespace layer.
+    pub namespaces_active: bool,
     /// The namespace layer: `active`, `off ([sandbox] namespaces = "off")`,
     /// `unavailable: <why>` or `not applied (…)`.
     pub namespaces: String,
@@ -50,11 +55,7 @@ pub fn describe(
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
-    let network = match (hosts, bash.network) {
-        (Some(_), _) => Network::Proxied,
-        (None, true) => Network::Open,
-        (None, false) => Network::Closed,
-    };
+    let network = Network::of_setting(hosts.is_some(), bash.network);
     let policy = SandboxPolicy::for_mode(mode, &workspace, None)
         .with_namespaces(bash.namespaces)
         .with_network_access(network);
@@ -63,6 +64,8 @@ pub fn describe(
         return Layers {
             mode,
             landlock: "not applied (danger-full-access runs commands unconfined)".to_string(),
+            refused: None,
+            namespaces_active: false,
             namespaces: "not applied (danger-full-access)".to_string(),
             network: "host".to_string(),
             private_tmp: false,
@@ -74,6 +77,8 @@ pub fn describe(
         Err(e) => Layers {
             mode,
             landlock: format!("unavailable: {e}"),
+            refused: Some(e.to_string()),
+            namespaces_active: false,
             namespaces: "not applied (commands are refused)".to_string(),
             network: "none (commands are refused)".to_string(),
             private_tmp: false,
@@ -117,6 +122,8 @@ pub fn describe(
             Layers {
                 mode,
                 landlock: format!("active ({abi}) with seccomp"),
+                refused: None,
+                namespaces_active: c.namespaces(),
                 namespaces,
                 network,
                 private_tmp: bash.private_tmp && c.namespaces(),

@@ -33,16 +33,13 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
         dsh::sandbox_layers::describe(&resolved.bash, resolved.network_hosts.as_ref(), mode);
     let namespaces = dsh_sandbox::probe_namespaces();
     // Commands run: nothing confined, or every rule asked for is in force.
-    let enforced = !mode.confines() || layers.landlock.starts_with("active");
+    let enforced = layers.refused.is_none();
     line(&format!("sandbox: {support}"));
     line(
         "  mechanism: Landlock, a seccomp filter and namespaces (user, mount, PID, IPC; network for \
          [sandbox] network = false or a list), set up for each command between fork and exec",
     );
-    line(&format!(
-        "  enforcement: {}",
-        enforcement(&support, mode, &layers)
-    ));
+    line(&format!("  enforcement: {}", enforcement(mode, &layers)));
     line(&format!(
         "  namespaces: {}",
         namespaces_summary(&namespaces, &layers)
@@ -176,21 +173,16 @@ fn trust_lines(cfg: &dsh::config::ConfigFile) -> Vec<String> {
 
 /// `full`, `partial` or `none`, with what it means for `mode`: full is
 /// Landlock with seccomp and the namespace layer; either alone is partial.
-fn enforcement(
-    support: &dsh_sandbox::SandboxSupport,
-    mode: SandboxMode,
-    layers: &dsh::sandbox_layers::Layers,
-) -> String {
+fn enforcement(mode: SandboxMode, layers: &dsh::sandbox_layers::Layers) -> String {
     if !mode.confines() {
         return "none (not needed: danger-full-access runs commands unconfined)".to_string();
     }
-    if !support.filesystem_full() || !layers.landlock.starts_with("active") {
+    if let Some(why) = &layers.refused {
         return format!(
-            "none: commands are refused under {mode} (SANDBOX_UNAVAILABLE: {}); run with --permission danger-full-access to run them unconfined",
-            layers.landlock.trim_start_matches("unavailable: ")
+            "none: commands are refused under {mode} (SANDBOX_UNAVAILABLE: {why}); run with --permission danger-full-access to run them unconfined"
         );
     }
-    if layers.namespaces == "active" {
+    if layers.namespaces_active {
         "full (Landlock and seccomp, inside user, mount and PID namespaces)".to_string()
     } else {
         format!(
