@@ -334,6 +334,7 @@ async fn cancel_during_a_long_command_returns_cancelled_at_once_and_kills_it() {
     let dir = cwd.path().to_path_buf();
     let pid_file = dir.join("pid");
     let pf = pid_file.clone();
+    let marker = sleep_marker();
     with_client(
         home.path(),
         seen,
@@ -342,15 +343,18 @@ async fn cancel_during_a_long_command_returns_cancelled_at_once_and_kills_it() {
             let sent = cx.send_request(PromptRequest::new(
                 id.clone(),
                 vec![ContentBlock::Text(TextContent::new(format!(
-                    "run echo $$ > {}; exec sleep 30",
+                    "run echo $$ > {}; exec sleep {marker}",
                     pf.display()
                 )))],
             ));
             let reply = tokio::spawn(sent.block_task());
             let deadline = Instant::now() + Duration::from_secs(20);
             let pid = loop {
-                if let Ok(t) = std::fs::read_to_string(&pf) {
-                    if let Ok(pid) = t.trim().parse::<i32>() {
+                // The command may run in its own PID namespace: the pid it
+                // wrote is only the sign it started; the host's pid of the
+                // marked sleep is what must go away.
+                if std::fs::read_to_string(&pf).is_ok_and(|t| !t.trim().is_empty()) {
+                    if let [pid] = marked_sleeps(&marker)[..] {
                         break pid;
                     }
                 }
@@ -611,6 +615,22 @@ async fn the_clients_mcp_servers_are_started_and_their_tools_called() {
     .await;
 }
 
+/// A `sleep` argument no other process has (`30.<pid><nanos>`, 30 s and a
+/// bit), to find the command's sleep from the host whatever PID namespace
+/// it runs in.
+fn sleep_marker() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("30.{}{nanos:09}", std::process::id())
+}
+
+/// Host pids of the live `sleep <marker>` processes.
+fn marked_sleeps(marker: &str) -> Vec<i32> {
+    dsh_testkit::procs::live_with("sleep", &format!("sleep {marker}"))
+}
+
 /// The registry name of MCP tool `tool` of server `server`.
 fn mcp_name(server: &str, tool: &str) -> String {
     dsh_mcp::tool_name(dsh_mcp::DEFAULT_TOOL_PREFIX, server, tool)
@@ -623,6 +643,8 @@ async fn a_client_that_disconnects_mid_turn_leaves_no_process() {
     let dir = cwd.path().to_path_buf();
     let pid_file = dir.join("pid");
     let pf = pid_file.clone();
+    let marker = sleep_marker();
+    let mark = marker.clone();
     with_client(
         home.path(),
         Arc::new(Seen::default()),
@@ -631,13 +653,15 @@ async fn a_client_that_disconnects_mid_turn_leaves_no_process() {
             let sent = cx.send_request(PromptRequest::new(
                 id,
                 vec![ContentBlock::Text(TextContent::new(format!(
-                    "run echo $$ > {}; exec sleep 30",
+                    "run echo $$ > {}; exec sleep {mark}",
                     pf.display()
                 )))],
             ));
             drop(tokio::spawn(sent.block_task()));
             let deadline = Instant::now() + Duration::from_secs(20);
-            while std::fs::read_to_string(&pf).map_or(true, |t| t.trim().is_empty()) {
+            while std::fs::read_to_string(&pf).map_or(true, |t| t.trim().is_empty())
+                || marked_sleeps(&mark).len() != 1
+            {
                 assert!(Instant::now() < deadline, "the command never started");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
@@ -646,13 +670,8 @@ async fn a_client_that_disconnects_mid_turn_leaves_no_process() {
         },
     )
     .await;
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     let gone = Instant::now() + Duration::from_secs(5);
-    while Path::new(&format!("/proc/{pid}")).exists() {
+    while let [pid, ..] = marked_sleeps(&marker)[..] {
         assert!(
             Instant::now() < gone,
             "process {pid} outlived the connection"
