@@ -297,13 +297,17 @@ async fn an_agent_runs_at_most_four_subagents_at_once() {
     assert_eq!(r.code(), Some("TOO_MANY_SUBAGENTS"), "{}", r.text());
     // Opening the gate lets every child finish; then another may start.
     std::fs::write(&gate, "").unwrap();
+    // Waits from outside the agent: a `job_list` turn here would race the
+    // children's completion notices, which wake the parent for turns of
+    // their own. Settled: no job runs and the parent stayed idle a while.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let list = w.call("job_list", json!({})).await.text();
-        if !list.contains("running") {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{list}");
+    let owner = w.agent.id().to_string();
+    let mut idle_checks = 0;
+    while idle_checks < 5 {
+        let jobs = w.stack.jobs.jobs_of(&owner);
+        let settled = jobs.iter().all(|j| !j.running) && w.agent.status() == AgentStatus::Idle;
+        idle_checks = if settled { idle_checks + 1 } else { 0 };
+        assert!(tokio::time::Instant::now() < deadline, "{jobs:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let r = w
