@@ -95,9 +95,10 @@ pub struct LocalBashConfig {
     pub network: bool,
     /// Unix sockets on the file system confined commands may reach
     /// (`[sandbox] allow_unix_sockets`, default none). Empty: confined
-    /// commands cannot create Unix sockets (seccomp; `socketpair` still
-    /// works). Non-empty: the filter is off (seccomp cannot tell socket
-    /// paths apart) and any Unix socket the file rules show is reachable.
+    /// commands cannot create Unix sockets (seccomp; stream `socketpair`s
+    /// still work). Non-empty, under the namespace layer: exactly the
+    /// listed sockets are reachable (the namespace's init checks every
+    /// `connect`); without the layer, sockets stay denied.
     pub allow_unix_sockets: Vec<PathBuf>,
     /// Whether confined commands also get the namespace layer (a read-only
     /// view of the system with the writable roots bound read-write, their

@@ -604,29 +604,34 @@ async fn confined_commands_cannot_reach_outside_abstract_sockets() {
         );
         assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
         f.exec.dispose().await;
-        // With Unix sockets allowed (no filter), Landlock scoping alone
-        // must hold.
+        // With Unix sockets listed, abstract names stay out of reach:
+        // refused by the gate (it cannot connect to them on the command's
+        // behalf without escaping Landlock's scoping), or by the filter
+        // where the list cannot be enforced.
         let f = Fixture::new(|c| {
             c.sandbox = mode;
             c.allow_unix_sockets = vec![PathBuf::from("/nonexistent/dsh-test.sock")];
         });
-        if !scoping_here(&ws) {
-            let r = f.run(&connect(&name)).await;
-            assert_eq!(r.stdout.text, "connected\n", "{r:?}");
-            assert!(!nothing_accepted(&listener));
-            f.exec.dispose().await;
-            return;
-        }
         let r = f.run(&connect(&name)).await;
         assert_ne!(r.exit_code, Some(0), "{mode}: {r:?}");
         assert_eq!(r.stdout.text, "", "{mode}: {r:?}");
         assert!(
-            r.stderr.text.contains("PermissionError: [Errno 1]"),
+            r.stderr.text.contains("PermissionError: [Errno 13]"),
             "{mode}: {r:?}"
         );
         assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
-        // An abstract socket made inside the command's own domain is
-        // still reachable from it.
+        f.exec.dispose().await;
+        if !layer_here(mode).await {
+            continue;
+        }
+        // In a network namespace of the command's own, every abstract
+        // name is the command's: one it made is reachable through the
+        // gate, and the outside one is not even there.
+        let f = Fixture::new(|c| {
+            c.sandbox = mode;
+            c.network = false;
+            c.allow_unix_sockets = vec![PathBuf::from("/nonexistent/dsh-test.sock")];
+        });
         let inner = unique("dsh-inner");
         let r = f
             .run(&format!(
@@ -636,6 +641,9 @@ async fn confined_commands_cannot_reach_outside_abstract_sockets() {
             ))
             .await;
         assert_eq!(r.stdout.text, "inner ok\n", "{mode}: {r:?}");
+        let r = f.run(&connect(&name)).await;
+        assert_ne!(r.exit_code, Some(0), "{mode}: {r:?}");
+        assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
         f.exec.dispose().await;
     }
     // The unconfined control connects.
@@ -691,28 +699,35 @@ async fn confined_commands_cannot_reach_unix_sockets_on_the_file_system() {
         let done = f.wait(&task.id).await;
         assert_ne!(done.exit_code, Some(0), "{mode}: {done:?}");
         assert!(nothing_accepted(&listener), "{mode}: a connection arrived");
-        // A socket pair reaches nothing outside and stays allowed.
+        // A stream socket pair reaches nothing outside and stays allowed;
+        // a datagram pair could `sendto` any datagram socket by path and
+        // is refused.
         let r = f.run(pair).await;
         assert_eq!(
             (r.exit_code, r.stdout.text.as_str()),
             (Some(0), "b'x'\n"),
             "{mode}: {r:?}"
         );
+        let r = f.run(DGRAM_PAIR).await;
+        assert!(
+            r.stderr.text.contains("PermissionError: [Errno 13]"),
+            "{mode}: {r:?}"
+        );
         f.exec.dispose().await;
     }
-    // Listing a socket lifts the filter (until the namespace layer binds
-    // only the listed ones).
+    // Without the namespace layer a list cannot be enforced: Unix sockets
+    // stay denied.
     let f = Fixture::new(|c| {
         c.sandbox = SandboxMode::WorkspaceWrite;
+        c.namespaces = dsh_sandbox::NamespaceMode::Off;
         c.allow_unix_sockets = vec![sock.clone()];
     });
     let r = f.run(&connect).await;
-    assert_eq!(
-        (r.exit_code, r.stdout.text.as_str()),
-        (Some(0), "connected\n"),
+    assert!(
+        r.stderr.text.contains("PermissionError: [Errno 13]"),
         "{r:?}"
     );
-    assert!(!nothing_accepted(&listener), "the allowed connection");
+    assert!(nothing_accepted(&listener), "a connection arrived");
     f.exec.dispose().await;
     // The unconfined control connects.
     let f = fixture(SandboxMode::DangerFullAccess);
@@ -724,6 +739,134 @@ async fn confined_commands_cannot_reach_unix_sockets_on_the_file_system() {
     );
     assert!(!nothing_accepted(&listener), "the control's connection");
     f.exec.dispose().await;
+}
+
+/// A `socketpair(AF_UNIX, SOCK_DGRAM)` in Python.
+const DGRAM_PAIR: &str = "python3 -c \"import socket; a,b=socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); print('pair')\"";
+
+/// `python3` connecting a Unix stream socket to `path` (as written, so
+/// relative paths resolve from the command's directory) and printing
+/// `connected` or the error number.
+fn unix_connect(path: &str) -> String {
+    format!(
+        "python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX)\ntry:\n s.connect(sys.argv[1]); print('connected')\nexcept OSError as e:\n print('errno', e.errno)\" {}",
+        quote(path)
+    )
+}
+
+/// With `allow_unix_sockets` and the namespace layer, exactly the listed
+/// sockets are reachable: by their path, through a symbolic link, by a
+/// relative path, from a background job and from a process left running
+/// after the command's shell exited; an unlisted socket outside (also
+/// through a link in the workspace, and one made by the command itself)
+/// is refused with `EACCES` and receives nothing; datagram Unix sockets
+/// are refused. The listening side is this (unconfined) process.
+#[tokio::test]
+async fn a_list_reaches_exactly_the_listed_unix_sockets() {
+    use std::os::unix::net::UnixListener;
+    let out = Outside::new();
+    let listed = out.path("listed.sock");
+    let other = out.path("other.sock");
+    let listening = |p: &Path| {
+        let l = UnixListener::bind(p).unwrap();
+        l.set_nonblocking(true).unwrap();
+        l
+    };
+    let (listed_l, other_l) = (listening(&listed), listening(&other));
+    let accepted = |l: &UnixListener| {
+        let mut n = 0;
+        while l.accept().is_ok() {
+            n += 1;
+        }
+        n
+    };
+    for mode in [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly] {
+        if !layer_here(mode).await {
+            return;
+        }
+        let f = Fixture::new(|c| {
+            c.sandbox = mode;
+            c.allow_unix_sockets = vec![listed.clone()];
+        });
+        let ws = f.tmp.path().to_path_buf();
+        std::os::unix::fs::symlink(&listed, ws.join("to-listed")).unwrap();
+        std::os::unix::fs::symlink(&other, ws.join("to-other")).unwrap();
+        let listed_s = listed.display().to_string();
+        let other_s = other.display().to_string();
+        let r = f.run(&unix_connect(&listed_s)).await;
+        assert_eq!(r.stdout.text, "connected\n", "{mode}: {r:?}");
+        assert_eq!(accepted(&listed_l), 1, "{mode}: the listed socket");
+        let r = f.run(&unix_connect("to-listed")).await;
+        assert_eq!(r.stdout.text, "connected\n", "{mode} through a link: {r:?}");
+        let r = f
+            .run(&format!(
+                "cd {} && {}",
+                quote(&out.dir.path().display().to_string()),
+                unix_connect("listed.sock")
+            ))
+            .await;
+        assert_eq!(r.stdout.text, "connected\n", "{mode} relative: {r:?}");
+        assert_eq!(accepted(&listed_l), 2, "{mode}");
+        for path in [other_s.as_str(), "to-other"] {
+            let r = f.run(&unix_connect(path)).await;
+            assert_eq!(r.stdout.text, "errno 13\n", "{mode} {path}: {r:?}");
+        }
+        assert_eq!(accepted(&other_l), 0, "{mode}: the unlisted socket");
+        let r = f.run(DGRAM_PAIR).await;
+        assert!(
+            r.stderr.text.contains("PermissionError: [Errno 13]"),
+            "{mode}: {r:?}"
+        );
+        let r = f
+            .run("python3 -c \"import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\"")
+            .await;
+        assert!(
+            r.stderr.text.contains("PermissionError: [Errno 13]"),
+            "{mode}: {r:?}"
+        );
+        // TCP keeps working under the gate (made on the command's behalf).
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let r = f
+            .run(&format!(
+                "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port})); print('tcp')\""
+            ))
+            .await;
+        assert_eq!(r.stdout.text, "tcp\n", "{mode}: {r:?}");
+        assert!(tcp.accept().is_ok());
+        if mode == SandboxMode::WorkspaceWrite {
+            // A socket the command makes in its workspace is not listed.
+            let r = f
+                .run(&format!(
+                    "python3 -c \"import socket; l=socket.socket(socket.AF_UNIX); l.bind('own.sock'); l.listen(1)\" && {}",
+                    unix_connect("own.sock")
+                ))
+                .await;
+            assert_eq!(r.stdout.text, "errno 13\n", "{r:?}");
+            // A background job, and a process that outlives its shell,
+            // are answered too: the init serves as long as the namespace
+            // has a process.
+            let task = f.start(&unix_connect(&listed_s));
+            let done = f.wait(&task.id).await;
+            assert_eq!(done.exit_code, Some(0), "{done:?}");
+            assert_eq!(accepted(&listed_l), 1, "the background job");
+            std::fs::write(ws.join("late.sh"), unix_connect(&listed_s)).unwrap();
+            let r = f
+                .run("setsid sh -c 'sleep 0.5; sh late.sh > late.txt 2>&1' > /dev/null 2>&1 &")
+                .await;
+            assert_eq!(r.exit_code, Some(0), "{r:?}");
+            let late = ws.join("late.txt");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while std::fs::read_to_string(&late).map_or(true, |t| t.is_empty())
+                && std::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            assert_eq!(std::fs::read_to_string(&late).unwrap(), "connected\n");
+            assert_eq!(accepted(&listed_l), 1, "the late process");
+        }
+        f.exec.dispose().await;
+    }
 }
 
 /// POSIX shared memory is writable under workspace-write, so Python's

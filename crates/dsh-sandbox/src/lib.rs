@@ -12,8 +12,9 @@
 //! Rules, in every confining mode: read and execute everywhere; write only
 //! under [`SandboxPolicy::writable_roots`] and to the [`DEVICE_NODES`].
 //! Unix sockets on the file system are denied (a seccomp filter makes
-//! `socket(AF_UNIX, …)` fail with `EACCES`; `socketpair` stays allowed)
-//! unless [`SandboxPolicy::with_unix_sockets`] lists some.
+//! `socket(AF_UNIX, …)` fail with `EACCES`; stream `socketpair`s stay
+//! allowed) unless [`SandboxPolicy::with_unix_sockets`] lists some: then,
+//! under the namespace layer, exactly the listed ones are reachable.
 //! `danger-full-access` applies nothing. Confinement fails closed: when the
 //! kernel cannot enforce every rule asked for, [`SandboxPolicy::prepare`]
 //! fails with [`SandboxError::Unavailable`] and the caller must not run the
@@ -28,6 +29,9 @@
 mod denial;
 mod namespace;
 mod seccomp;
+mod unix_gate;
+
+use seccomp::UnixRule;
 
 pub use denial::{denial_line, denial_note, denied_paths, is_refused_signal, signal_denial_line};
 pub use namespace::{probe_namespaces, NamespaceMode, NamespaceSupport, PROXY_PORT};
@@ -207,10 +211,14 @@ impl SandboxPolicy {
     /// The Unix sockets on the file system a confined command may reach
     /// (`[sandbox] allow_unix_sockets`; default none). With none listed,
     /// confined commands cannot create Unix sockets at all (seccomp:
-    /// `socket(AF_UNIX, …)` fails with `EACCES`). A non-empty list lifts
-    /// that filter: a seccomp filter cannot see the path a socket connects
-    /// to, so the command may then reach any Unix socket its file rules let
-    /// it see. Has no effect under `danger-full-access`.
+    /// `socket(AF_UNIX, …)` fails with `EACCES`). With a list and the
+    /// namespace layer, commands may make stream and seqpacket Unix
+    /// sockets, and every `connect` is checked by the namespace's init:
+    /// it reaches a listed socket (the same inode, whatever the path
+    /// spelling) and nothing else (`EACCES`). Without the namespace layer
+    /// the list cannot be enforced and Unix sockets stay denied
+    /// ([`Confinement::unix_sockets_fallback`] says why). Has no effect
+    /// under `danger-full-access`.
     pub fn with_unix_sockets(mut self, allowed: Vec<PathBuf>) -> Self {
         self.unix_sockets = allowed;
         self
@@ -221,8 +229,10 @@ impl SandboxPolicy {
         &self.unix_sockets
     }
 
-    /// Whether a confined command is kept off Unix sockets by the seccomp
-    /// filter: a confining mode with no socket listed.
+    /// Whether this policy keeps confined commands off every Unix socket
+    /// on the file system: a confining mode with no socket listed (with a
+    /// list, [`Confinement::unix_sockets_denied`] tells whether the list
+    /// could be enforced).
     pub fn denies_unix_sockets(&self) -> bool {
         self.mode.confines() && self.unix_sockets.is_empty()
     }
@@ -319,7 +329,31 @@ impl SandboxPolicy {
                 "closing the network needs a network namespace or Landlock ABI 4 or later; this kernel has ABI {found} and no namespace layer"
             )));
         }
-        let filter = seccomp::program(self.denies_unix_sockets()).map_err(|why| {
+        let mut plan = plan;
+        let (unix, unix_fallback) = match plan.as_mut() {
+            _ if self.unix_sockets.is_empty() => (UnixRule::Denied, None),
+            None => (
+                UnixRule::Denied,
+                Some(format!(
+                    "allow_unix_sockets needs the namespace layer, which commands do not get ({})",
+                    fallback.as_deref().unwrap_or("unknown reason")
+                )),
+            ),
+            Some(plan) => match unix_gate::Gate::new(
+                &self.unix_sockets,
+                tcp_closed && found >= 4,
+                plan.net() != NetNs::Host,
+            )
+            .and_then(|gate| seccomp::program(UnixRule::Gated).map(|_| gate))
+            {
+                Ok(gate) => {
+                    plan.set_gate(gate);
+                    (UnixRule::Gated, None)
+                }
+                Err(why) => (UnixRule::Denied, Some(why)),
+            },
+        };
+        let filter = seccomp::program(unix).map_err(|why| {
             unavailable(format!(
                 "{why} (needed to keep commands in their namespaces and off Unix sockets)"
             ))
@@ -379,7 +413,8 @@ impl SandboxPolicy {
             fs_access: all.bits(),
             ruleset: Some(Arc::new(fd)),
             scoped,
-            unix_sockets_denied: self.denies_unix_sockets(),
+            unix_sockets_denied: unix == UnixRule::Denied,
+            unix_fallback,
             filter: Some(filter),
             plan: plan.map(Arc::new),
             fallback,
@@ -471,6 +506,8 @@ pub struct Confinement {
     drop_root_powers: bool,
     scoped: bool,
     unix_sockets_denied: bool,
+    /// Why a listed set of Unix sockets is not enforced (they are denied).
+    unix_fallback: Option<String>,
     filter: Option<Arc<Vec<libc::sock_filter>>>,
     plan: Option<Arc<Plan>>,
     fallback: Option<String>,
@@ -485,6 +522,7 @@ impl Confinement {
             drop_root_powers: false,
             scoped: false,
             unix_sockets_denied: false,
+            unix_fallback: None,
             filter: None,
             plan: None,
             fallback: None,
@@ -507,11 +545,27 @@ impl Confinement {
         self.scoped
     }
 
-    /// Whether the command is kept off Unix sockets on the file system
-    /// (the seccomp filter refuses `socket(AF_UNIX, …)`): `true` exactly
-    /// when this confines and the policy listed no `allow_unix_sockets`.
+    /// Whether the command is kept off every Unix socket on the file
+    /// system (the seccomp filter refuses `socket(AF_UNIX, …)`): `true`
+    /// when this confines and the policy listed no `allow_unix_sockets`,
+    /// or listed some that cannot be enforced here
+    /// ([`Confinement::unix_sockets_fallback`]).
     pub fn unix_sockets_denied(&self) -> bool {
         self.unix_sockets_denied
+    }
+
+    /// Whether the command reaches exactly the listed Unix sockets, each
+    /// `connect` checked by the namespace's init.
+    pub fn unix_sockets_gated(&self) -> bool {
+        self.plan.as_ref().is_some_and(|p| p.gated())
+    }
+
+    /// Why the policy's `allow_unix_sockets` list is not enforced (Unix
+    /// sockets are then denied): no namespace layer, or a kernel without
+    /// seccomp user notifications. `None` when there is no list or it is
+    /// enforced.
+    pub fn unix_sockets_fallback(&self) -> Option<&str> {
+        self.unix_fallback.as_deref()
     }
 
     /// Whether commands get the namespace layer (a read-only view of the
@@ -635,8 +689,9 @@ fn restrict_before_exec(
     // (close-on-exec closes it at exec).
     unsafe {
         cmd.pre_exec(move || {
+            let mut gate_chan = None;
             if let Some((plan, workdir, chan)) = &layer {
-                namespace::enter(plan, workdir, *chan)
+                gate_chan = namespace::enter(plan, workdir, *chan)
                     .map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))?;
                 // The command's own devpts instance is not the host's
                 // /dev/pts the ruleset names: allow it too.
@@ -653,7 +708,14 @@ fn restrict_before_exec(
                 return Err(std::io::Error::last_os_error());
             }
             if let Some(prog) = &filter {
-                seccomp::install(prog)?;
+                let listener = seccomp::install(prog, gate_chan.is_some())?;
+                if let (Some(listener), Some(chan)) = (listener, gate_chan) {
+                    // The init answers the connects from now on.
+                    let sent = namespace::send_fd(chan, listener);
+                    libc::close(listener);
+                    libc::close(chan);
+                    sent.map_err(std::io::Error::from_raw_os_error)?;
+                }
             }
             Ok(())
         });
@@ -873,41 +935,6 @@ pub fn probe() -> SandboxSupport {
     }
 }
 
-/// Whether this machine can keep confined commands off Unix sockets (a
-/// kernel with seccomp filters, and a filter dsh has for this
-/// architecture). `Err` says why not; confining modes that deny Unix
-/// sockets then refuse to run commands. Never fails otherwise.
-pub fn probe_unix_socket_filter() -> Result<(), String> {
-    seccomp::program(true).map(|_| ())
-}
-
-/// One line for `dsh doctor`'s `unix sockets:` entry, given the mode, the
-/// `[sandbox] allow_unix_sockets` list and [`probe_unix_socket_filter`]'s
-/// answer: `denied to commands (seccomp)`, `allowed (allow_unix_sockets
-/// lists /x; seccomp cannot tell socket paths apart, …)`, or why neither.
-pub fn unix_sockets_summary(
-    mode: SandboxMode,
-    allowed: &[PathBuf],
-    filter: &Result<(), String>,
-) -> String {
-    if !mode.confines() {
-        return "allowed (danger-full-access runs commands unconfined)".to_string();
-    }
-    if !allowed.is_empty() {
-        let list: Vec<String> = allowed.iter().map(|p| p.display().to_string()).collect();
-        return format!(
-            "allowed (allow_unix_sockets lists {}; seccomp cannot tell socket paths apart, so any Unix socket a command can see is reachable)",
-            list.join(", ")
-        );
-    }
-    match filter {
-        Ok(()) => "denied to commands (seccomp)".to_string(),
-        Err(why) => format!(
-            "cannot be denied ({why}): confined modes refuse to run commands (SANDBOX_UNAVAILABLE)"
-        ),
-    }
-}
-
 /// `path` with its deepest existing ancestor canonicalised and the rest
 /// appended, `..` removed lexically.
 fn canonical_prefix(path: &Path) -> PathBuf {
@@ -1056,45 +1083,50 @@ mod tests {
     }
 
     #[test]
-    fn the_unix_socket_filter_is_in_force_only_in_confining_modes_without_a_list() {
+    fn a_list_is_gated_under_the_namespace_layer_and_denied_without_it() {
         let ws = tempfile::tempdir().unwrap();
         let support = probe();
+        let layer = probe_namespaces().layer.is_ok();
         let modes = [
             SandboxMode::ReadOnly,
             SandboxMode::WorkspaceWrite,
             SandboxMode::DangerFullAccess,
         ];
         for mode in modes {
-            for allowed in [vec![], vec![PathBuf::from("/run/x.sock")]] {
-                let p = policy(mode, ws.path()).with_unix_sockets(allowed.clone());
-                let expect = mode.confines() && allowed.is_empty();
-                assert_eq!(p.denies_unix_sockets(), expect, "{mode} {allowed:?}");
-                match p.prepare() {
-                    Ok(c) => assert_eq!(c.unix_sockets_denied(), expect, "{mode} {allowed:?}"),
-                    Err(e) => assert!(!support.filesystem_full(), "{support}: {e}"),
+            for namespaces in [NamespaceMode::Auto, NamespaceMode::Off] {
+                for allowed in [vec![], vec![PathBuf::from("/run/x.sock")]] {
+                    let p = policy(mode, ws.path())
+                        .with_namespaces(namespaces)
+                        .with_unix_sockets(allowed.clone());
+                    let listed = !allowed.is_empty();
+                    assert_eq!(p.denies_unix_sockets(), mode.confines() && !listed);
+                    let c = match p.prepare() {
+                        Ok(c) => c,
+                        Err(e) => {
+                            assert!(!support.filesystem_full(), "{support}: {e}");
+                            continue;
+                        }
+                    };
+                    let gated = mode.confines() && listed && c.namespaces();
+                    let case = format!("{mode} {namespaces} {allowed:?}");
+                    assert_eq!(c.unix_sockets_gated(), gated, "{case}");
+                    assert_eq!(c.unix_sockets_denied(), mode.confines() && !gated, "{case}");
+                    let fallback = mode.confines() && listed && !gated;
+                    assert_eq!(c.unix_sockets_fallback().is_some(), fallback, "{case}");
+                    if namespaces == NamespaceMode::Off && fallback {
+                        assert!(
+                            c.unix_sockets_fallback()
+                                .unwrap()
+                                .starts_with("allow_unix_sockets needs the namespace layer"),
+                            "{case}"
+                        );
+                    }
+                    if layer && namespaces == NamespaceMode::Auto && mode.confines() {
+                        assert_eq!(c.unix_sockets_gated(), listed, "{case}");
+                    }
                 }
             }
         }
-    }
-
-    #[test]
-    fn unix_sockets_summary_says_which_rule_holds() {
-        let ok = Ok(());
-        let ro = SandboxMode::ReadOnly;
-        assert_eq!(
-            unix_sockets_summary(ro, &[], &ok),
-            "denied to commands (seccomp)"
-        );
-        assert_eq!(
-            unix_sockets_summary(ro, &[PathBuf::from("/x")], &ok),
-            "allowed (allow_unix_sockets lists /x; seccomp cannot tell socket paths apart, so any Unix socket a command can see is reachable)"
-        );
-        assert!(unix_sockets_summary(ro, &[], &Err("no seccomp".into()))
-            .contains("SANDBOX_UNAVAILABLE"));
-        assert!(
-            unix_sockets_summary(SandboxMode::DangerFullAccess, &[], &ok).starts_with("allowed")
-        );
-        assert_eq!(probe_unix_socket_filter(), Ok(()));
     }
 
     #[test]

@@ -40,6 +40,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::unix_gate::{self, Gate};
+
 /// The port a command's proxy listener has inside its network namespace
 /// (`127.0.0.1:3128`): where `HTTP_PROXY` and friends point.
 pub const PROXY_PORT: u16 = 3128;
@@ -119,11 +121,12 @@ pub(crate) enum Stage {
     Fork,
     Proc,
     Devpts,
+    Gate,
 }
 
 impl Stage {
     /// Every step, in order.
-    const ALL: [Self; 12] = [
+    const ALL: [Self; 13] = [
         Self::Unshare,
         Self::IdMaps,
         Self::Loopback,
@@ -136,6 +139,7 @@ impl Stage {
         Self::Fork,
         Self::Proc,
         Self::Devpts,
+        Self::Gate,
     ];
 
     fn from_u8(v: u8) -> Option<Self> {
@@ -156,6 +160,7 @@ impl Stage {
             Self::Fork => "starting the namespace's init process",
             Self::Proc => "mounting /proc for the PID namespace",
             Self::Devpts => "mounting a private /dev/pts",
+            Self::Gate => "making the Unix socket gate's channel",
         }
     }
 }
@@ -175,6 +180,8 @@ pub(crate) struct Plan {
     net: NetNs,
     /// The argument and environment strings of this process (start, end).
     strings: [(usize, usize); 2],
+    /// The Unix socket gate the init runs (`allow_unix_sockets`).
+    gate: Option<Gate>,
 }
 
 impl Plan {
@@ -215,7 +222,18 @@ impl Plan {
             private_tmp: private_tmp.and_then(c_path),
             net,
             strings: own_strings(),
+            gate: None,
         }
+    }
+
+    /// Makes the init answer the command's connects through `gate`.
+    pub(crate) fn set_gate(&mut self, gate: Gate) {
+        self.gate = Some(gate);
+    }
+
+    /// Whether the init runs a Unix socket gate.
+    pub(crate) fn gated(&self) -> bool {
+        self.gate.is_some()
     }
 
     /// The network this plan gives.
@@ -279,6 +297,25 @@ pub(crate) fn listener_channel() -> io::Result<(OwnedFd, OwnedFd)> {
 /// `WouldBlock` when nothing was sent; the OS error of `recvmsg`; `Other`
 /// when the message carried no descriptor.
 pub(crate) fn receive_listener(parent_end: &OwnedFd) -> io::Result<std::net::TcpListener> {
+    match receive_fd(parent_end.as_raw_fd(), libc::MSG_DONTWAIT) {
+        // SAFETY: the descriptor was just received and is owned by nobody else.
+        #[allow(unsafe_code)]
+        Ok(fd) => Ok(unsafe { std::net::TcpListener::from_raw_fd(fd) }),
+        Err(0) => Err(io::Error::other(
+            "the proxy listener message carried no descriptor",
+        )),
+        Err(errno) => Err(io::Error::from_raw_os_error(errno)),
+    }
+}
+
+/// Receives one descriptor sent with [`send_fd`] on `chan` (close-on-exec).
+/// Async-signal-safe.
+///
+/// # Errors
+/// The errno of `recvmsg` (`EAGAIN` with `MSG_DONTWAIT` and nothing
+/// sent), or 0 when the peer closed or sent no descriptor.
+#[allow(unsafe_code)]
+fn receive_fd(chan: RawFd, flags: libc::c_int) -> Result<RawFd, i32> {
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
         iov_base: byte.as_mut_ptr().cast(),
@@ -287,44 +324,78 @@ pub(crate) fn receive_listener(parent_end: &OwnedFd) -> io::Result<std::net::Tcp
     let mut space = [0u64; 8];
     // SAFETY: a zeroed msghdr is valid; its pointers are set to live locals
     // below, and the control buffer is 64 bytes, aligned for cmsghdr.
-    #[allow(unsafe_code)]
     unsafe {
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = space.as_mut_ptr().cast();
         msg.msg_controllen = std::mem::size_of_val(&space) as _;
-        let n = libc::recvmsg(
-            parent_end.as_raw_fd(),
-            &mut msg,
-            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
-        );
+        let n = loop {
+            let n = libc::recvmsg(chan, &mut msg, flags | libc::MSG_CMSG_CLOEXEC);
+            if n >= 0 || last_errno() != libc::EINTR {
+                break n;
+            }
+        };
         if n < 0 {
-            return Err(io::Error::last_os_error());
+            return Err(last_errno());
         }
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        if cmsg.is_null()
+        if n == 0
+            || cmsg.is_null()
             || (*cmsg).cmsg_level != libc::SOL_SOCKET
             || (*cmsg).cmsg_type != libc::SCM_RIGHTS
         {
-            return Err(io::Error::other(
-                "the proxy listener message carried no descriptor",
-            ));
+            return Err(0);
         }
-        let fd: RawFd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
-        Ok(std::net::TcpListener::from_raw_fd(fd))
+        Ok(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()))
     }
+}
+
+/// Sends descriptor `fd` over the socket `chan`. Async-signal-safe.
+///
+/// # Errors
+/// The errno of `sendmsg`.
+#[allow(unsafe_code)]
+pub(crate) fn send_fd(chan: RawFd, fd: RawFd) -> Result<(), i32> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut space = [0u64; 8];
+    // SAFETY: a zeroed msghdr is valid; its pointers are set to live
+    // locals, and the control buffer (64 bytes, aligned) holds one
+    // descriptor's message.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = space.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd);
+        let n = libc::sendmsg(chan, &msg, libc::MSG_NOSIGNAL);
+        if n != 1 {
+            return Err(if n < 0 { last_errno() } else { libc::EIO });
+        }
+    }
+    Ok(())
 }
 
 /// Enters the namespaces. Runs in the forked child; returns only in the
 /// process that goes on to restrict itself and execute the command (the
 /// keeper and the init never return). `workdir` is entered again once the
 /// mounts are in place; `chan` is the child end of
-/// [`listener_channel`] for [`NetNs::Proxied`].
+/// [`listener_channel`] for [`NetNs::Proxied`]. Returns, for a gated plan,
+/// the channel over which the command sends its seccomp listener to the
+/// init (see [`send_fd`]).
 ///
 /// Async-signal-safe: raw system calls on `plan`'s prepared data.
 #[allow(unsafe_code)]
-pub(crate) fn enter(plan: &Plan, workdir: &CStr, chan: RawFd) -> Result<(), StepError> {
+pub(crate) fn enter(plan: &Plan, workdir: &CStr, chan: RawFd) -> Result<Option<RawFd>, StepError> {
     let fail = |stage: Stage| (stage, last_errno());
     let mut flags =
         libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
@@ -518,7 +589,7 @@ unsafe fn close_all(fds: &[RawFd]) {
 /// is left to the system's reaper). Never returns.
 #[allow(unsafe_code)]
 unsafe fn keep(init: libc::pid_t, status_read: RawFd) -> ! {
-    close_except(status_read);
+    close_except(&[status_read]);
     libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
         libc::signal(sig, libc::SIG_IGN);
@@ -596,10 +667,12 @@ unsafe fn exit_like(status: libc::c_int) -> ! {
 /// processes keep running as they would without the layer, and the caller
 /// handles the ones still holding its output as before. The init leaves
 /// the command's process group (a new session of its own), so stopping
-/// the group stops the command and its jobs, not the namespace. Returns
-/// only in the command.
+/// the group stops the command and its jobs, not the namespace. With a
+/// gate it also answers the command's connects ([`unix_gate`]) for as long
+/// as any process of the namespace lives. Returns only in the command,
+/// with the gate's channel when there is one.
 #[allow(unsafe_code)]
-unsafe fn run_init(plan: &Plan, status_write: RawFd) -> Result<(), StepError> {
+unsafe fn run_init(plan: &Plan, status_write: RawFd) -> Result<Option<RawFd>, StepError> {
     // Nothing in it is worth reading.
     libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     libc::prctl(libc::PR_SET_NAME, c"dsh-init".as_ptr(), 0, 0, 0);
@@ -618,45 +691,169 @@ unsafe fn run_init(plan: &Plan, status_write: RawFd) -> Result<(), StepError> {
     {
         return Err((Stage::Proc, last_errno()));
     }
+    // (init's end, command's end) of the gate's channel.
+    let mut gate_chan = [-1; 2];
+    if plan.gate.is_some()
+        && libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            gate_chan.as_mut_ptr(),
+        ) != 0
+    {
+        return Err((Stage::Gate, last_errno()));
+    }
     let command = libc::fork();
     if command < 0 {
         return Err((Stage::Fork, last_errno()));
     }
     if command == 0 {
         libc::close(status_write);
-        return Ok(());
+        if plan.gate.is_some() {
+            libc::close(gate_chan[0]);
+            return Ok(Some(gate_chan[1]));
+        }
+        return Ok(None);
     }
     libc::setsid();
-    close_except(status_write);
-    let mut reported = false;
-    loop {
-        let mut status = 0;
-        let pid = libc::waitpid(-1, &mut status, 0);
-        if pid == command && !reported {
+    let mut report = Report {
+        command,
+        status_write,
+        reported: false,
+    };
+    match &plan.gate {
+        Some(gate) => {
+            close_except(&[status_write, gate_chan[0]]);
+            supervise(gate, gate_chan[0], &mut report)
+        }
+        None => {
+            close_except(&[status_write]);
+            loop {
+                let mut status = 0;
+                let pid = libc::waitpid(-1, &mut status, 0);
+                report.reaped(pid, status);
+            }
+        }
+    }
+}
+
+/// The init's report of the command's end to the keeper.
+struct Report {
+    command: libc::pid_t,
+    status_write: RawFd,
+    reported: bool,
+}
+
+impl Report {
+    /// Handles one `waitpid` result: reports the command's status once,
+    /// and exits when no child is left (`ECHILD`: the namespace is empty).
+    #[allow(unsafe_code)]
+    unsafe fn reaped(&mut self, pid: libc::pid_t, status: libc::c_int) {
+        if pid == self.command && !self.reported {
             let word = status.to_ne_bytes();
-            libc::write(status_write, word.as_ptr().cast(), 4);
-            reported = true;
+            libc::write(self.status_write, word.as_ptr().cast(), 4);
+            self.reported = true;
         }
         if pid < 0 && last_errno() != libc::EINTR {
-            // ECHILD: the namespace is empty.
             libc::_exit(0);
         }
     }
 }
 
-/// Closes every descriptor but `keep` (standard streams included).
+/// The init's loop with a gate: receives the command's seccomp listener,
+/// then both reaps (through a `signalfd` for `SIGCHLD`) and answers
+/// notifications until the namespace is empty. Without a listener (the
+/// command failed before sending it) connects fail with `ENOSYS`; without
+/// a `signalfd` the init only reaps. Never returns.
 #[allow(unsafe_code)]
-unsafe fn close_except(keep: RawFd) {
-    let ranges = [(0u32, keep as u32 - 1), (keep as u32 + 1, u32::MAX)];
-    for (first, last) in ranges {
-        if first > last {
+unsafe fn supervise(gate: &Gate, chan: RawFd, report: &mut Report) -> ! {
+    let mut listener = receive_fd(chan, 0).unwrap_or(-1);
+    libc::close(chan);
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    libc::sigaddset(&mut set, libc::SIGCHLD);
+    libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    let sfd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+    if sfd < 0 {
+        if listener >= 0 {
+            libc::close(listener);
+        }
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        loop {
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, 0);
+            report.reaped(pid, status);
+        }
+    }
+    loop {
+        // Reap whatever has ended (SIGCHLD may have come before the block).
+        loop {
+            let mut status = 0;
+            let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+            if pid == 0 {
+                break;
+            }
+            report.reaped(pid, status);
+        }
+        let mut fds = [
+            libc::pollfd {
+                fd: sfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: listener,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
             continue;
         }
-        if libc::syscall(libc::SYS_close_range, first, last, 0) != 0 {
-            // Kernels before 5.9: close what a process usually has.
-            for fd in first..=last.min(4095) {
-                libc::close(fd as RawFd);
-            }
+        if fds[0].revents != 0 {
+            let mut info = [0u8; 128];
+            while libc::read(sfd, info.as_mut_ptr().cast(), info.len()) > 0 {}
+        }
+        if fds[1].revents & libc::POLLIN != 0 {
+            unix_gate::serve_one(gate, listener);
+        } else if fds[1].revents != 0 {
+            // No process uses the filter any more.
+            libc::close(listener);
+            listener = -1;
+        }
+    }
+}
+
+/// Closes every descriptor but those in `keep` (standard streams
+/// included).
+#[allow(unsafe_code)]
+unsafe fn close_except(keep: &[RawFd]) {
+    // The kept descriptors in ascending order (at most a few).
+    let mut kept = [u32::MAX; 4];
+    for (slot, &fd) in kept.iter_mut().zip(keep) {
+        *slot = fd as u32;
+    }
+    kept.sort_unstable();
+    let mut first = 0u32;
+    for &k in &kept {
+        if k == u32::MAX {
+            break;
+        }
+        if k > first {
+            close_range(first, k - 1);
+        }
+        first = first.max(k + 1);
+    }
+    close_range(first, u32::MAX);
+}
+
+/// Closes descriptors `first..=last`.
+#[allow(unsafe_code)]
+unsafe fn close_range(first: u32, last: u32) {
+    if libc::syscall(libc::SYS_close_range, first, last, 0) != 0 {
+        // Kernels before 5.9: close what a process usually has.
+        for fd in first..=last.min(4095) {
+            libc::close(fd as RawFd);
         }
     }
 }
@@ -719,29 +916,9 @@ unsafe fn send_listener(chan: RawFd) -> Result<(), i32> {
         libc::close(s);
         return Err(e);
     }
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let mut space = [0u64; 8];
-    let mut msg: libc::msghdr = std::mem::zeroed();
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = space.as_mut_ptr().cast();
-    msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
-    let cmsg = libc::CMSG_FIRSTHDR(&msg);
-    (*cmsg).cmsg_level = libc::SOL_SOCKET;
-    (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-    (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-    std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), s);
-    let n = libc::sendmsg(chan, &msg, 0);
-    let e = last_errno();
+    let sent = send_fd(chan, s);
     libc::close(s);
-    if n != 1 {
-        return Err(if n < 0 { e } else { libc::EIO });
-    }
-    Ok(())
+    sent
 }
 
 /// `struct landlock_path_beneath_attr` (packed).
@@ -854,7 +1031,7 @@ fn try_layer(plan: &Plan) -> Result<(), String> {
         unsafe {
             libc::close(report[0]);
             match enter(plan, c"/", -1) {
-                Ok(()) => libc::_exit(0),
+                Ok(_) => libc::_exit(0),
                 Err((stage, errno)) => {
                     let mut msg = [0u8; 5];
                     msg[0] = stage as u8;

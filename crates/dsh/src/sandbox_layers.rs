@@ -34,6 +34,9 @@ pub struct Layers {
     pub namespaces: String,
     /// The network: `host`, `none (…)`, `proxy: a, b`.
     pub network: String,
+    /// Unix sockets on the file system: `denied to commands (seccomp)`,
+    /// `only the listed ones: a, b (…)`, or why a list is not enforced.
+    pub unix_sockets: String,
     /// Whether `/tmp` is the session's own.
     pub private_tmp: bool,
     /// The namespace setting asked for.
@@ -58,7 +61,15 @@ pub fn describe(
     let network = Network::of_setting(hosts.is_some(), bash.network);
     let policy = SandboxPolicy::for_mode(mode, &workspace, None)
         .with_namespaces(bash.namespaces)
-        .with_network_access(network);
+        .with_network_access(network)
+        .with_unix_sockets(bash.allow_unix_sockets.clone());
+    let listed = || {
+        bash.allow_unix_sockets
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let shown_hosts = || hosts.map(|h| h.entries().join(", ")).unwrap_or_default();
     if !mode.confines() {
         return Layers {
@@ -68,6 +79,7 @@ pub fn describe(
             namespaces_active: false,
             namespaces: "not applied (danger-full-access)".to_string(),
             network: "host".to_string(),
+            unix_sockets: "allowed (danger-full-access runs commands unconfined)".to_string(),
             private_tmp: false,
             setting: bash.namespaces,
             fallback: None,
@@ -81,6 +93,7 @@ pub fn describe(
             namespaces_active: false,
             namespaces: "not applied (commands are refused)".to_string(),
             network: "none (commands are refused)".to_string(),
+            unix_sockets: "none (commands are refused)".to_string(),
             private_tmp: false,
             setting: bash.namespaces,
             fallback: None,
@@ -114,6 +127,20 @@ pub fn describe(
                     shown_hosts()
                 ),
             };
+            let unix_sockets = if c.unix_sockets_gated() {
+                format!(
+                    "only the listed ones: {} (each connect is checked by the command's namespace init)",
+                    listed()
+                )
+            } else {
+                match c.unix_sockets_fallback() {
+                    Some(why) => format!(
+                        "denied to commands (seccomp): the list ({}) is not enforced here: {why}",
+                        listed()
+                    ),
+                    None => "denied to commands (seccomp)".to_string(),
+                }
+            };
             let fallback = (!c.namespaces() && bash.namespaces == NamespaceMode::Auto).then(|| {
                 c.namespace_fallback()
                     .unwrap_or("unknown reason")
@@ -126,6 +153,7 @@ pub fn describe(
                 namespaces_active: c.namespaces(),
                 namespaces,
                 network,
+                unix_sockets,
                 private_tmp: bash.private_tmp && c.namespaces(),
                 setting: bash.namespaces,
                 fallback,
@@ -142,6 +170,7 @@ impl Layers {
             "landlock": self.landlock,
             "namespaces": self.namespaces,
             "network": self.network,
+            "unix_sockets": self.unix_sockets,
             "private_tmp": self.private_tmp,
         })
     }

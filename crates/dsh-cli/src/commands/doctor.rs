@@ -27,8 +27,6 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
     };
     let support = dsh_sandbox::probe();
     let mode = resolved.permission;
-    let unix_allowed = &resolved.bash.allow_unix_sockets;
-    let unix_filter = dsh_sandbox::probe_unix_socket_filter();
     let layers =
         dsh::sandbox_layers::describe(&resolved.bash, resolved.network_hosts.as_ref(), mode);
     let namespaces = dsh_sandbox::probe_namespaces();
@@ -53,10 +51,7 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
             " (not applied: danger-full-access runs commands unconfined)"
         }
     ));
-    line(&format!(
-        "  unix sockets: {}",
-        dsh_sandbox::unix_sockets_summary(mode, unix_allowed, &unix_filter)
-    ));
+    line(&format!("  unix sockets: {}", layers.unix_sockets));
     line(&format!(
         "permission: {mode} (from {}), approval {}",
         resolved.permission_source,
