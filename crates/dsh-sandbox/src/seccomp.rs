@@ -85,6 +85,10 @@ const BPF_LD_W_ABS: u16 = 0x20;
 const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
 /// `BPF_JMP | BPF_JSET | BPF_K`.
 const BPF_JMP_JSET_K: u16 = 0x05 | 0x40;
+/// `BPF_JMP | BPF_JGE | BPF_K`.
+const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
+/// `BPF_JMP | BPF_JA` (jump by `k`).
+const BPF_JMP_JA: u16 = 0x05;
 /// `BPF_RET | BPF_K`.
 const BPF_RET_K: u16 = 0x06;
 /// `BPF_ALU | BPF_AND | BPF_K`.
@@ -303,54 +307,99 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
-/// Assembles the program for `arches`.
+/// Assembles the program for `arches`: per architecture, a binary search
+/// over the ruled call numbers (a handful of comparisons per call, also
+/// for the kernel's per-number action cache, which runs the program once
+/// for every number when the filter is loaded), then each number's rules
+/// in their order; a call no rule refuses is allowed, a call of another
+/// architecture kills the process.
 ///
 /// # Errors
-/// An architecture block too long for a BPF jump (never with the rules
+/// One number's rules too long for a BPF jump (never with the rules
 /// above).
 fn assemble(arches: &[ArchRules]) -> Result<Vec<libc::sock_filter>, String> {
     let mut prog = vec![stmt(BPF_LD_W_ABS, OFF_ARCH)];
     for ArchRules { arch, rules } in arches {
-        let mut block = Vec::new();
+        let mut groups: Vec<(u32, Vec<(When, u32)>)> = Vec::new();
         for &(nr, when, ret) in rules {
-            let verdict = stmt(BPF_RET_K, ret);
-            block.push(stmt(BPF_LD_W_ABS, OFF_NR));
-            match when {
-                When::Always => {
-                    block.push(jump(BPF_JMP_JEQ_K, nr, 0, 1));
-                    block.push(verdict);
-                }
-                When::Arg0Is(v) => {
-                    block.push(jump(BPF_JMP_JEQ_K, nr, 0, 3));
-                    block.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO));
-                    block.push(jump(BPF_JMP_JEQ_K, v, 0, 1));
-                    block.push(verdict);
-                }
-                When::Arg0HasAny(mask) => {
-                    block.push(jump(BPF_JMP_JEQ_K, nr, 0, 3));
-                    block.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO));
-                    block.push(jump(BPF_JMP_JSET_K, mask, 0, 1));
-                    block.push(verdict);
-                }
-                When::FamilyAndType(family, ty) => {
-                    block.push(jump(BPF_JMP_JEQ_K, nr, 0, 6));
-                    block.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO));
-                    block.push(jump(BPF_JMP_JEQ_K, family, 0, 4));
-                    block.push(stmt(BPF_LD_W_ABS, OFF_ARG1_LO));
-                    block.push(stmt(BPF_ALU_AND_K, SOCK_TYPE_MASK));
-                    block.push(jump(BPF_JMP_JEQ_K, ty, 0, 1));
-                    block.push(verdict);
-                }
+            match groups.iter_mut().find(|(n, _)| *n == nr) {
+                Some((_, group)) => group.push((when, ret)),
+                None => groups.push((nr, vec![(when, ret)])),
             }
         }
-        block.push(stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
-        let skip = u8::try_from(block.len())
-            .map_err(|_| format!("seccomp block of {} instructions is too long", block.len()))?;
-        prog.push(jump(BPF_JMP_JEQ_K, *arch, 0, skip));
+        groups.sort_by_key(|(nr, _)| *nr);
+        let mut block = vec![stmt(BPF_LD_W_ABS, OFF_NR)];
+        block.extend(search(&groups)?);
+        // Not this architecture: jump over its block.
+        prog.push(jump(BPF_JMP_JEQ_K, *arch, 1, 0));
+        prog.push(stmt(BPF_JMP_JA, block.len() as u32));
         prog.extend(block);
     }
     prog.push(stmt(BPF_RET_K, SECCOMP_RET_KILL_PROCESS));
     Ok(prog)
+}
+
+/// Groups searched linearly at the leaves of [`search`].
+const LEAF_GROUPS: usize = 3;
+
+/// Code choosing among `groups` (sorted by number) with the call number
+/// in the accumulator; every path ends in a return.
+fn search(groups: &[(u32, Vec<(When, u32)>)]) -> Result<Vec<libc::sock_filter>, String> {
+    if groups.len() <= LEAF_GROUPS {
+        let mut code = Vec::new();
+        for (nr, rules) in groups {
+            let body = group_body(rules);
+            let skip = u8::try_from(body.len())
+                .map_err(|_| format!("seccomp rules of call {nr} are too long"))?;
+            code.push(jump(BPF_JMP_JEQ_K, *nr, 0, skip));
+            code.extend(body);
+        }
+        code.push(stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
+        return Ok(code);
+    }
+    let mid = groups.len() / 2;
+    let below = search(&groups[..mid])?;
+    let above = search(&groups[mid..])?;
+    // number >= the middle one: over the lower half.
+    let mut code = vec![
+        jump(BPF_JMP_JGE_K, groups[mid].0, 0, 1),
+        stmt(BPF_JMP_JA, below.len() as u32),
+    ];
+    code.extend(below);
+    code.extend(above);
+    Ok(code)
+}
+
+/// One number's rules in order (the accumulator is then free), then
+/// allow.
+fn group_body(rules: &[(When, u32)]) -> Vec<libc::sock_filter> {
+    let mut body = Vec::new();
+    for &(when, ret) in rules {
+        let verdict = stmt(BPF_RET_K, ret);
+        match when {
+            When::Always => body.push(verdict),
+            When::Arg0Is(v) => {
+                body.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO));
+                body.push(jump(BPF_JMP_JEQ_K, v, 0, 1));
+                body.push(verdict);
+            }
+            When::Arg0HasAny(mask) => {
+                body.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO));
+                body.push(jump(BPF_JMP_JSET_K, mask, 0, 1));
+                body.push(verdict);
+            }
+            When::FamilyAndType(family, ty) => {
+                body.push(stmt(BPF_LD_W_ABS, OFF_ARG0_LO));
+                body.push(jump(BPF_JMP_JEQ_K, family, 0, 4));
+                body.push(stmt(BPF_LD_W_ABS, OFF_ARG1_LO));
+                body.push(stmt(BPF_ALU_AND_K, SOCK_TYPE_MASK));
+                body.push(jump(BPF_JMP_JEQ_K, ty, 0, 1));
+                body.push(verdict);
+            }
+        }
+    }
+    body.push(stmt(BPF_RET_K, SECCOMP_RET_ALLOW));
+    body
 }
 
 /// The filter program for this machine's architecture with `unix`'s
@@ -485,6 +534,8 @@ mod tests {
                 }
                 BPF_JMP_JEQ_K => pc += usize::from(if a == i.k { i.jt } else { i.jf }),
                 BPF_JMP_JSET_K => pc += usize::from(if a & i.k != 0 { i.jt } else { i.jf }),
+                BPF_JMP_JGE_K => pc += usize::from(if a >= i.k { i.jt } else { i.jf }),
+                BPF_JMP_JA => pc += i.k as usize,
                 BPF_ALU_AND_K => a &= i.k,
                 BPF_RET_K => return i.k,
                 c => panic!("unexpected opcode {c:#x}"),
@@ -585,6 +636,69 @@ mod tests {
         assert_eq!(eval(&prog, i, 102, 9), ALLOW, "SYS_SEND");
         assert_eq!(eval2(&prog, i, 359, AF_UNIX, SOCK_STREAM), ALLOW);
         assert_eq!(eval2(&prog, i, 359, AF_UNIX, SOCK_DGRAM), DENY_UNIX);
+    }
+
+    /// What `rules` decide for one call, read in order as a list: the
+    /// first rule of the call's number whose condition holds.
+    fn reference(rules: &[Rule], nr: u32, arg0: u32, arg1: u32) -> u32 {
+        for &(n, when, ret) in rules {
+            if n != nr {
+                continue;
+            }
+            let holds = match when {
+                When::Always => true,
+                When::Arg0Is(v) => arg0 == v,
+                When::Arg0HasAny(m) => arg0 & m != 0,
+                When::FamilyAndType(f, t) => arg0 == f && arg1 & SOCK_TYPE_MASK == t,
+            };
+            if holds {
+                return ret;
+            }
+        }
+        ALLOW
+    }
+
+    #[test]
+    fn the_search_decides_every_call_as_the_rule_list_reads() {
+        for unix in [UnixRule::Denied, UnixRule::Gated] {
+            let prog = x86(unix);
+            let mut native = Vec::new();
+            abi_rules(&X86_64, 0, unix, &mut native);
+            abi_rules(&X86_64, X32_SYSCALL_BIT, unix, &mut native);
+            let mut compat = Vec::new();
+            abi_rules(&I386, 0, unix, &mut compat);
+            let args = [
+                0,
+                1,
+                2,
+                8,
+                3,
+                AF_UNIX,
+                SOCK_DGRAM,
+                0x80,
+                0x1000_0000,
+                u32::MAX,
+            ];
+            for (arch, rules, bits) in [
+                (AUDIT_ARCH_X86_64, &native, [0, X32_SYSCALL_BIT]),
+                (AUDIT_ARCH_I386, &compat, [0, 0]),
+            ] {
+                for bit in bits {
+                    for nr in 0..600u32 {
+                        for &a0 in &args {
+                            for &a1 in &args {
+                                assert_eq!(
+                                    eval2(&prog, arch, nr | bit, a0, a1),
+                                    reference(rules, nr | bit, a0, a1),
+                                    "{unix:?} arch {arch:#x} nr {} args {a0:#x} {a1:#x}",
+                                    nr | bit
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
