@@ -79,11 +79,16 @@ pub(crate) fn spawn(
     // be signalled) and has no controlling terminal (so nothing can block
     // reading a password from /dev/tty). The confinement comes after the
     // session, in the child.
-    let spawning = confinement
-        .spawning(&spec.workdir)
-        .map_err(|e| BashError::SpawnFailed {
-            reason: format!("sandbox: {}", os_error_text(&e)),
-        })?;
+    let spawning =
+        confinement
+            .spawning(&spec.workdir, &cmd)
+            .map_err(|e| BashError::SpawnFailed {
+                reason: match e.kind() {
+                    // The program itself, searched in the command's PATH.
+                    io::ErrorKind::NotFound => format!("bash: {}", os_error_text(&e)),
+                    _ => format!("sandbox: {}", os_error_text(&e)),
+                },
+            })?;
     let (mut child, group) = spawn_leader_then(&mut cmd, GroupMode::NewSession, |cmd| {
         confinement.apply_to(cmd, &spawning);
     })

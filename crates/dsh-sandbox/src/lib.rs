@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod denial;
+mod launch;
 mod namespace;
 mod seccomp;
 mod unix_gate;
@@ -586,22 +587,37 @@ impl Confinement {
         self.fallback.as_deref()
     }
 
-    /// What one spawn needs besides the rules: the working directory to
-    /// enter again inside the namespace layer and, for
+    /// What one spawn of `cmd` needs besides the rules: the working
+    /// directory to enter again inside the namespace layer, the program,
+    /// arguments and environment of `cmd` ready to execute (under the
+    /// layer the sandbox executes the program itself, in a process that
+    /// shares the forked child's memory instead of copying it), stacks
+    /// for that process and the namespace's init and, for
     /// [`Network::Proxied`], the socket pair the proxy listener comes back
-    /// through. Call before [`Confinement::apply_to`]; keep the result
-    /// alive until the spawn returned.
+    /// through. `cmd` must be complete, and its environment explicit
+    /// (`env_clear` then the variables the command gets): under the layer
+    /// the command gets exactly the variables `cmd` sets. Call before
+    /// [`Confinement::apply_to`]; keep the result alive until the spawn
+    /// returned.
     ///
     /// # Errors
-    /// `workdir` contains a NUL byte, or the socket pair cannot be made.
-    /// The command must not be spawned then.
-    pub fn spawning(&self, workdir: &Path) -> std::io::Result<Spawning> {
+    /// `workdir` or a string of `cmd` contains a NUL byte, the program is
+    /// not found in the `PATH` the command gets (`NotFound`), or the socket
+    /// pair or the stacks cannot be made. The command must not be spawned
+    /// then.
+    pub fn spawning(
+        &self,
+        workdir: &Path,
+        cmd: &tokio::process::Command,
+    ) -> std::io::Result<Spawning> {
         let mut spawning = Spawning::default();
-        if let Some(plan) = &self.plan {
+        if let (Some(plan), Some(_)) = (&self.plan, &self.ruleset) {
             spawning.workdir = Some(
                 CString::new(workdir.as_os_str().as_bytes())
                     .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?,
             );
+            spawning.exec = Some(Arc::new(launch::Exec::of(cmd.as_std())?));
+            spawning.stacks = Some(Arc::new(launch::Stacks::new()?));
             if plan.net() == NetNs::Proxied {
                 let (parent, child) = namespace::listener_channel()?;
                 spawning.parent_end = Some(parent);
@@ -625,11 +641,31 @@ impl Confinement {
         let Some(fd) = &self.ruleset else {
             return;
         };
-        let layer = self.plan.as_ref().map(|plan| {
-            let workdir = spawning.workdir.clone().unwrap_or_else(|| c"/".to_owned());
-            let chan = spawning.child_end.as_ref().map_or(-1, |c| c.as_raw_fd());
-            (Arc::clone(plan), workdir, chan)
-        });
+        let layer = match (&self.plan, &spawning.exec, &spawning.stacks) {
+            (Some(plan), Some(exec), Some(stacks)) => {
+                let workdir = spawning.workdir.clone().unwrap_or_else(|| c"/".to_owned());
+                let chan = spawning.child_end.as_ref().map_or(-1, |c| c.as_raw_fd());
+                Some(LayerSpawn {
+                    plan: Arc::clone(plan),
+                    workdir,
+                    chan,
+                    exec: Arc::clone(exec),
+                    stacks: Arc::clone(stacks),
+                })
+            }
+            (Some(_), _, _) => {
+                // Without what `spawning` prepares the layer cannot start
+                // the command: fail the spawn rather than run it without.
+                // SAFETY: the closure only builds an io::Error from a raw
+                // OS code (no allocation).
+                #[allow(unsafe_code)]
+                unsafe {
+                    cmd.pre_exec(|| Err(std::io::Error::from_raw_os_error(libc::EINVAL)));
+                }
+                return;
+            }
+            (None, _, _) => None,
+        };
         restrict_before_exec(
             cmd,
             (fd.as_raw_fd(), self.fs_access),
@@ -646,6 +682,8 @@ impl Confinement {
 #[derive(Debug, Default)]
 pub struct Spawning {
     workdir: Option<CString>,
+    exec: Option<Arc<launch::Exec>>,
+    stacks: Option<Arc<launch::Stacks>>,
     parent_end: Option<OwnedFd>,
     child_end: Option<OwnedFd>,
 }
@@ -667,9 +705,16 @@ impl Spawning {
     }
 }
 
-/// The layer of one spawn: the plan, the working directory, the listener
-/// channel's child end (or -1).
-type Layer = (Arc<Plan>, CString, i32);
+/// The layer of one spawn.
+struct LayerSpawn {
+    plan: Arc<Plan>,
+    /// The working directory, entered again inside the mounts.
+    workdir: CString,
+    /// The listener channel's child end (or -1).
+    chan: i32,
+    exec: Arc<launch::Exec>,
+    stacks: Arc<launch::Stacks>,
+}
 
 /// Installs the child-side restriction: only async-signal-safe system
 /// calls, no allocation.
@@ -677,7 +722,7 @@ type Layer = (Arc<Plan>, CString, i32);
 fn restrict_before_exec(
     cmd: &mut tokio::process::Command,
     (ruleset_fd, fs_access): (i32, u64),
-    layer: Option<Layer>,
+    layer: Option<LayerSpawn>,
     filter: Option<Arc<Vec<libc::sock_filter>>>,
     drop_root_powers: bool,
 ) {
@@ -689,37 +734,76 @@ fn restrict_before_exec(
     // (close-on-exec closes it at exec).
     unsafe {
         cmd.pre_exec(move || {
-            let mut gate_chan = None;
-            if let Some((plan, workdir, chan)) = &layer {
-                gate_chan = namespace::enter(plan, workdir, *chan)
-                    .map_err(|(_, errno)| std::io::Error::from_raw_os_error(errno))?;
-                // The command's own devpts instance is not the host's
-                // /dev/pts the ruleset names: allow it too.
-                namespace::allow_own_devpts(ruleset_fd, fs_access)
-                    .map_err(std::io::Error::from_raw_os_error)?;
-            }
-            if drop_root_powers {
-                drop_capabilities()?;
-            }
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::syscall(libc::SYS_landlock_restrict_self, ruleset_fd, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if let Some(prog) = &filter {
-                let listener = seccomp::install(prog, gate_chan.is_some())?;
-                if let (Some(listener), Some(chan)) = (listener, gate_chan) {
-                    // The init answers the connects from now on.
-                    let sent = namespace::send_fd(chan, listener);
-                    libc::close(listener);
-                    libc::close(chan);
-                    sent.map_err(std::io::Error::from_raw_os_error)?;
-                }
-            }
-            Ok(())
+            let confine = |gate_chan: Option<i32>| {
+                confine_this_process(
+                    (ruleset_fd, fs_access),
+                    layer.is_some(),
+                    filter.as_deref().map(Vec::as_slice),
+                    drop_root_powers,
+                    gate_chan,
+                )
+            };
+            let Some(layer) = &layer else {
+                return confine(None).map_err(std::io::Error::from_raw_os_error);
+            };
+            let launch = namespace::Launch {
+                confine: Some(&confine),
+                exec: Some(&layer.exec),
+                stacks: &layer.stacks,
+            };
+            // Returns only when the program could not be started.
+            let (_, errno) = namespace::enter(&layer.plan, &layer.workdir, layer.chan, &launch);
+            Err(std::io::Error::from_raw_os_error(errno))
         });
     }
+}
+
+/// Confines the calling process (the command, just before its program
+/// runs): with the namespace layer (`in_layer`) the rule for its own
+/// `/dev/pts`, then, root without the layer, the dropped capabilities,
+/// `no_new_privs`, Landlock and the seccomp filter, whose listener goes to
+/// the namespace's init over `gate_chan`. Async-signal-safe.
+///
+/// # Errors
+/// The errno of the step that failed.
+#[allow(unsafe_code)]
+fn confine_this_process(
+    (ruleset_fd, fs_access): (i32, u64),
+    in_layer: bool,
+    filter: Option<&[libc::sock_filter]>,
+    drop_root_powers: bool,
+    gate_chan: Option<i32>,
+) -> Result<(), i32> {
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    // SAFETY: raw system calls on descriptors and data prepared before the
+    // fork.
+    unsafe {
+        if in_layer {
+            // The command's own devpts instance is not the host's
+            // /dev/pts the ruleset names: allow it too.
+            namespace::allow_own_devpts(ruleset_fd, fs_access)?;
+        }
+        if drop_root_powers {
+            drop_capabilities().map_err(errno)?;
+        }
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(errno(std::io::Error::last_os_error()));
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset_fd, 0) != 0 {
+            return Err(errno(std::io::Error::last_os_error()));
+        }
+        if let Some(prog) = filter {
+            let listener = seccomp::install(prog, gate_chan.is_some()).map_err(errno)?;
+            if let (Some(listener), Some(chan)) = (listener, gate_chan) {
+                // The init answers the connects from now on.
+                let sent = namespace::send_fd(chan, listener);
+                libc::close(listener);
+                libc::close(chan);
+                sent?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The capabilities a confined command run by root keeps without the

@@ -40,6 +40,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::launch::{Exec, Stacks};
 use crate::unix_gate::{self, Gate};
 
 /// The port a command's proxy listener has inside its network namespace
@@ -122,11 +123,12 @@ pub(crate) enum Stage {
     Proc,
     Devpts,
     Gate,
+    Command,
 }
 
 impl Stage {
     /// Every step, in order.
-    const ALL: [Self; 13] = [
+    const ALL: [Self; 14] = [
         Self::Unshare,
         Self::IdMaps,
         Self::Loopback,
@@ -140,6 +142,7 @@ impl Stage {
         Self::Proc,
         Self::Devpts,
         Self::Gate,
+        Self::Command,
     ];
 
     fn from_u8(v: u8) -> Option<Self> {
@@ -161,6 +164,7 @@ impl Stage {
             Self::Proc => "mounting /proc for the PID namespace",
             Self::Devpts => "mounting a private /dev/pts",
             Self::Gate => "making the Unix socket gate's channel",
+            Self::Command => "confining and executing the command",
         }
     }
 }
@@ -385,17 +389,50 @@ pub(crate) fn send_fd(chan: RawFd, fd: RawFd) -> Result<(), i32> {
     Ok(())
 }
 
-/// Enters the namespaces. Runs in the forked child; returns only in the
-/// process that goes on to restrict itself and execute the command (the
-/// keeper and the init never return). `workdir` is entered again once the
-/// mounts are in place; `chan` is the child end of
-/// [`listener_channel`] for [`NetNs::Proxied`]. Returns, for a gated plan,
-/// the channel over which the command sends its seccomp listener to the
-/// init (see [`send_fd`]).
+/// What the command process does once the namespaces are set up: the
+/// rest of its confinement, then its program.
+pub(crate) struct Launch<'a> {
+    /// Applies Landlock, seccomp and the rest in the command process
+    /// (given the gate's channel, if any); `Err` is an errno. `None` in
+    /// the probe.
+    pub(crate) confine: Option<&'a (dyn Fn(Option<RawFd>) -> Result<(), i32> + Sync)>,
+    /// The program (`None`: the command process exits with 0, as in the
+    /// probe).
+    pub(crate) exec: Option<&'a Exec>,
+    /// The stacks of the init and the command process.
+    pub(crate) stacks: &'a Stacks,
+}
+
+/// Enters the namespaces and starts the command. Runs in the forked child
+/// (the keeper); returns only when something failed before the program
+/// was executed (the caller then reports the error: the program never
+/// ran). `workdir` is entered again once the mounts are in place; `chan`
+/// is the child end of [`listener_channel`] for [`NetNs::Proxied`].
+///
+/// The keeper starts the init with `clone(CLONE_VM)` and the init starts
+/// the command process with `clone(CLONE_VM | CLONE_VFORK)`, each on a
+/// stack of [`Launch::stacks`]: neither copies the keeper's memory (a
+/// copy of dsh's). While the command process runs, the init is suspended
+/// and the keeper blocked reading the init's report, so nothing else runs
+/// in the shared memory before the program is executed (the three share
+/// the C library's `errno` too: the keeper and the init decide on return
+/// values, not on `errno`, once both run).
 ///
 /// Async-signal-safe: raw system calls on `plan`'s prepared data.
 #[allow(unsafe_code)]
-pub(crate) fn enter(plan: &Plan, workdir: &CStr, chan: RawFd) -> Result<Option<RawFd>, StepError> {
+pub(crate) fn enter(plan: &Plan, workdir: &CStr, chan: RawFd, launch: &Launch) -> StepError {
+    match set_up(plan, workdir, chan) {
+        // SAFETY: the namespaces are set up; `start` only makes raw system
+        // calls on prepared data.
+        Ok(()) => unsafe { start(plan, launch) },
+        Err(e) => e,
+    }
+}
+
+/// Creates the namespaces, writes the id maps and sets up the mounts and
+/// the working directory.
+#[allow(unsafe_code)]
+fn set_up(plan: &Plan, workdir: &CStr, chan: RawFd) -> Result<(), StepError> {
     let fail = |stage: Stage| (stage, last_errno());
     let mut flags =
         libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
@@ -437,19 +474,155 @@ pub(crate) fn enter(plan: &Plan, workdir: &CStr, chan: RawFd) -> Result<Option<R
         if libc::chdir(workdir.as_ptr()) != 0 {
             return Err(fail(Stage::Chdir));
         }
-        let mut status = [0; 2];
-        if libc::pipe2(status.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(fail(Stage::Fork));
+    }
+    Ok(())
+}
+
+/// What the init reads (from the keeper's stack, alive while it runs).
+struct InitArgs<'a, 'b> {
+    plan: &'a Plan,
+    launch: &'a Launch<'b>,
+    /// Descriptors the init keeps (those below); once the command runs it
+    /// closes the rest of its copy of the keeper's table.
+    keep: [RawFd; 4],
+    /// Where the init reports the command started ([`Started`]).
+    report: RawFd,
+    /// Where the init writes the command's wait status when it ends.
+    status: RawFd,
+    /// The init's and the command's ends of the gate's channel (-1
+    /// without a gate).
+    gate: [RawFd; 2],
+}
+
+/// What the command process reads (from the init's stack; the init is
+/// suspended meanwhile and the keeper blocked reading).
+struct CommandArgs<'a, 'b> {
+    launch: &'a Launch<'b>,
+    /// The command's end of the gate's channel (-1 without a gate).
+    gate: RawFd,
+    /// Where a failure's errno goes before the program runs
+    /// (close-on-exec: closed by a successful exec).
+    failed: RawFd,
+}
+
+/// The init's report to the keeper: the stage that failed (as `u32`, 0
+/// when the program runs) and the errno.
+type Started = [u8; 8];
+
+/// Starts the init, which starts the command process, and becomes the
+/// keeper. Returns only on failure.
+#[allow(unsafe_code)]
+unsafe fn start(plan: &Plan, launch: &Launch) -> StepError {
+    let fail = |stage: Stage| (stage, last_errno());
+    // Pipes: [read, write], close-on-exec.
+    let (mut report, mut status) = ([-1; 2], [-1; 2]);
+    for pipe in [&mut report, &mut status] {
+        if libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return fail(Stage::Fork);
         }
-        let init = libc::fork();
-        if init < 0 {
-            return Err(fail(Stage::Fork));
+    }
+    let mut gate = [-1; 2];
+    if plan.gate.is_some()
+        && libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            gate.as_mut_ptr(),
+        ) != 0
+    {
+        return fail(Stage::Gate);
+    }
+    let init_args = InitArgs {
+        plan,
+        launch,
+        keep: [report[1], status[1], gate[0], gate[1]],
+        report: report[1],
+        status: status[1],
+        gate,
+    };
+    let init = libc::clone(
+        init_main,
+        launch.stacks.init_top(),
+        libc::CLONE_VM | libc::SIGCHLD,
+        (&init_args as *const InitArgs).cast_mut().cast(),
+    );
+    if init < 0 {
+        return fail(Stage::Fork);
+    }
+    libc::close(report[1]);
+    libc::close(status[1]);
+    let mut started: Started = [0; 8];
+    let (stage, errno) = if read_full(report[0], &mut started) {
+        let stage = u32::from_ne_bytes([started[0], started[1], started[2], started[3]]);
+        let errno = i32::from_ne_bytes([started[4], started[5], started[6], started[7]]);
+        (Stage::from_u8(stage as u8), errno)
+    } else {
+        // The init died before reporting.
+        (Some(Stage::Fork), libc::ECHILD)
+    };
+    match stage {
+        None => keep(init, status[0]),
+        Some(stage) => {
+            reap(init);
+            (stage, errno)
         }
-        if init > 0 {
-            keep(init, status[0]);
+    }
+}
+
+/// Sends the init's report: `stage` failed with `errno`, or (`None`) the
+/// program runs.
+#[allow(unsafe_code)]
+unsafe fn report_started(fd: RawFd, failed: Option<(Stage, i32)>) {
+    let (stage, errno) = failed.map_or((0u32, 0), |(s, e)| (s as u32, e));
+    let mut msg: Started = [0; 8];
+    msg[..4].copy_from_slice(&stage.to_ne_bytes());
+    msg[4..].copy_from_slice(&errno.to_ne_bytes());
+    libc::write(fd, msg.as_ptr().cast(), msg.len());
+}
+
+/// Reads exactly `buf.len()` bytes (retrying on `EINTR`); `false` at an
+/// early end of file or an error.
+#[allow(unsafe_code)]
+unsafe fn read_full(fd: RawFd, buf: &mut [u8]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        let n = libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got);
+        if n > 0 {
+            got += n as usize;
+        } else if n == 0 || last_errno() != libc::EINTR {
+            return false;
         }
-        libc::close(status[0]);
-        run_init(plan, status[1])
+    }
+    true
+}
+
+/// Waits for the child `pid` to end.
+#[allow(unsafe_code)]
+unsafe fn reap(pid: libc::pid_t) {
+    let mut status = 0;
+    while libc::waitpid(pid, &mut status, 0) < 0 && last_errno() == libc::EINTR {}
+}
+
+/// The command process: the rest of its confinement, then its program.
+/// Reports a failure's errno on `failed` and exits. Never returns.
+#[allow(unsafe_code)]
+extern "C" fn command_main(args: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `args` points at the keeper's `CommandArgs`, alive while the
+    // keeper is suspended (CLONE_VFORK) until this process executes its
+    // program or exits; only raw system calls follow.
+    unsafe {
+        let args = &*(args as *const CommandArgs);
+        let gate = (args.gate >= 0).then_some(args.gate);
+        let errno = match args.launch.confine.map_or(Ok(()), |confine| confine(gate)) {
+            Err(errno) => errno,
+            Ok(()) => match args.launch.exec {
+                Some(exec) => exec.execute(),
+                None => libc::_exit(0),
+            },
+        };
+        let word = errno.to_ne_bytes();
+        libc::write(args.failed, word.as_ptr().cast(), 4);
+        libc::_exit(127)
     }
 }
 
@@ -584,29 +757,20 @@ unsafe fn close_all(fds: &[RawFd]) {
 }
 
 /// The keeper: closes everything but the status pipe, ignores the signals
-/// a stop sends to the group (the command gets them itself), waits for the
-/// command's status from the init and exits as the command did (the init
-/// is left to the system's reaper). Never returns.
+/// a stop sends to the group (the command gets them itself), waits for
+/// the command's status from the init and exits as the command did (the
+/// init is left to the system's reaper when the namespace still has
+/// processes). Never returns.
 #[allow(unsafe_code)]
 unsafe fn keep(init: libc::pid_t, status_read: RawFd) -> ! {
     close_except(&[status_read]);
-    libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
         libc::signal(sig, libc::SIG_IGN);
     }
     // The init reports the command's status as soon as it exits, then
     // lingers while the command's background processes run.
     let mut word = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        let n = libc::read(status_read, word[got..].as_mut_ptr().cast(), 4 - got);
-        if n > 0 {
-            got += n as usize;
-        } else if n == 0 || last_errno() != libc::EINTR {
-            break;
-        }
-    }
-    let status = if got == 4 {
+    let status = if read_full(status_read, &mut word) {
         // Usually the init exits right after the command (nothing else
         // runs in the namespace): reap it rather than leave it to the
         // system. It closes the pipe when it exits; a namespace with
@@ -623,11 +787,10 @@ unsafe fn keep(init: libc::pid_t, status_read: RawFd) -> ! {
         i32::from_ne_bytes(word)
     } else {
         // The init died before the command did (killed): end as it did.
+        // (The init shares this memory and errno: decide on return values.)
         let mut init_status = 0;
-        while libc::waitpid(init, &mut init_status, 0) < 0 {
-            if last_errno() != libc::EINTR {
-                libc::_exit(125);
-            }
+        if libc::waitpid(init, &mut init_status, 0) != init {
+            libc::_exit(125);
         }
         init_status
     };
@@ -660,163 +823,152 @@ unsafe fn exit_like(status: libc::c_int) -> ! {
     libc::_exit(libc::WEXITSTATUS(status))
 }
 
-/// The init: mounts `/proc`, forks the command (which returns from here),
-/// reports the command's wait status to the keeper when it exits (so the
-/// caller sees the command end when the shell does), and goes on reaping
-/// until no process is left in the namespace: a command's background
-/// processes keep running as they would without the layer, and the caller
-/// handles the ones still holding its output as before. The init leaves
-/// the command's process group (a new session of its own), so stopping
-/// the group stops the command and its jobs, not the namespace. With a
-/// gate it also answers the command's connects ([`unix_gate`]) for as long
-/// as any process of the namespace lives. Returns only in the command,
-/// with the gate's channel when there is one.
+/// The init (PID 1 of the namespace, in the keeper's memory on its own
+/// stack): mounts `/proc`, starts the command process (in the same memory,
+/// on another stack; suspended until it has executed its program) and
+/// reports to the keeper, blanks dsh's argument and environment strings
+/// (it is a copy of dsh) and makes itself non-dumpable, leaves the
+/// command's process group (a session of its own: stopping the group
+/// stops the command and its jobs, not the namespace), then reaps every
+/// process of the namespace, reports the command's wait status to the
+/// keeper when it ends, and, with a gate, answers the command's connects
+/// ([`unix_gate`]), until no process is left: a command's background
+/// processes keep running as they would without the layer. Never
+/// returns.
 #[allow(unsafe_code)]
-unsafe fn run_init(plan: &Plan, status_write: RawFd) -> Result<Option<RawFd>, StepError> {
-    // Nothing in it is worth reading.
-    libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-    libc::prctl(libc::PR_SET_NAME, c"dsh-init".as_ptr(), 0, 0, 0);
-    for (start, end) in plan.strings {
-        if start != 0 && end > start && end - start < (1 << 20) {
-            std::ptr::write_bytes(start as *mut u8, 0, end - start);
-        }
-    }
-    if libc::mount(
-        c"proc".as_ptr(),
-        c"/proc".as_ptr(),
-        c"proc".as_ptr(),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        std::ptr::null(),
-    ) != 0
-    {
-        return Err((Stage::Proc, last_errno()));
-    }
-    // (init's end, command's end) of the gate's channel.
-    let mut gate_chan = [-1; 2];
-    if plan.gate.is_some()
-        && libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            gate_chan.as_mut_ptr(),
+extern "C" fn init_main(args: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `args` points at the keeper's `InitArgs`, alive as long as
+    // the keeper, which never leaves `start` while the init runs (it
+    // becomes the keeper, or reaps the init first); only raw system calls
+    // follow.
+    unsafe {
+        let args = &*(args as *const InitArgs);
+        libc::prctl(libc::PR_SET_NAME, c"dsh-init".as_ptr(), 0, 0, 0);
+        if libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
         ) != 0
-    {
-        return Err((Stage::Gate, last_errno()));
-    }
-    let command = libc::fork();
-    if command < 0 {
-        return Err((Stage::Fork, last_errno()));
-    }
-    if command == 0 {
-        libc::close(status_write);
-        if plan.gate.is_some() {
-            libc::close(gate_chan[0]);
-            return Ok(Some(gate_chan[1]));
+        {
+            report_started(args.report, Some((Stage::Proc, last_errno())));
+            libc::_exit(1);
         }
-        return Ok(None);
-    }
-    libc::setsid();
-    let mut report = Report {
-        command,
-        status_write,
-        reported: false,
-    };
-    match &plan.gate {
-        Some(gate) => {
-            close_except(&[status_write, gate_chan[0]]);
-            supervise(gate, gate_chan[0], &mut report)
+        let mut failed = [-1; 2];
+        if libc::pipe2(failed.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            report_started(args.report, Some((Stage::Fork, last_errno())));
+            libc::_exit(1);
         }
-        None => {
-            close_except(&[status_write]);
-            loop {
-                let mut status = 0;
-                let pid = libc::waitpid(-1, &mut status, 0);
-                report.reaped(pid, status);
+        let command_args = CommandArgs {
+            launch: args.launch,
+            gate: args.gate[1],
+            failed: failed[1],
+        };
+        let command = libc::clone(
+            command_main,
+            args.launch.stacks.command_top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&command_args as *const CommandArgs).cast_mut().cast(),
+        );
+        // Here the command process has executed its program, or ended.
+        let clone_errno = last_errno();
+        libc::close(failed[1]);
+        if args.gate[1] >= 0 {
+            libc::close(args.gate[1]);
+        }
+        if command < 0 {
+            report_started(args.report, Some((Stage::Fork, clone_errno)));
+            libc::_exit(1);
+        }
+        let mut word = [0u8; 4];
+        if read_full(failed[0], &mut word) {
+            reap(command);
+            report_started(
+                args.report,
+                Some((Stage::Command, i32::from_ne_bytes(word))),
+            );
+            libc::_exit(1);
+        }
+        libc::close(failed[0]);
+        report_started(args.report, None);
+        // The command has its descriptors (standard streams, the ruleset,
+        // the spawn's error pipe…): the init keeps none of them.
+        close_except(&args.keep);
+        libc::close(args.report);
+        // Nothing in it is worth reading.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        for (start, end) in args.plan.strings {
+            if start != 0 && end > start && end - start < (1 << 20) {
+                std::ptr::write_bytes(start as *mut u8, 0, end - start);
             }
         }
+        libc::setsid();
+        serve_namespace(args.plan.gate.as_ref(), command, args.status, args.gate[0])
     }
 }
 
-/// The init's report of the command's end to the keeper.
-struct Report {
-    command: libc::pid_t,
-    status_write: RawFd,
-    reported: bool,
-}
-
-impl Report {
-    /// Handles one `waitpid` result: reports the command's status once,
-    /// and exits when no child is left (`ECHILD`: the namespace is empty).
-    #[allow(unsafe_code)]
-    unsafe fn reaped(&mut self, pid: libc::pid_t, status: libc::c_int) {
-        if pid == self.command && !self.reported {
-            let word = status.to_ne_bytes();
-            libc::write(self.status_write, word.as_ptr().cast(), 4);
-            self.reported = true;
-        }
-        if pid < 0 && last_errno() != libc::EINTR {
-            libc::_exit(0);
-        }
-    }
-}
-
-/// The init's loop with a gate: receives the command's seccomp listener,
-/// then both reaps (through a `signalfd` for `SIGCHLD`) and answers
-/// notifications until the namespace is empty. Without a listener (the
-/// command failed before sending it) connects fail with `ENOSYS`; without
-/// a `signalfd` the init only reaps. Never returns.
+/// The init's loop: reaps (woken by a `signalfd` for `SIGCHLD`, or every
+/// [`INIT_POLL_MS`] without one), reports `command`'s wait status on
+/// `status` when it ends, receives the command's seccomp listener on
+/// `gate_chan` and answers its notifications. Exits when no child is
+/// left. Without a listener (the command failed before sending it)
+/// connects fail with `ENOSYS`. Never returns.
 #[allow(unsafe_code)]
-unsafe fn supervise(gate: &Gate, chan: RawFd, report: &mut Report) -> ! {
-    let mut listener = receive_fd(chan, 0).unwrap_or(-1);
-    libc::close(chan);
+unsafe fn serve_namespace(
+    gate: Option<&Gate>,
+    command: libc::pid_t,
+    status: RawFd,
+    gate_chan: RawFd,
+) -> ! {
     let mut set: libc::sigset_t = std::mem::zeroed();
     libc::sigemptyset(&mut set);
     libc::sigaddset(&mut set, libc::SIGCHLD);
     libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     let sfd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
-    if sfd < 0 {
-        if listener >= 0 {
-            libc::close(listener);
-        }
-        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        loop {
-            let mut status = 0;
-            let pid = libc::waitpid(-1, &mut status, 0);
-            report.reaped(pid, status);
-        }
-    }
+    let (mut chan, mut listener) = (gate_chan, -1);
     loop {
         // Reap whatever has ended (SIGCHLD may have come before the block).
+        // With WNOHANG, -1 means no child at all (errno is shared with the
+        // keeper: not read).
         loop {
-            let mut status = 0;
-            let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
+            let mut wait_status = 0;
+            let pid = libc::waitpid(-1, &mut wait_status, libc::WNOHANG);
+            if pid == command {
+                let word = wait_status.to_ne_bytes();
+                libc::write(status, word.as_ptr().cast(), 4);
+            }
+            if pid < 0 {
+                // The namespace is empty.
+                libc::_exit(0);
+            }
             if pid == 0 {
                 break;
             }
-            report.reaped(pid, status);
         }
-        let mut fds = [
-            libc::pollfd {
-                fd: sfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: listener,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        if libc::poll(fds.as_mut_ptr(), 2, -1) < 0 {
+        let mut fds = [sfd, chan, listener].map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        let timeout = if sfd < 0 { INIT_POLL_MS } else { -1 };
+        if libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) <= 0 {
             continue;
         }
         if fds[0].revents != 0 {
             let mut info = [0u8; 128];
             while libc::read(sfd, info.as_mut_ptr().cast(), info.len()) > 0 {}
         }
-        if fds[1].revents & libc::POLLIN != 0 {
-            unix_gate::serve_one(gate, listener);
-        } else if fds[1].revents != 0 {
+        if fds[1].revents != 0 {
+            listener = receive_fd(chan, libc::MSG_DONTWAIT).unwrap_or(-1);
+            libc::close(chan);
+            chan = -1;
+        }
+        if fds[2].revents & libc::POLLIN != 0 {
+            if let Some(gate) = gate {
+                unix_gate::serve_one(gate, listener);
+            }
+        } else if fds[2].revents != 0 {
             // No process uses the filter any more.
             libc::close(listener);
             listener = -1;
@@ -824,12 +976,16 @@ unsafe fn supervise(gate: &Gate, chan: RawFd, report: &mut Report) -> ! {
     }
 }
 
+/// How often the init looks for ended children when it has no `signalfd`
+/// (milliseconds).
+const INIT_POLL_MS: libc::c_int = 20;
+
 /// Closes every descriptor but those in `keep` (standard streams
 /// included).
 #[allow(unsafe_code)]
 unsafe fn close_except(keep: &[RawFd]) {
     // The kept descriptors in ascending order (at most a few).
-    let mut kept = [u32::MAX; 4];
+    let mut kept = [u32::MAX; 6];
     for (slot, &fd) in kept.iter_mut().zip(keep) {
         *slot = fd as u32;
     }
@@ -1023,23 +1179,26 @@ fn try_layer(plan: &Plan) -> Result<(), String> {
     if unsafe { libc::pipe2(report.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(format!("probe failed: {}", io::Error::last_os_error()));
     }
+    let stacks = Stacks::new().map_err(|e| format!("probe failed: {e}"))?;
+    let launch = Launch {
+        confine: None,
+        exec: None,
+        stacks: &stacks,
+    };
     // SAFETY: the child only makes raw system calls on prepared data
-    // (`enter` is async-signal-safe) and leaves with `_exit`.
+    // (`enter` is async-signal-safe) and leaves with `_exit` (the keeper
+    // exits as the probe's command process did: 0).
     let child = unsafe { libc::fork() };
     if child == 0 {
         // SAFETY: see above.
         unsafe {
             libc::close(report[0]);
-            match enter(plan, c"/", -1) {
-                Ok(_) => libc::_exit(0),
-                Err((stage, errno)) => {
-                    let mut msg = [0u8; 5];
-                    msg[0] = stage as u8;
-                    msg[1..].copy_from_slice(&errno.to_ne_bytes());
-                    libc::write(report[1], msg.as_ptr().cast(), msg.len());
-                    libc::_exit(1);
-                }
-            }
+            let (stage, errno) = enter(plan, c"/", -1, &launch);
+            let mut msg = [0u8; 5];
+            msg[0] = stage as u8;
+            msg[1..].copy_from_slice(&errno.to_ne_bytes());
+            libc::write(report[1], msg.as_ptr().cast(), msg.len());
+            libc::_exit(1);
         }
     }
     // SAFETY: closes our copy of the write end, which we own.
