@@ -3,12 +3,10 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{timeout, timeout_at, Instant};
@@ -16,6 +14,7 @@ use tokio::time::{timeout, timeout_at, Instant};
 use crate::address::is_non_public;
 use crate::allowlist::Host;
 use crate::http::{self, MAX_HEAD};
+use crate::relay::relay;
 use crate::socks::{self, reply, Parse};
 use crate::{Denial, DenialReason, Proxy, Shared};
 
@@ -25,16 +24,11 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to connect to one address.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Once one side has finished sending, how long the other direction may
-/// stay idle before the connection is closed.
-const HALF_CLOSED_IDLE: Duration = Duration::from_secs(60);
 /// After the proxy's own error response: how long, and how many bytes, to
 /// drain from the client so closing does not reset the connection before
 /// the client has read the response.
 const LINGER: Duration = Duration::from_secs(2);
 const LINGER_BYTES: usize = 1 << 20;
-/// Relay buffer per direction.
-const RELAY_BUFFER: usize = 64 * 1024;
 
 /// The SOCKS4 "request rejected" reply.
 const SOCKS4_REJECTED: [u8; 8] = [0, 0x5B, 0, 0, 0, 0, 0, 0];
@@ -329,45 +323,4 @@ async fn connect_any(addrs: &[SocketAddr]) -> io::Result<TcpStream> {
         }
     }
     Err(last)
-}
-
-/// Copies both ways until both directions have ended, either side fails,
-/// or — once one side has finished sending — the other direction has been
-/// idle for [`HALF_CLOSED_IDLE`].
-async fn relay(client: TcpStream, upstream: TcpStream) {
-    let (client_read, client_write) = client.into_split();
-    let (upstream_read, upstream_write) = upstream.into_split();
-    let half_closed = AtomicBool::new(false);
-    let result = tokio::try_join!(
-        pump(client_read, upstream_write, &half_closed),
-        pump(upstream_read, client_write, &half_closed),
-    );
-    if let Err(e) = result {
-        tracing::debug!(error = %e, "network proxy relay ended");
-    }
-}
-
-/// One direction: copy until end of stream (then shut the writer down and
-/// mark the connection half-closed) or an error.
-async fn pump(
-    mut from: OwnedReadHalf,
-    mut to: OwnedWriteHalf,
-    half_closed: &AtomicBool,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; RELAY_BUFFER];
-    loop {
-        // Reading a TcpStream is cancel-safe: a timed-out read loses nothing.
-        let n = match timeout(HALF_CLOSED_IDLE, from.read(&mut buf)).await {
-            Ok(read) => read?,
-            Err(_) if half_closed.load(Ordering::Relaxed) => return Ok(()),
-            Err(_) => continue,
-        };
-        if n == 0 {
-            half_closed.store(true, Ordering::Relaxed);
-            // The peer may already be gone; nothing is left to tell it.
-            let _ = to.shutdown().await;
-            return Ok(());
-        }
-        to.write_all(&buf[..n]).await?;
-    }
 }

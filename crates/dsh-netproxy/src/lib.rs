@@ -39,6 +39,7 @@ mod allowlist;
 mod conn;
 mod denial;
 mod http;
+mod relay;
 mod resolve;
 mod socks;
 
