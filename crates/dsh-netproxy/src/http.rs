@@ -209,7 +209,11 @@ fn is_token(b: u8) -> bool {
 
 /// The request to send upstream for an absolute-form request: origin-form
 /// request line, `Host` from the URL, the client's headers minus
-/// [`DROPPED`], `Connection: close`. `None` for a CONNECT.
+/// [`DROPPED`] and minus those its `Connection` or `Proxy-Connection`
+/// headers name (hop-by-hop, RFC 9110 §7.6.1: curl names `Upgrade` and
+/// `HTTP2-Settings` there), then `Connection: close`. The body's framing
+/// (`Content-Length`, `Transfer-Encoding`) is always kept: the body is
+/// relayed as sent. `None` for a CONNECT.
 pub(crate) fn origin_request(req: &Request<'_>) -> Option<Vec<u8>> {
     let Target::Absolute {
         authority, path, ..
@@ -225,12 +229,30 @@ pub(crate) fn origin_request(req: &Request<'_>) -> Option<Vec<u8>> {
         )
         .as_bytes(),
     );
-    for line in &req.headers {
+    let name_of = |line: &'_ [u8]| -> Vec<u8> {
         let name = line.split(|&b| b == b':').next().unwrap_or_default();
-        if DROPPED
-            .iter()
-            .any(|d| name.eq_ignore_ascii_case(d.as_bytes()))
-        {
+        name.trim_ascii().to_ascii_lowercase()
+    };
+    let mut named: Vec<Vec<u8>> = Vec::new();
+    for line in &req.headers {
+        let name = name_of(line);
+        if name == b"connection" || name == b"proxy-connection" {
+            let value = line.splitn(2, |&b| b == b':').nth(1).unwrap_or_default();
+            named.extend(
+                value
+                    .split(|&b| b == b',')
+                    .map(|t| t.trim_ascii().to_ascii_lowercase())
+                    .filter(|t| {
+                        !t.is_empty()
+                            && t.as_slice() != b"content-length"
+                            && t.as_slice() != b"transfer-encoding"
+                    }),
+            );
+        }
+    }
+    for line in &req.headers {
+        let name = name_of(line);
+        if DROPPED.iter().any(|d| name == d.as_bytes()) || named.contains(&name) {
             continue;
         }
         out.extend_from_slice(line);
@@ -367,6 +389,16 @@ mod tests {
             (&Host::Ip("::1".parse().unwrap()), 81)
         );
         assert!(origin_request(&parse_head(b"CONNECT a.b:1 HTTP/1.1\r\n\r\n").unwrap()).is_none());
+    }
+
+    #[test]
+    fn headers_named_in_connection_are_hop_by_hop_but_framing_stays() {
+        let head = b"GET http://a.test/ HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings, transfer-encoding\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAQAAAAIAAAAA\r\nProxy-Connection: x-private\r\nX-Private: 1\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\r\n";
+        let out = String::from_utf8(origin_request(&parse_head(head).unwrap()).unwrap()).unwrap();
+        assert_eq!(
+            out,
+            "GET / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
     }
 
     #[test]
