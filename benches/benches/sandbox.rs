@@ -9,7 +9,10 @@
 //! `cargo bench -p dsh-benches --bench sandbox`
 //!
 //! Prints the ratios confined / unconfined of the medians of interleaved
-//! single calls (robust to load drifting between criterion runs).
+//! single calls (robust to load drifting between criterion runs): back to
+//! back, and with a 20 ms pause before each call (as between a model's
+//! tool calls), which lets the kernel finish tearing down the previous
+//! command's namespaces before the next starts.
 
 // A benchmark panics on a broken set-up; that is its failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -27,6 +30,10 @@ use dsh_tools::{CallEnv, ToolCall, ToolRegistry};
 
 /// Interleaved single calls per side for the median ratio.
 const INTERLEAVED: usize = 400;
+/// Interleaved calls per side with a pause before each.
+const PAUSED: usize = 150;
+/// The pause before each of those calls.
+const PAUSE: Duration = Duration::from_millis(20);
 
 /// A registry with the bash tools on an executor in `mode`, and the
 /// registration that keeps them installed.
@@ -145,6 +152,27 @@ fn sandbox(c: &mut Criterion) {
     let (ma, mb, ml) = (median(a), median(b), median(l));
     println!(
         "interleaved medians over {INTERLEAVED} calls each: unconfined {ma:?}, \
+         workspace-write with namespaces {mb:?} (ratio {:.3}), Landlock alone {ml:?} (ratio {:.3})",
+        mb.as_secs_f64() / ma.as_secs_f64(),
+        ml.as_secs_f64() / ma.as_secs_f64()
+    );
+    // The same with a pause before each call, as between a model's tool
+    // calls: back to back, each call also competes with the kernel's
+    // deferred teardown of the previous command's namespaces (kernel
+    // workers and RCU callbacks on the same two cores), which a pause
+    // lets finish.
+    let (mut a, mut b, mut l) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..PAUSED {
+        for (r, out) in [(&open, &mut a), (&confined, &mut b), (&landlock, &mut l)] {
+            std::thread::sleep(PAUSE);
+            let t = Instant::now();
+            rt.block_on(r.execute(&call, CallEnv::default()));
+            out.push(t.elapsed());
+        }
+    }
+    let (ma, mb, ml) = (median(a), median(b), median(l));
+    println!(
+        "interleaved medians over {PAUSED} calls each, {PAUSE:?} apart: unconfined {ma:?}, \
          workspace-write with namespaces {mb:?} (ratio {:.3}), Landlock alone {ml:?} (ratio {:.3})",
         mb.as_secs_f64() / ma.as_secs_f64(),
         ml.as_secs_f64() / ma.as_secs_f64()
