@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use common::Fixture;
 use dsh_bash::BashExecutor;
-use dsh_netproxy::{Allowlist, Proxy, StaticResolver};
 use dsh_sandbox::SandboxMode;
 
 const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -64,32 +63,12 @@ impl Upstream {
 /// `registry.test` and `rebind.test` as 127.0.0.1; the proxy's denials
 /// are also collected as the log would see them.
 fn fixture(mode: SandboxMode, allowed: &[&str]) -> (Fixture, Arc<Mutex<Vec<String>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    let resolver = StaticResolver::new()
-        .with("registry.test", [LOOPBACK])
-        .with("rebind.test", [LOOPBACK]);
-    let proxy = Proxy::new(Allowlist::parse(allowed).unwrap(), Arc::new(resolver)).with_observer(
-        Arc::new(move |d: &dsh_netproxy::Denial| log.lock().unwrap().push(d.host.clone())),
-    );
-    let f = Fixture::new(|c| {
-        c.sandbox = mode;
-        c.network_proxy = Some(proxy);
-    });
-    (f, seen)
+    common::proxied(mode, allowed, &["registry.test", "rebind.test"])
 }
 
-/// Whether the layer is here; prints why not (and checks the fallback
-/// closes the network instead).
+/// Whether the layer is here; prints why not.
 fn layer_here() -> bool {
-    let support = dsh_sandbox::probe_namespaces();
-    match (&support.layer, &support.network) {
-        (Ok(()), Ok(())) => true,
-        (layer, net) => {
-            eprintln!("SKIP: no network namespaces here (layer: {layer:?}, network: {net:?})");
-            false
-        }
-    }
+    common::network_layer_here()
 }
 
 fn curl(url: &str) -> String {

@@ -14,7 +14,6 @@
 mod common;
 mod registry_stub;
 
-use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -22,11 +21,9 @@ use std::time::Duration;
 
 use common::Fixture;
 use dsh_bash::{BashExecutor, BashRequest, RunResult};
-use dsh_netproxy::{Allowlist, Proxy, StaticResolver};
 use dsh_sandbox::SandboxMode;
 use registry_stub::{digests, json_str, read, tar_gz, zip, Seen, Stub};
 
-const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// The listed registry's name.
 const LISTED: &str = "registry.test";
 /// A name the proxy resolves to the stub too, but that is not listed.
@@ -43,36 +40,17 @@ const TEST_DEADLINE: Duration = Duration::from_secs(60);
 /// A workspace-write executor whose commands reach `registry.test` (and
 /// 127.0.0.1) through the proxy; the proxy's denials are collected.
 fn fixture() -> (Fixture, Arc<Mutex<Vec<String>>>) {
-    let denied = Arc::new(Mutex::new(Vec::new()));
-    let log = denied.clone();
-    let resolver = StaticResolver::new()
-        .with(LISTED, [LOOPBACK])
-        .with(UNLISTED, [LOOPBACK]);
-    let proxy = Proxy::new(
-        Allowlist::parse(&[LISTED, "127.0.0.1"]).unwrap(),
-        Arc::new(resolver),
+    common::proxied(
+        SandboxMode::WorkspaceWrite,
+        &[LISTED, "127.0.0.1"],
+        &[LISTED, UNLISTED],
     )
-    .with_observer(Arc::new(move |d: &dsh_netproxy::Denial| {
-        log.lock().unwrap().push(d.host.clone())
-    }));
-    let f = Fixture::new(|c| {
-        c.sandbox = SandboxMode::WorkspaceWrite;
-        c.network_proxy = Some(proxy);
-    });
-    (f, denied)
 }
 
 /// Whether the namespace layer (with its network namespace) is here;
 /// prints why not.
 fn layer_here() -> bool {
-    let support = dsh_sandbox::probe_namespaces();
-    match (&support.layer, &support.network) {
-        (Ok(()), Ok(())) => true,
-        (layer, net) => {
-            eprintln!("SKIP: no network namespaces here (layer: {layer:?}, network: {net:?})");
-            false
-        }
-    }
+    common::network_layer_here()
 }
 
 /// Whether `program args` runs on the host; prints SKIP when not. Returns

@@ -19,19 +19,6 @@ const UP: usize = 6 << 20;
 /// Sent by the upstream after the client's half-close.
 const TRAILER: usize = 3 << 20;
 
-/// `n` deterministic bytes from `seed` with no short period (xorshift).
-fn pattern(seed: u32, n: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
 /// An upstream for one connection: echoes what it reads as it reads it;
 /// once the client has finished sending, sends `trailer` and closes.
 /// Resolves to everything it read.

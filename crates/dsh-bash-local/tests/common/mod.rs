@@ -117,3 +117,47 @@ pub async fn eventually_gone(pgid: i32, pids: &[i32]) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// An executor in `mode` whose commands reach the network through a proxy
+/// that allows `allowed` and resolves each of `names` to 127.0.0.1, and
+/// the hosts the proxy refused, as the session log would see them.
+pub fn proxied(
+    mode: dsh_sandbox::SandboxMode,
+    allowed: &[&str],
+    names: &[&str],
+) -> (Fixture, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::sync::{Arc, Mutex};
+    let denied = Arc::new(Mutex::new(Vec::new()));
+    let log = denied.clone();
+    let loopback = std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+    let resolver = names
+        .iter()
+        .fold(dsh_netproxy::StaticResolver::new(), |r, name| {
+            r.with(name, [loopback])
+        });
+    let proxy = dsh_netproxy::Proxy::new(
+        dsh_netproxy::Allowlist::parse(allowed).unwrap(),
+        Arc::new(resolver),
+    )
+    .with_observer(Arc::new(move |d: &dsh_netproxy::Denial| {
+        log.lock().unwrap().push(d.host.clone())
+    }));
+    let f = Fixture::new(|c| {
+        c.sandbox = mode;
+        c.network_proxy = Some(proxy);
+    });
+    (f, denied)
+}
+
+/// Whether the namespace layer and network namespaces are here; prints
+/// a SKIP line saying why not.
+pub fn network_layer_here() -> bool {
+    let support = dsh_sandbox::probe_namespaces();
+    match (&support.layer, &support.network) {
+        (Ok(()), Ok(())) => true,
+        (layer, net) => {
+            eprintln!("SKIP: no network namespaces here (layer: {layer:?}, network: {net:?})");
+            false
+        }
+    }
+}

@@ -15,8 +15,14 @@ pub const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// The body served at `/big`: 1 MiB of deterministic, non-repeating bytes.
 pub fn big_body() -> Vec<u8> {
-    let mut x: u32 = 0x1234_5678;
-    (0..1 << 20)
+    pattern(0x1234_5678, 1 << 20)
+}
+
+/// `n` deterministic bytes from `seed` with no short period (xorshift), so
+/// a dropped, doubled or moved chunk changes them.
+pub fn pattern(seed: u32, n: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
         .map(|_| {
             x ^= x << 13;
             x ^= x >> 17;
