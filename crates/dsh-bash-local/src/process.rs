@@ -44,6 +44,9 @@ pub(crate) struct Spawned {
     /// The proxy serving the command's network namespace, for as long as
     /// the command runs (a domain list in `[sandbox] network`).
     served: Option<(dsh_netproxy::Served, dsh_netproxy::Proxy)>,
+    /// The Unix socket connects the namespace's gate refused, and the
+    /// sockets listed (`[sandbox] allow_unix_sockets`).
+    unix_denials: Option<(dsh_sandbox::UnixDenials, Vec<std::path::PathBuf>)>,
 }
 
 /// Checks the workdir and spawns `bash -c <command>` as the leader of a new
@@ -79,7 +82,7 @@ pub(crate) fn spawn(
     // be signalled) and has no controlling terminal (so nothing can block
     // reading a password from /dev/tty). The confinement comes after the
     // session, in the child.
-    let spawning =
+    let mut spawning =
         confinement
             .spawning(&spec.workdir, &cmd)
             .map_err(|e| BashError::SpawnFailed {
@@ -103,6 +106,9 @@ pub(crate) fn spawn(
     })?;
     // The child has exec'd (or failed to): the ruleset may close now.
     drop(confinement);
+    let unix_denials = spawning
+        .unix_denials()
+        .map(|d| (d, policy.allowed_unix_sockets().to_vec()));
     let served = match (spawning.proxy_listener(), proxy) {
         (Ok(Some(listener)), Some(proxy)) => match proxy.serve(listener) {
             Ok(served) => Some((served, proxy.clone())),
@@ -132,6 +138,7 @@ pub(crate) fn spawn(
         stdout,
         stderr,
         served,
+        unix_denials,
     })
 }
 
@@ -246,7 +253,9 @@ pub(crate) struct Outcome {
     pub(crate) detached: bool,
     /// The executor's kill request fired (kill(), dispose, dropped run).
     pub(crate) killed: bool,
-    /// The notes of connections the network proxy refused, one per host
+    /// The notes of connections the sandbox refused: Unix sockets the
+    /// gate refused, one per path (`[sandbox: Unix socket <path> denied;
+    /// allowed: …]`), then hosts the network proxy refused, one per host
     /// (`[sandbox: network to <host> denied; allowed: …]`).
     pub(crate) network_denials: Vec<String>,
 }
@@ -304,6 +313,7 @@ pub(crate) async fn drive(
         stdout: out_pipe,
         stderr: err_pipe,
         served,
+        unix_denials,
     } = proc;
     let out_pump = output::pump(out_pipe, stdout.clone(), spill.clone(), StreamKind::Stdout);
     let err_pump = output::pump(err_pipe, stderr.clone(), spill, StreamKind::Stderr);
@@ -440,6 +450,11 @@ pub(crate) async fn drive(
         output::lock(&stderr).finish();
     }
     let mut network_denials: Vec<String> = Vec::new();
+    if let Some((denials, listed)) = unix_denials {
+        for path in denials.take() {
+            network_denials.push(dsh_sandbox::unix_denial_note(&path, &listed));
+        }
+    }
     if let Some((served, proxy)) = served {
         for denial in served.denials() {
             let note = denial.note(proxy.allowlist());

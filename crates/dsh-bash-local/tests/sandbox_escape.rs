@@ -795,6 +795,7 @@ async fn a_list_reaches_exactly_the_listed_unix_sockets() {
         let other_s = other.display().to_string();
         let r = f.run(&unix_connect(&listed_s)).await;
         assert_eq!(r.stdout.text, "connected\n", "{mode}: {r:?}");
+        assert_eq!(r.sandbox_denial, None, "{mode}: {r:?}");
         assert_eq!(accepted(&listed_l), 1, "{mode}: the listed socket");
         let r = f.run(&unix_connect("to-listed")).await;
         assert_eq!(r.stdout.text, "connected\n", "{mode} through a link: {r:?}");
@@ -810,6 +811,14 @@ async fn a_list_reaches_exactly_the_listed_unix_sockets() {
         for path in [other_s.as_str(), "to-other"] {
             let r = f.run(&unix_connect(path)).await;
             assert_eq!(r.stdout.text, "errno 13\n", "{mode} {path}: {r:?}");
+            // Told as a fact, naming the path as the command wrote it.
+            assert_eq!(
+                r.sandbox_denial,
+                Some(format!(
+                    "[sandbox: Unix socket {path} denied; allowed: {listed_s}]"
+                )),
+                "{mode}: {r:?}"
+            );
         }
         assert_eq!(accepted(&other_l), 0, "{mode}: the unlisted socket");
         let r = f.run(DGRAM_PAIR).await;

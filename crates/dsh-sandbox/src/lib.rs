@@ -618,6 +618,9 @@ impl Confinement {
             );
             spawning.exec = Some(Arc::new(launch::Exec::of(cmd.as_std())?));
             spawning.stacks = Some(Arc::new(launch::Stacks::new()?));
+            if plan.gated() {
+                spawning.denials = Some(denials_pipe()?);
+            }
             if plan.net() == NetNs::Proxied {
                 let (parent, child) = namespace::listener_channel()?;
                 spawning.parent_end = Some(parent);
@@ -649,6 +652,7 @@ impl Confinement {
                     plan: Arc::clone(plan),
                     workdir,
                     chan,
+                    denials: spawning.denials.as_ref().map_or(-1, |(_, w)| w.as_raw_fd()),
                     exec: Arc::clone(exec),
                     stacks: Arc::clone(stacks),
                 })
@@ -682,6 +686,8 @@ impl Confinement {
 #[derive(Debug, Default)]
 pub struct Spawning {
     workdir: Option<CString>,
+    /// The gate's denials pipe: (read end, write end).
+    denials: Option<(OwnedFd, OwnedFd)>,
     exec: Option<Arc<launch::Exec>>,
     stacks: Option<Arc<launch::Stacks>>,
     parent_end: Option<OwnedFd>,
@@ -689,6 +695,14 @@ pub struct Spawning {
 }
 
 impl Spawning {
+    /// The Unix socket connects the gate refused
+    /// ([`Confinement::unix_sockets_gated`]), to read once the command has
+    /// ended (`None` when the command has no gate). Call after the spawn
+    /// returned, before [`Spawning::proxy_listener`].
+    pub fn unix_denials(&mut self) -> Option<UnixDenials> {
+        self.denials.take().map(|(read, _write)| UnixDenials(read))
+    }
+
     /// The listening socket the command's network namespace got on
     /// `127.0.0.1:`[`PROXY_PORT`] (`None` when the command has no proxied
     /// network). Call once the spawn succeeded; serve it (accept and
@@ -705,6 +719,64 @@ impl Spawning {
     }
 }
 
+/// The Unix socket addresses the gate refused one command (see
+/// [`Spawning::unix_denials`]).
+#[derive(Debug)]
+pub struct UnixDenials(OwnedFd);
+
+impl UnixDenials {
+    /// The refused addresses so far, in order, each once (paths as the
+    /// command wrote them; abstract names with a leading `@`). Never
+    /// blocks; reading takes them.
+    pub fn take(&self) -> Vec<String> {
+        let mut bytes = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            // SAFETY: reads into a live local buffer of its length.
+            #[allow(unsafe_code)]
+            let n = unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            bytes.extend_from_slice(&buf[..n as usize]);
+        }
+        let mut seen = Vec::new();
+        for path in unix_gate::read_denials(&bytes) {
+            if !seen.contains(&path) {
+                seen.push(path);
+            }
+        }
+        seen
+    }
+}
+
+/// The note for a refused Unix socket: `[sandbox: Unix socket <path>
+/// denied; allowed: <listed, comma-separated>]`.
+pub fn unix_denial_note(path: &str, allowed: &[PathBuf]) -> String {
+    let listed: Vec<String> = allowed.iter().map(|p| p.display().to_string()).collect();
+    format!(
+        "[sandbox: Unix socket {path} denied; allowed: {}]",
+        listed.join(", ")
+    )
+}
+
+/// A non-blocking, close-on-exec pipe: (read end, write end).
+fn denials_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the local array.
+    #[allow(unsafe_code)]
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    #[allow(unsafe_code)]
+    Ok(unsafe {
+        use std::os::fd::FromRawFd;
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    })
+}
+
 /// The layer of one spawn.
 struct LayerSpawn {
     plan: Arc<Plan>,
@@ -712,6 +784,8 @@ struct LayerSpawn {
     workdir: CString,
     /// The listener channel's child end (or -1).
     chan: i32,
+    /// The gate's denials pipe's write end (or -1).
+    denials: i32,
     exec: Arc<launch::Exec>,
     stacks: Arc<launch::Stacks>,
 }
@@ -750,6 +824,7 @@ fn restrict_before_exec(
                 confine: Some(&confine),
                 exec: Some(&layer.exec),
                 stacks: &layer.stacks,
+                denials: layer.denials,
             };
             // Returns only when the program could not be started.
             let (_, errno) = namespace::enter(&layer.plan, &layer.workdir, layer.chan, &launch);

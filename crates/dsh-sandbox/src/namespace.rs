@@ -401,6 +401,9 @@ pub(crate) struct Launch<'a> {
     pub(crate) exec: Option<&'a Exec>,
     /// The stacks of the init and the command process.
     pub(crate) stacks: &'a Stacks,
+    /// Where the gate reports refused Unix addresses (the write end of a
+    /// non-blocking pipe the caller reads; -1: nowhere).
+    pub(crate) denials: RawFd,
 }
 
 /// Enters the namespaces and starts the command. Runs in the forked child
@@ -482,9 +485,10 @@ fn set_up(plan: &Plan, workdir: &CStr, chan: RawFd) -> Result<(), StepError> {
 struct InitArgs<'a, 'b> {
     plan: &'a Plan,
     launch: &'a Launch<'b>,
-    /// Descriptors the init keeps (those below); once the command runs it
-    /// closes the rest of its copy of the keeper's table.
-    keep: [RawFd; 4],
+    /// Descriptors the init keeps (those below, and the gate's denials
+    /// pipe); once the command runs it closes the rest of its copy of the
+    /// keeper's table.
+    keep: [RawFd; 5],
     /// Where the init reports the command started ([`Started`]).
     report: RawFd,
     /// Where the init writes the command's wait status when it ends.
@@ -535,7 +539,7 @@ unsafe fn start(plan: &Plan, launch: &Launch) -> StepError {
     let init_args = InitArgs {
         plan,
         launch,
-        keep: [report[1], status[1], gate[0], gate[1]],
+        keep: [report[1], status[1], gate[0], gate[1], launch.denials],
         report: report[1],
         status: status[1],
         gate,
@@ -904,7 +908,13 @@ extern "C" fn init_main(args: *mut libc::c_void) -> libc::c_int {
             }
         }
         libc::setsid();
-        serve_namespace(args.plan.gate.as_ref(), command, args.status, args.gate[0])
+        serve_namespace(
+            args.plan.gate.as_ref(),
+            command,
+            args.status,
+            args.gate[0],
+            args.launch.denials,
+        )
     }
 }
 
@@ -920,6 +930,7 @@ unsafe fn serve_namespace(
     command: libc::pid_t,
     status: RawFd,
     gate_chan: RawFd,
+    denials: RawFd,
 ) -> ! {
     let mut set: libc::sigset_t = std::mem::zeroed();
     libc::sigemptyset(&mut set);
@@ -966,7 +977,7 @@ unsafe fn serve_namespace(
         }
         if fds[2].revents & libc::POLLIN != 0 {
             if let Some(gate) = gate {
-                unix_gate::serve_one(gate, listener);
+                unix_gate::serve_one(gate, listener, denials);
             }
         } else if fds[2].revents != 0 {
             // No process uses the filter any more.
@@ -1184,6 +1195,7 @@ fn try_layer(plan: &Plan) -> Result<(), String> {
         confine: None,
         exec: None,
         stacks: &stacks,
+        denials: -1,
     };
     // SAFETY: the child only makes raw system calls on prepared data
     // (`enter` is async-signal-safe) and leaves with `_exit` (the keeper

@@ -118,11 +118,16 @@ impl Gate {
 #[repr(C, align(8))]
 struct Buffer([u8; NOTIF_BUFFER]);
 
-/// Receives one notification from `listener` and answers it. Returns
-/// quietly when there was none (the command died meanwhile).
-/// Async-signal-safe.
+/// The internal answer of a connect the gate refuses (the command gets
+/// `EACCES`, and the address is reported on the denials pipe).
+const REFUSED: i32 = -1;
+
+/// Receives one notification from `listener` and answers it; a refused
+/// Unix address is written to `denials` (see [`write_denial`]; -1: not
+/// reported). Returns quietly when there was none (the command died
+/// meanwhile). Async-signal-safe.
 #[allow(unsafe_code)]
-pub(crate) fn serve_one(gate: &Gate, listener: RawFd) {
+pub(crate) fn serve_one(gate: &Gate, listener: RawFd, denials: RawFd) {
     let mut buf = Buffer([0; NOTIF_BUFFER]);
     // SAFETY (whole function): raw system calls on locals that outlive
     // them; the buffers are larger than the sizes the kernel reported and
@@ -137,7 +142,7 @@ pub(crate) fn serve_one(gate: &Gate, listener: RawFd) {
             return;
         }
         let notif: libc::seccomp_notif = std::ptr::read(buf.0.as_ptr().cast());
-        let result = decide(gate, listener, &notif);
+        let result = decide(gate, listener, &notif, denials);
         let mut out = Buffer([0; NOTIF_BUFFER]);
         let resp = libc::seccomp_notif_resp {
             id: notif.id,
@@ -169,7 +174,12 @@ fn still_pending(listener: RawFd, id: u64) -> bool {
 /// Answers one `connect(fd, addr, len)`: `Ok` when made on the caller's
 /// behalf, else the errno the caller gets.
 #[allow(unsafe_code)]
-fn decide(gate: &Gate, listener: RawFd, notif: &libc::seccomp_notif) -> Result<(), i32> {
+fn decide(
+    gate: &Gate,
+    listener: RawFd,
+    notif: &libc::seccomp_notif,
+    denials: RawFd,
+) -> Result<(), i32> {
     let pid = notif.pid as libc::pid_t;
     let fd = notif.data.args[0] as i32;
     let addr_at = notif.data.args[1];
@@ -195,7 +205,7 @@ fn decide(gate: &Gate, listener: RawFd, notif: &libc::seccomp_notif) -> Result<(
         if sock < 0 {
             return Err(if e == libc::EBADF { libc::EBADF } else { e });
         }
-        let result = decide_for(gate, listener, notif, pid, sock, addr_at, len);
+        let result = decide_for(gate, listener, notif, pid, sock, addr_at, len, denials);
         libc::close(sock);
         result
     }
@@ -203,6 +213,7 @@ fn decide(gate: &Gate, listener: RawFd, notif: &libc::seccomp_notif) -> Result<(
 
 /// [`decide`] once the socket is in hand.
 #[allow(unsafe_code)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn decide_for(
     gate: &Gate,
     listener: RawFd,
@@ -211,6 +222,7 @@ unsafe fn decide_for(
     sock: RawFd,
     addr_at: u64,
     len: usize,
+    denials: RawFd,
 ) -> Result<(), i32> {
     let domain = sock_option(sock, libc::SO_DOMAIN)?;
     let mut addr: libc::sockaddr_storage = std::mem::zeroed();
@@ -232,7 +244,13 @@ unsafe fn decide_for(
     }
     let bytes = std::slice::from_raw_parts((&addr as *const libc::sockaddr_storage).cast(), len);
     if domain == libc::AF_UNIX {
-        return connect_unix(gate, pid, sock, bytes);
+        return match connect_unix(gate, pid, sock, bytes) {
+            Err(REFUSED) => {
+                write_denial(denials, bytes);
+                Err(libc::EACCES)
+            }
+            other => other,
+        };
     }
     let family = i32::from(addr.ss_family);
     if gate.refuse_tcp
@@ -277,7 +295,7 @@ unsafe fn connect_unix(gate: &Gate, pid: libc::pid_t, sock: RawFd, addr: &[u8]) 
     let path = match unix_target(addr) {
         UnixTarget::Unnamed => return connect(sock, addr),
         UnixTarget::Abstract if gate.private_netns => return connect(sock, addr),
-        UnixTarget::Abstract => return Err(libc::EACCES),
+        UnixTarget::Abstract => return Err(REFUSED),
         UnixTarget::Path(p) => p,
     };
     // The path as a C string (sun_path is at most 108 bytes).
@@ -295,7 +313,7 @@ unsafe fn connect_unix(gate: &Gate, pid: libc::pid_t, sock: RawFd, addr: &[u8]) 
         || libc::stat(c"/".as_ptr(), &mut ours) != 0
         || (root.st_dev, root.st_ino) != (ours.st_dev, ours.st_ino)
     {
-        return Err(libc::EACCES);
+        return Err(REFUSED);
     }
     let base = if path[0] == b'/' {
         libc::AT_FDCWD
@@ -338,7 +356,7 @@ unsafe fn connect_pinned(gate: &Gate, sock: RawFd, pin: RawFd) -> Result<(), i32
             && (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino)
     });
     if !listed {
-        return Err(libc::EACCES);
+        return Err(REFUSED);
     }
     // "/proc/self/fd/<pin>": the init is PID 1 of the /proc it mounted.
     let mut sun: libc::sockaddr_un = std::mem::zeroed();
@@ -354,6 +372,44 @@ unsafe fn connect_pinned(gate: &Gate, sock: RawFd, pin: RawFd) -> Result<(), i32
     let len = std::mem::size_of::<libc::sa_family_t>() + at + 1;
     let bytes = std::slice::from_raw_parts((&sun as *const libc::sockaddr_un).cast(), len);
     connect(sock, bytes)
+}
+
+/// Reports a refused Unix address on `denials` as one record: a length
+/// byte, then the path (an abstract name with `@` for its leading NUL).
+/// Never blocks (the pipe is non-blocking; a full pipe loses the record).
+#[allow(unsafe_code)]
+fn write_denial(denials: RawFd, addr: &[u8]) {
+    let name = match unix_target(addr) {
+        UnixTarget::Path(p) => p,
+        UnixTarget::Abstract => &addr[2..],
+        UnixTarget::Unnamed => return,
+    };
+    if denials < 0 {
+        return;
+    }
+    let mut record = [0u8; 1 + 110];
+    let n = name.len().min(record.len() - 1);
+    record[0] = n as u8;
+    record[1..=n].copy_from_slice(&name[..n]);
+    if record[1] == 0 {
+        record[1] = b'@';
+    }
+    // SAFETY: writes from a live local of the stated length.
+    unsafe {
+        libc::write(denials, record.as_ptr().cast(), n + 1);
+    }
+}
+
+/// Reads the records [`write_denial`] wrote: the refused paths, in order.
+pub(crate) fn read_denials(bytes: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while let Some((&n, tail)) = rest.split_first() {
+        let n = usize::from(n).min(tail.len());
+        out.push(String::from_utf8_lossy(&tail[..n]).into_owned());
+        rest = &tail[n..];
+    }
+    out
 }
 
 /// `connect(sock, addr)`: `Ok` or the errno.
@@ -461,7 +517,7 @@ impl Gate {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, unsafe_code)]
     use super::*;
 
     fn sun(path: &[u8]) -> Vec<u8> {
@@ -487,6 +543,29 @@ mod tests {
         let mut inet = sun(b"/run/x.sock");
         inet[..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
         assert_eq!(unix_target(&inet), UnixTarget::Unnamed, "another family");
+    }
+
+    #[test]
+    fn refused_addresses_are_reported_as_records() {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        write_denial(fds[1], &sun(b"/run/docker.sock"));
+        write_denial(fds[1], &sun(b"\0x11-display"));
+        write_denial(fds[1], &sun(b""));
+        write_denial(fds[1], &sun(b"rel/a.sock\0junk"));
+        unsafe { libc::close(fds[1]) };
+        let mut bytes = Vec::new();
+        let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[0]) };
+        std::io::Read::read_to_end(&mut file, &mut bytes).unwrap();
+        assert_eq!(
+            read_denials(&bytes),
+            ["/run/docker.sock", "@x11-display", "rel/a.sock"]
+        );
+        assert_eq!(
+            read_denials(&[200, b'a']),
+            ["a"],
+            "a cut record is read as far as it goes"
+        );
     }
 
     #[test]
