@@ -276,7 +276,15 @@ async fn the_old_bash_job_names_work_but_are_not_offered() {
         assert!(!text.contains("bash_kill"), "{text}");
     }
 
-    let id = w.background("echo out").await;
+    // The task ends only after the call's turn has ended, so its notice
+    // wakes a turn of its own (a notice arriving during a turn is only
+    // context of that turn).
+    let gate = w.gate("done");
+    let id = w
+        .background(&format!("read x < {}; echo out", gate.display()))
+        .await;
+    w.settle(1).await;
+    w.open(&gate).await;
     w.settle(2).await;
     let notice = w.context_texts().concat() + &format!("{:?}", w.triggers());
     let logged: String = w
