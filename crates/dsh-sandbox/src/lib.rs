@@ -43,7 +43,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use dsh_protocol::SandboxMode;
 use landlock::{
@@ -303,10 +303,51 @@ impl SandboxPolicy {
     /// abstract Unix sockets ([`Confinement::scoped`] is then `true`); on
     /// ABI 3 to 5 the command runs without that scoping rather than not at
     /// all, which [`SandboxSupport`] reports.
+    ///
+    /// The rules of the last few policies are kept and given again for an
+    /// equal policy while its writable roots (and private `/tmp`) are the
+    /// same directories (same device and inode), so repeated commands do
+    /// not rebuild them; a root removed and made again gets new rules.
+    /// Errors are not kept.
     pub fn prepare(&self) -> Result<Confinement, SandboxError> {
         if !self.mode.confines() {
             return Ok(Confinement::none());
         }
+        let roots = self.root_identities();
+        let cache = PREPARED.get_or_init(|| std::sync::Mutex::new(Vec::new()));
+        if let Ok(cached) = cache.lock() {
+            if let Some((_, _, c)) = cached.iter().find(|(p, r, _)| p == self && *r == roots) {
+                if let Some(plan) = &c.plan {
+                    plan.make_mount_points();
+                }
+                return Ok(c.clone());
+            }
+        }
+        let built = self.build()?;
+        if let Ok(mut cached) = cache.lock() {
+            cached.retain(|(p, _, _)| p != self);
+            if cached.len() >= PREPARED_KEPT {
+                cached.remove(0);
+            }
+            cached.push((self.clone(), roots, built.clone()));
+        }
+        Ok(built)
+    }
+
+    /// The device and inode of each writable root and of the private
+    /// `/tmp` (`None` where missing), in order: what the ruleset's rules
+    /// are tied to.
+    fn root_identities(&self) -> Vec<Option<(u64, u64)>> {
+        use std::os::unix::fs::MetadataExt;
+        self.writable_roots
+            .iter()
+            .chain(self.private_tmp.iter())
+            .map(|r| std::fs::metadata(r).ok().map(|m| (m.dev(), m.ino())))
+            .collect()
+    }
+
+    /// [`SandboxPolicy::prepare`] without the kept rules.
+    fn build(&self) -> Result<Confinement, SandboxError> {
         let unavailable = |reason: String| SandboxError::Unavailable {
             mode: self.mode,
             reason,
@@ -492,6 +533,13 @@ impl SandboxPolicy {
         })
     }
 }
+
+/// Policies whose rules [`SandboxPolicy::prepare`] keeps (the newest).
+const PREPARED_KEPT: usize = 4;
+
+/// The kept rules: policy, root identities, confinement.
+type Prepared = Vec<(SandboxPolicy, Vec<Option<(u64, u64)>>, Confinement)>;
+static PREPARED: OnceLock<std::sync::Mutex<Prepared>> = OnceLock::new();
 
 /// Prepared kernel rules, ready to be applied to children. Cheap to clone;
 /// the ruleset descriptor (close-on-exec, so commands never inherit it)
@@ -1286,6 +1334,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn prepared_rules_are_kept_for_an_equal_policy_on_the_same_directories() {
+        let ws = tempfile::tempdir().unwrap();
+        let dir = ws.path().join("w");
+        std::fs::create_dir(&dir).unwrap();
+        let p = policy(SandboxMode::WorkspaceWrite, &dir);
+        let (Ok(a), Ok(b)) = (p.prepare(), p.prepare()) else {
+            return; // no Landlock here: nothing is kept (errors are not)
+        };
+        let fd = |c: &Confinement| c.ruleset.as_ref().map(|f| f.as_raw_fd());
+        assert_eq!(fd(&a), fd(&b), "the same rules");
+        let other = p.clone().with_network(false).prepare().unwrap();
+        assert_ne!(fd(&other), fd(&a), "another policy, other rules");
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        let c = p.prepare().unwrap();
+        assert_ne!(fd(&c), fd(&a), "a new directory, new rules");
     }
 
     #[test]

@@ -211,15 +211,7 @@ impl Plan {
                 kept.push(root);
             }
         }
-        if let Some(private) = private_tmp {
-            // Mount points for the roots under /tmp, inside the private one.
-            for root in &kept {
-                if let Ok(rel) = root.strip_prefix(tmp) {
-                    let _ = std::fs::create_dir_all(private.join(rel));
-                }
-            }
-        }
-        Self {
+        let plan = Self {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             roots: kept.into_iter().filter_map(|p| c_path(p)).collect(),
@@ -227,6 +219,25 @@ impl Plan {
             net,
             strings: own_strings(),
             gate: None,
+        };
+        plan.make_mount_points();
+        plan
+    }
+
+    /// Makes the mount points of the roots under `/tmp` inside the private
+    /// `/tmp` (a command may have removed them since: they are in its
+    /// writable `/tmp`). Best effort: a missing one fails that command's
+    /// set-up, not this.
+    pub(crate) fn make_mount_points(&self) {
+        let Some(private) = &self.private_tmp else {
+            return;
+        };
+        let private = Path::new(std::ffi::OsStr::from_bytes(private.as_bytes()));
+        for root in &self.roots {
+            let root = Path::new(std::ffi::OsStr::from_bytes(root.as_bytes()));
+            if let Ok(rel) = root.strip_prefix("/tmp") {
+                let _ = std::fs::create_dir_all(private.join(rel));
+            }
         }
     }
 

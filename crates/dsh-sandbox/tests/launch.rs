@@ -121,3 +121,35 @@ async fn applying_the_layer_without_its_spawning_refuses_to_start() {
         .expect_err("nothing runs without the prepared launch");
     assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{err}");
 }
+
+/// `prepare` keeps the rules of a policy, but a workspace removed and
+/// made again (a new directory at the same path) gets new ones: a command
+/// can still write there. Landlock alone and with the layer.
+#[tokio::test]
+async fn a_workspace_made_again_gets_rules_for_the_new_directory() {
+    // Outside /tmp, which workspace-write also lets commands write.
+    let outer = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = outer.path().join("ws");
+    for namespaces in [NamespaceMode::Off, NamespaceMode::Auto] {
+        std::fs::create_dir_all(&ws).unwrap();
+        let policy = SandboxPolicy::for_mode(SandboxMode::WorkspaceWrite, &ws, None)
+            .with_namespaces(namespaces);
+        let touch = |name: &str| {
+            let c = policy.prepare().unwrap();
+            let mut cmd = command(&ws, "touch", &[name]);
+            let spawning = c.spawning(&ws, &cmd).unwrap();
+            c.apply_to(&mut cmd, &spawning);
+            cmd
+        };
+        let out = touch("a").output().await.unwrap();
+        assert!(out.status.success(), "{namespaces}: {out:?}");
+        let out = touch("b").output().await.unwrap();
+        assert!(out.status.success(), "{namespaces}, kept rules: {out:?}");
+        std::fs::remove_dir_all(&ws).unwrap();
+        std::fs::create_dir(&ws).unwrap();
+        let out = touch("c").output().await.unwrap();
+        assert!(out.status.success(), "{namespaces}, new directory: {out:?}");
+        assert!(ws.join("c").exists());
+        std::fs::remove_dir_all(&ws).unwrap();
+    }
+}
