@@ -304,11 +304,13 @@ impl SandboxPolicy {
     /// ABI 3 to 5 the command runs without that scoping rather than not at
     /// all, which [`SandboxSupport`] reports.
     ///
-    /// The rules of the last few policies are kept and given again for an
-    /// equal policy while its writable roots (and private `/tmp`) are the
-    /// same directories (same device and inode), so repeated commands do
-    /// not rebuild them; a root removed and made again gets new rules.
-    /// Errors are not kept.
+    /// Without the namespace layer, the rules of the last few policies are
+    /// kept and given again for an equal policy while its writable roots
+    /// are the same directories (same device and inode), so repeated
+    /// commands do not rebuild them; a root removed and made again gets
+    /// new rules. Under the layer each command adds a rule for its own
+    /// `/dev/pts` instance to the ruleset, so each gets a ruleset of its
+    /// own and nothing is kept. Errors are not kept.
     pub fn prepare(&self) -> Result<Confinement, SandboxError> {
         if !self.mode.confines() {
             return Ok(Confinement::none());
@@ -317,13 +319,14 @@ impl SandboxPolicy {
         let cache = PREPARED.get_or_init(|| std::sync::Mutex::new(Vec::new()));
         if let Ok(cached) = cache.lock() {
             if let Some((_, _, c)) = cached.iter().find(|(p, r, _)| p == self && *r == roots) {
-                if let Some(plan) = &c.plan {
-                    plan.make_mount_points();
-                }
                 return Ok(c.clone());
             }
         }
         let built = self.build()?;
+        if built.plan.is_some() {
+            // The command adds its own rule to this ruleset: never shared.
+            return Ok(built);
+        }
         if let Ok(mut cached) = cache.lock() {
             cached.retain(|(p, _, _)| p != self);
             if cached.len() >= PREPARED_KEPT {
@@ -1341,12 +1344,19 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let dir = ws.path().join("w");
         std::fs::create_dir(&dir).unwrap();
-        let p = policy(SandboxMode::WorkspaceWrite, &dir);
+        let layered = policy(SandboxMode::WorkspaceWrite, &dir);
+        let p = layered.clone().with_namespaces(NamespaceMode::Off);
         let (Ok(a), Ok(b)) = (p.prepare(), p.prepare()) else {
             return; // no Landlock here: nothing is kept (errors are not)
         };
         let fd = |c: &Confinement| c.ruleset.as_ref().map(|f| f.as_raw_fd());
         assert_eq!(fd(&a), fd(&b), "the same rules");
+        if probe_namespaces().layer.is_ok() {
+            // Each command under the layer adds a rule of its own.
+            let (x, y) = (layered.prepare().unwrap(), layered.prepare().unwrap());
+            assert!(x.namespaces());
+            assert_ne!(fd(&x), fd(&y), "a ruleset per layered command");
+        }
         let other = p.clone().with_network(false).prepare().unwrap();
         assert_ne!(fd(&other), fd(&a), "another policy, other rules");
         std::fs::remove_dir(&dir).unwrap();

@@ -225,10 +225,10 @@ impl Plan {
     }
 
     /// Makes the mount points of the roots under `/tmp` inside the private
-    /// `/tmp` (a command may have removed them since: they are in its
+    /// `/tmp` (an earlier command may have removed them: they are in its
     /// writable `/tmp`). Best effort: a missing one fails that command's
     /// set-up, not this.
-    pub(crate) fn make_mount_points(&self) {
+    fn make_mount_points(&self) {
         let Some(private) = &self.private_tmp else {
             return;
         };

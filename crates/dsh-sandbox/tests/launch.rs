@@ -134,22 +134,25 @@ async fn a_workspace_made_again_gets_rules_for_the_new_directory() {
         std::fs::create_dir_all(&ws).unwrap();
         let policy = SandboxPolicy::for_mode(SandboxMode::WorkspaceWrite, &ws, None)
             .with_namespaces(namespaces);
-        let touch = |name: &str| {
-            let c = policy.prepare().unwrap();
-            let mut cmd = command(&ws, "touch", &[name]);
-            let spawning = c.spawning(&ws, &cmd).unwrap();
-            c.apply_to(&mut cmd, &spawning);
-            cmd
-        };
-        let out = touch("a").output().await.unwrap();
+        let out = touch(&policy, &ws, "a").await;
         assert!(out.status.success(), "{namespaces}: {out:?}");
-        let out = touch("b").output().await.unwrap();
+        let out = touch(&policy, &ws, "b").await;
         assert!(out.status.success(), "{namespaces}, kept rules: {out:?}");
         std::fs::remove_dir_all(&ws).unwrap();
         std::fs::create_dir(&ws).unwrap();
-        let out = touch("c").output().await.unwrap();
+        let out = touch(&policy, &ws, "c").await;
         assert!(out.status.success(), "{namespaces}, new directory: {out:?}");
         assert!(ws.join("c").exists());
         std::fs::remove_dir_all(&ws).unwrap();
     }
+}
+
+/// Runs `touch name` in `ws` under `policy`; the confinement and the
+/// spawning stay alive until the spawn returned.
+async fn touch(policy: &SandboxPolicy, ws: &Path, name: &str) -> std::process::Output {
+    let c = policy.prepare().unwrap();
+    let mut cmd = command(ws, "touch", &[name]);
+    let spawning = c.spawning(ws, &cmd).unwrap();
+    c.apply_to(&mut cmd, &spawning);
+    cmd.output().await.unwrap()
 }
