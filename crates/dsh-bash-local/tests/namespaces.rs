@@ -18,34 +18,16 @@ use std::path::{Path, PathBuf};
 use common::Fixture;
 use dsh_bash::{BashExecutor, BashRequest};
 use dsh_bash_local::LocalBashConfig;
-use dsh_kernel::ErrorCode;
 use dsh_sandbox::{NamespaceMode, SandboxMode};
 use dsh_testkit::procs::live_with;
 
 /// The confining modes, in the order the tests run them.
 const CONFINING: [SandboxMode; 2] = [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly];
 
-/// Whether Landlock and the namespace layer can be set up here. When they
-/// cannot, checks that `namespaces = "required"` refuses to run a command
-/// (`SANDBOX_UNAVAILABLE`) and prints `SKIP: namespace layer unavailable:
-/// <why>`, for the caller to return.
+/// Whether Landlock and the namespace layer can be set up here (see
+/// [`common::layer_here`]).
 async fn layer_here() -> bool {
-    let landlock = dsh_sandbox::probe();
-    let why = if landlock.filesystem_full() {
-        dsh_sandbox::probe_namespaces().layer.err()
-    } else {
-        Some(format!("Landlock cannot confine here ({landlock})"))
-    };
-    let Some(why) = why else {
-        return true;
-    };
-    let f = layered(SandboxMode::WorkspaceWrite, |_| {});
-    let spec = f.exec.resolve(BashRequest::new("true"));
-    let err = f.exec.run(spec).await.unwrap_err();
-    assert_eq!(err.code(), "SANDBOX_UNAVAILABLE", "{err}");
-    f.exec.dispose().await;
-    eprintln!("SKIP: namespace layer unavailable: {why}");
-    false
+    common::layer_here(SandboxMode::WorkspaceWrite).await
 }
 
 /// An executor confining under `mode` with the layer required (a command

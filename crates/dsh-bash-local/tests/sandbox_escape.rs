@@ -920,24 +920,10 @@ async fn shared_memory_serves_multiprocessing_under_workspace_write() {
 /// The confining modes, in the order the tests run them.
 const CONFINING: [SandboxMode; 2] = [SandboxMode::WorkspaceWrite, SandboxMode::ReadOnly];
 
-/// Whether the namespace layer is set up on this machine. When it is not,
-/// checks that `namespaces = required` refuses to run a command
-/// (`SANDBOX_UNAVAILABLE`) and prints a SKIP line saying why, for the
-/// caller to return: without the layer these attempts are not all stopped.
+/// Whether the namespace layer is set up on this machine (see
+/// [`common::layer_here`]).
 async fn layer_here(mode: SandboxMode) -> bool {
-    let Err(why) = dsh_sandbox::probe_namespaces().layer else {
-        return true;
-    };
-    let f = Fixture::new(|c| {
-        c.sandbox = mode;
-        c.namespaces = dsh_sandbox::NamespaceMode::Required;
-    });
-    let spec = f.exec.resolve(BashRequest::new("true"));
-    let err = f.exec.run(spec).await.unwrap_err();
-    assert_eq!(err.code(), "SANDBOX_UNAVAILABLE", "{err}");
-    f.exec.dispose().await;
-    eprintln!("SKIP: namespace layer unavailable: {why}");
-    false
+    common::layer_here(mode).await
 }
 
 /// `text` quoted for the shell.

@@ -375,34 +375,38 @@ impl SandboxPolicy {
             )));
         }
         let mut plan = plan;
-        let (unix, unix_fallback) = match plan.as_mut() {
-            _ if self.unix_sockets.is_empty() => (UnixRule::Denied, None),
-            None => (
-                UnixRule::Denied,
-                Some(format!(
-                    "allow_unix_sockets needs the namespace layer, which commands do not get ({})",
-                    fallback.as_deref().unwrap_or("unknown reason")
-                )),
-            ),
-            Some(plan) => match unix_gate::Gate::new(
-                &self.unix_sockets,
-                tcp_closed && found >= 4,
-                plan.net() != NetNs::Host,
-            )
-            .and_then(|gate| seccomp::program(UnixRule::Gated).map(|_| gate))
-            {
-                Ok(gate) => {
+        // A list is enforced by the gated filter and the init's gate; where
+        // either cannot be had, Unix sockets stay denied.
+        let gated = match plan.as_mut() {
+            _ if self.unix_sockets.is_empty() => None,
+            None => Some(Err(format!(
+                "allow_unix_sockets needs the namespace layer, which commands do not get ({})",
+                fallback.as_deref().unwrap_or("unknown reason")
+            ))),
+            Some(plan) => Some(
+                unix_gate::Gate::new(
+                    &self.unix_sockets,
+                    tcp_closed && found >= 4,
+                    plan.net() != NetNs::Host,
+                )
+                .and_then(|gate| {
+                    let filter = seccomp::program(UnixRule::Gated)?;
                     plan.set_gate(gate);
-                    (UnixRule::Gated, None)
-                }
-                Err(why) => (UnixRule::Denied, Some(why)),
-            },
+                    Ok(filter)
+                }),
+            ),
         };
-        let filter = seccomp::program(unix).map_err(|why| {
-            unavailable(format!(
-                "{why} (needed to keep commands in their namespaces and off Unix sockets)"
-            ))
-        })?;
+        let (filter, unix_fallback) = match gated {
+            Some(Ok(filter)) => (filter, None),
+            denied => (
+                seccomp::program(UnixRule::Denied).map_err(|why| {
+                    unavailable(format!(
+                        "{why} (needed to keep commands in their namespaces and off Unix sockets)"
+                    ))
+                })?,
+                denied.and_then(Result::err),
+            ),
+        };
         let abi = abi_enum(found.min(MAX_ABI));
         let err = |e: landlock::RulesetError| unavailable(e.to_string());
         let all = AccessFs::from_all(abi);
@@ -458,7 +462,6 @@ impl SandboxPolicy {
             fs_access: all.bits(),
             ruleset: Some(Arc::new(fd)),
             scoped,
-            unix_sockets_denied: unix == UnixRule::Denied,
             unix_fallback,
             filter: Some(filter),
             plan: plan.map(Arc::new),
@@ -557,7 +560,6 @@ pub struct Confinement {
     /// without the namespace layer).
     drop_root_powers: bool,
     scoped: bool,
-    unix_sockets_denied: bool,
     /// Why a listed set of Unix sockets is not enforced (they are denied).
     unix_fallback: Option<String>,
     filter: Option<Arc<Vec<libc::sock_filter>>>,
@@ -573,7 +575,6 @@ impl Confinement {
             fs_access: 0,
             drop_root_powers: false,
             scoped: false,
-            unix_sockets_denied: false,
             unix_fallback: None,
             filter: None,
             plan: None,
@@ -603,7 +604,7 @@ impl Confinement {
     /// or listed some that cannot be enforced here
     /// ([`Confinement::unix_sockets_fallback`]).
     pub fn unix_sockets_denied(&self) -> bool {
-        self.unix_sockets_denied
+        self.confines() && !self.unix_sockets_gated()
     }
 
     /// Whether the command reaches exactly the listed Unix sockets, each

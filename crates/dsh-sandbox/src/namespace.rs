@@ -622,8 +622,8 @@ unsafe fn reap(pid: libc::pid_t) {
 /// Reports a failure's errno on `failed` and exits. Never returns.
 #[allow(unsafe_code)]
 extern "C" fn command_main(args: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `args` points at the keeper's `CommandArgs`, alive while the
-    // keeper is suspended (CLONE_VFORK) until this process executes its
+    // SAFETY: `args` points at the init's `CommandArgs`, alive while the
+    // init is suspended (CLONE_VFORK) until this process executes its
     // program or exits; only raw system calls follow.
     unsafe {
         let args = &*(args as *const CommandArgs);

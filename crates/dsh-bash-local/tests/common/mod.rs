@@ -161,3 +161,34 @@ pub fn network_layer_here() -> bool {
         }
     }
 }
+
+/// Whether Landlock and the namespace layer can be set up here. When they
+/// cannot, checks that `namespaces = "required"` refuses to run a command
+/// under `mode` (`SANDBOX_UNAVAILABLE`) and prints `SKIP: namespace layer
+/// unavailable: <why>`, for the caller to return: without the layer its
+/// attempts are not all stopped.
+pub async fn layer_here(mode: dsh_sandbox::SandboxMode) -> bool {
+    let landlock = dsh_sandbox::probe();
+    let why = if landlock.filesystem_full() {
+        dsh_sandbox::probe_namespaces().layer.err()
+    } else {
+        Some(format!("Landlock cannot confine here ({landlock})"))
+    };
+    let Some(why) = why else {
+        return true;
+    };
+    let f = Fixture::new(|c| {
+        c.sandbox = mode;
+        c.namespaces = dsh_sandbox::NamespaceMode::Required;
+    });
+    let spec = f.exec.resolve(BashRequest::new("true"));
+    let err = f.exec.run(spec).await.unwrap_err();
+    assert_eq!(
+        dsh_kernel::ErrorCode::code(&err),
+        "SANDBOX_UNAVAILABLE",
+        "{err}"
+    );
+    f.exec.dispose().await;
+    eprintln!("SKIP: namespace layer unavailable: {why}");
+    false
+}
