@@ -277,5 +277,27 @@ mod tests {
             *((init - 8) as *mut u64) = 1;
             *((command - 8) as *mut u64) = 2;
         }
+        // Below each stack, a guard the kernel maps with no access.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let no_access: Vec<(usize, usize)> = maps
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("---p"))
+            .filter_map(|l| {
+                let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+                Some((
+                    usize::from_str_radix(a, 16).ok()?,
+                    usize::from_str_radix(b, 16).ok()?,
+                ))
+            })
+            .collect();
+        for stack_bottom in [init - STACK, command - STACK] {
+            let guard = stack_bottom - GUARD;
+            assert!(
+                no_access
+                    .iter()
+                    .any(|&(a, b)| a <= guard && stack_bottom <= b),
+                "no guard below the stack at {stack_bottom:#x}: {maps}"
+            );
+        }
     }
 }
