@@ -287,6 +287,19 @@ codes! {
         "The MCP server exited; its tools were unregistered.";
     MCP_SERVER_UNAVAILABLE = "MCP_SERVER_UNAVAILABLE", "mcp", true, RespondToModel,
         "The MCP server's connection dropped and dsh is reconnecting (500 ms doubling to 30 s, at most 10 attempts); its tools stay registered, retry the call later.";
+    // The controller: what a front end asks of a session.
+    UNKNOWN_SESSION = "UNKNOWN_SESSION", "controller", false, Caller,
+        "No open session has that id (it was never opened, or it was closed); list the sessions or open it again.";
+    SESSION_CLOSED = "SESSION_CLOSED", "controller", false, Caller,
+        "The session was closed while the command ran; nothing more can be done in it.";
+    SESSION_OPEN = "SESSION_OPEN", "controller", false, Caller,
+        "The session is already open in this process; use the open one.";
+    TURN_RUNNING = "TURN_RUNNING", "controller", true, Caller,
+        "The command runs between turns (compact, clear) and a turn runs now; retry when it has ended or abort it.";
+    UNKNOWN_APPROVAL = "UNKNOWN_APPROVAL", "controller", false, Caller,
+        "No question with that id waits for an answer: it was answered already (the first answer wins), withdrawn, or never asked.";
+    INVALID_COMMAND = "INVALID_COMMAND", "controller", false, Caller,
+        "A command's argument is unusable (an unknown model or permission mode, a malformed slash command); the message says what is accepted.";
 }
 
 /// The code table as Markdown: what `docs/error-codes.md` holds.

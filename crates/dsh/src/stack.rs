@@ -660,6 +660,16 @@ impl Stack {
         })
     }
 
+    /// A new session (fresh id) whose history is `seed`: a fork of another
+    /// session ([`dsh_session::fork_seed`] makes the seed from its events).
+    /// Nothing on disk is claimed; the fork's log is written as it goes.
+    pub fn prepare_fork(&self, seed: Vec<dsh_session::SessionEvent>) -> PreparedSession {
+        PreparedSession {
+            id: dsh_session::new_session_id().into_string(),
+            seed,
+        }
+    }
+
     /// Creates the `main` agent in a session from [`Stack::prepare_session`].
     ///
     /// # Errors

@@ -1,0 +1,357 @@
+//! The UI event vocabulary: what a front end is told about a session.
+//!
+//! Every event is an [`Event`]: a sequence number (per session, from 0, no
+//! gaps), a time, and an [`EventBody`]. The bodies are the facts a person
+//! watching the session wants: text as it streams, a tool call from start
+//! to finish with a one-line title and, for file changes, the diff, the
+//! todo list, approval questions and their answers, the agent's status
+//! with the turn's timings, usage, errors. The JSON shape is the serde
+//! shape of these types (`{"seq", "time", "type", ...fields}`, fields in
+//! camelCase); it is the wire format of `dsh serve` too, so a change here
+//! is a protocol change.
+
+use dsh_protocol::{MessageSource, SessionEvent, TurnEndReason};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// One UI event of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the session's event stream: 0 for the first, one more
+    /// for each next. A client that saw `seq` resumes from `seq + 1`.
+    pub seq: u64,
+    /// When it happened, milliseconds since the Unix epoch.
+    pub time: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// What happened. Tagged by `type` (snake case); fields are camelCase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum EventBody {
+    /// The session is open: its id, model, permission mode, plan mode and
+    /// workspace. The first event of every stream; again after `/clear`
+    /// with the new log's id and `cleared` naming the old one.
+    SessionStarted {
+        /// The id of the session's log (`dsh chat --resume <id>`).
+        session_id: String,
+        /// The model the next request uses.
+        model: String,
+        /// The permission mode (`read-only`, `workspace-write`,
+        /// `danger-full-access`).
+        permission: String,
+        /// Whether plan mode is on.
+        plan_mode: bool,
+        /// The workspace directory.
+        cwd: String,
+        /// Whether the session was resumed from its log (its history
+        /// follows as events) rather than started empty.
+        resumed: bool,
+        /// After `/clear`: the id of the session that was cleared.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cleared: Option<String>,
+    },
+    /// A notice that did not stop anything (an ignored config key, a
+    /// repaired log, an MCP server that did not start, fewer sandbox
+    /// layers than asked).
+    Warning {
+        /// One line for the user.
+        message: String,
+    },
+    /// A message that started or steered a turn: the user's, or a notice
+    /// (a background job finished) that woke the agent.
+    UserMessage {
+        /// Its text.
+        text: String,
+        /// Who sent it.
+        source: MessageSource,
+        /// Sent while a turn ran (steering) rather than starting one.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        steering: bool,
+    },
+    /// A turn began.
+    TurnStarted {
+        /// Turn number in the session, from 1.
+        turn: u64,
+    },
+    /// Answer text as it streams.
+    MessageDelta {
+        /// The next piece.
+        text: String,
+    },
+    /// Reasoning text as it streams.
+    ReasoningDelta {
+        /// The next piece.
+        text: String,
+    },
+    /// The model's message of a step is complete.
+    MessageCompleted {
+        /// Its whole text (empty when the step only called tools).
+        text: String,
+    },
+    /// The model called a tool (before the boundary checks it).
+    ToolStarted {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// The arguments exactly as the model wrote them.
+        arguments: String,
+        /// One line saying what it does (`Run \`cargo test\``,
+        /// `Edit src/main.rs`).
+        title: String,
+    },
+    /// The call passed the boundary and its approval, and runs now.
+    ToolRunning {
+        /// The call's id.
+        call_id: String,
+    },
+    /// The call's result.
+    ToolFinished {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// The whole result text, as the model reads it.
+        output: String,
+        /// The file the call changed, before and after, when it changed
+        /// one (write, edit).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        diff: Option<FileDiff>,
+    },
+    /// The todo list changed; the whole list.
+    Todos {
+        /// The items, in order.
+        items: Vec<TodoEntry>,
+    },
+    /// A question for the person: may this call run, or is this plan
+    /// approved? Answer with [`crate::Session::answer`]; the first answer
+    /// wins.
+    ApprovalAsked {
+        /// The question's id (unique in the session).
+        approval_id: String,
+        /// What is asked about.
+        kind: ApprovalKind,
+        /// The call it is about.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// One line: what the call wants.
+        summary: String,
+        /// The command, the diff, or the plan, whole.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// The model's own reason for asking.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        justification: Option<String>,
+    },
+    /// A question was answered (or withdrawn).
+    ApprovalDecided {
+        /// The question's id.
+        approval_id: String,
+        /// The answer.
+        decision: Decision,
+    },
+    /// The agent's status changed.
+    Status {
+        /// `idle`, `running` or `disposed`.
+        status: String,
+    },
+    /// What one request used (as the provider reported it).
+    Usage {
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Input tokens served from the provider's cache.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_read_tokens: Option<u64>,
+    },
+    /// How full the context window is (the meter after a request).
+    Context {
+        /// Tokens in the context.
+        tokens: u64,
+        /// The model's window.
+        window: u64,
+    },
+    /// A turn ended, with its timings.
+    TurnEnded {
+        /// Turn number.
+        turn: u64,
+        /// How it ended.
+        reason: TurnEndReason,
+        /// Why the model's last step stopped (`stop`, `max_tokens`, ...),
+        /// when it said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        finish: Option<String>,
+        /// Milliseconds from the start of the turn to its end.
+        duration_ms: u64,
+        /// Milliseconds from the start of the turn to the first streamed
+        /// text or reasoning, when any came.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        first_token_ms: Option<u64>,
+        /// Output tokens of the turn's requests.
+        output_tokens: u64,
+        /// Output tokens per second of streaming (first token to end).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_per_second: Option<f64>,
+        /// Share of the turn's input tokens served from the provider's
+        /// cache, 0 to 1, when the provider reports cache hits.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_hit_rate: Option<f64>,
+    },
+    /// An error was logged (a failed request, a log that did not reach
+    /// disk).
+    Error {
+        /// Its stable code, when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+        /// What went wrong.
+        message: String,
+    },
+    /// The model for the next requests changed.
+    ModelChanged {
+        /// The new model.
+        model: String,
+    },
+    /// The permission mode changed.
+    PermissionChanged {
+        /// The new mode.
+        mode: String,
+    },
+    /// Plan mode was turned on or off.
+    PlanModeChanged {
+        /// Whether it is on now.
+        on: bool,
+    },
+    /// The history was compacted.
+    Compacted {
+        /// Tokens in the context after.
+        tokens_after: u64,
+    },
+    /// The session got a title.
+    TitleChanged {
+        /// The title.
+        title: String,
+    },
+    /// A session log event, exactly as logged (the JSONL line). Only
+    /// delivered to subscriptions that ask for it
+    /// ([`crate::Subscription::with_log`]).
+    Log {
+        /// The event.
+        event: Arc<SessionEvent>,
+    },
+    /// The session was closed; nothing follows.
+    Closed {
+        /// Why (`closed by the client`, `the server stopped`).
+        reason: String,
+    },
+}
+
+impl EventBody {
+    /// The `type` tag of this body (`message_delta`, `tool_finished`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::SessionStarted { .. } => "session_started",
+            EventBody::Warning { .. } => "warning",
+            EventBody::UserMessage { .. } => "user_message",
+            EventBody::TurnStarted { .. } => "turn_started",
+            EventBody::MessageDelta { .. } => "message_delta",
+            EventBody::ReasoningDelta { .. } => "reasoning_delta",
+            EventBody::MessageCompleted { .. } => "message_completed",
+            EventBody::ToolStarted { .. } => "tool_started",
+            EventBody::ToolRunning { .. } => "tool_running",
+            EventBody::ToolFinished { .. } => "tool_finished",
+            EventBody::Todos { .. } => "todos",
+            EventBody::ApprovalAsked { .. } => "approval_asked",
+            EventBody::ApprovalDecided { .. } => "approval_decided",
+            EventBody::Status { .. } => "status",
+            EventBody::Usage { .. } => "usage",
+            EventBody::Context { .. } => "context",
+            EventBody::TurnEnded { .. } => "turn_ended",
+            EventBody::Error { .. } => "error",
+            EventBody::ModelChanged { .. } => "model_changed",
+            EventBody::PermissionChanged { .. } => "permission_changed",
+            EventBody::PlanModeChanged { .. } => "plan_mode_changed",
+            EventBody::Compacted { .. } => "compacted",
+            EventBody::TitleChanged { .. } => "title_changed",
+            EventBody::Log { .. } => "log",
+            EventBody::Closed { .. } => "closed",
+        }
+    }
+}
+
+/// A file a tool call changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileDiff {
+    /// The file, absolute.
+    pub path: String,
+    /// Its text before (`None`: the call created it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_text: Option<String>,
+    /// Its text after.
+    pub new_text: String,
+}
+
+/// One todo item as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoEntry {
+    /// What is to be done.
+    pub content: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+}
+
+/// What an approval question is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalKind {
+    /// A tool call outside the permission mode.
+    Tool,
+    /// The plan `exit_plan_mode` presents (approving it ends plan mode).
+    Plan,
+}
+
+/// An answer to an approval question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run this call (approve this plan).
+    AllowOnce,
+    /// Run it, and calls with the same grant (the exact command) for the
+    /// rest of the session.
+    AllowAlways,
+    /// Do not run it (keep planning); the note reaches the model.
+    Reject {
+        /// The person's words for the model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// The question was withdrawn (Ctrl-C, the turn was aborted, nobody
+    /// watches any more); the call is denied.
+    Cancelled,
+}
+
+impl Decision {
+    /// The tool layer's answer for this decision.
+    pub fn approval(&self) -> dsh_tools::Approval {
+        match self {
+            Decision::AllowOnce => dsh_tools::Approval::AllowedOnce,
+            Decision::AllowAlways => dsh_tools::Approval::AllowedForSession,
+            Decision::Reject { note } => dsh_tools::Approval::Rejected { note: note.clone() },
+            Decision::Cancelled => dsh_tools::Approval::Cancelled,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
