@@ -205,6 +205,9 @@ impl Controller {
                 ))));
             }
         }
+        if let Some(cwd) = &options.cwd {
+            check_workspace(cwd).map_err(|m| OpenError::failed(StackError::Usage(m)))?;
+        }
         let settings = Settings {
             cwd: options.cwd.clone().or_else(|| self.settings.cwd.clone()),
             ..self.settings.clone()
@@ -277,11 +280,11 @@ impl Controller {
         let session = Session::new(key.clone(), stack.clone(), handle, hub, translator);
         session.publish_started(&stack, resumed, None);
         session.wire(&stack, &seed, cwd);
-        if let Some((on, source)) = &options.plan_mode {
-            let _ = session.set_plan_mode(*on, source);
-        }
         if let Some(agent) = stack.agents.get(dsh::MAIN_AGENT_ID) {
             stack.announce_permission(agent.as_ref());
+        }
+        if let Some((on, source)) = &options.plan_mode {
+            let _ = session.set_plan_mode(*on, source);
         }
         warnings.extend(stack.take_warnings());
         for w in warnings {
@@ -357,6 +360,20 @@ impl Controller {
         for session in all {
             session.close(reason).await;
         }
+    }
+}
+
+/// Checks a session's workspace: an existing directory. The error names
+/// the path and what is wrong with it.
+fn check_workspace(cwd: &std::path::Path) -> Result<(), String> {
+    let shown = cwd.display();
+    match std::fs::metadata(cwd) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!("workspace {shown} is not a directory")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("workspace {shown} does not exist"))
+        }
+        Err(e) => Err(format!("workspace {shown} cannot be used: {e}")),
     }
 }
 

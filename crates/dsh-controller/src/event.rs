@@ -307,6 +307,17 @@ pub struct TodoEntry {
     pub status: String,
 }
 
+impl TodoEntry {
+    /// The entry as the todo tool's item; `None` for a status the tool
+    /// does not know.
+    pub fn item(&self) -> Option<dsh::tools::TodoItem> {
+        Some(dsh::tools::TodoItem {
+            content: self.content.clone(),
+            status: serde_json::from_value(serde_json::Value::String(self.status.clone())).ok()?,
+        })
+    }
+}
+
 /// What an approval question is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
