@@ -339,7 +339,7 @@ impl Controller {
         }
         let mut all = dsh_session::list_sessions(&resolved.session_dir)
             .map_err(|e| StackError::Usage(e.to_string()))?;
-        all.sort_by(|a, b| b.created_ms.cmp(&a.created_ms));
+        all.sort_by_key(|s| std::cmp::Reverse(s.created_ms));
         Ok(all)
     }
 

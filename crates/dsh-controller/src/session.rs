@@ -641,7 +641,8 @@ impl Session {
     /// the rest of the session (jobs, servers) stays until
     /// [`Session::close`]: a job stopped after this wakes no turn.
     pub async fn dispose_agent(&self) {
-        if let Some(handle) = lock(&self.handle).take() {
+        let handle = lock(&self.handle).take();
+        if let Some(handle) = handle {
             handle.dispose().await;
         }
     }
