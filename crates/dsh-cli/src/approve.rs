@@ -1,26 +1,24 @@
-//! Approval on the terminal: [`TerminalPerson`] answers the session
-//! approver's questions in `dsh chat`.
+//! Approval on the terminal: [`TerminalPerson`] answers the session's
+//! approval questions (controller events) in `dsh chat`.
 //!
 //! A question is printed under the tool call it is about (the tool, the
 //! command or diff, the model's justification) and the next line typed at
 //! the prompt answers it: `y` allows once, `a` allows this exact command for
 //! the rest of the session, `n` denies (`n <note>` sends the note to the
 //! model), Ctrl-C withdraws the question (a denial; the turn goes on).
-//! Anything else asks again. One question is pending at a time; a second
+//! Anything else asks again. One question is shown at a time; a second
 //! waits for the first to be answered.
 //!
 //! The plan `exit_plan_mode` presents is asked about the same way, shown
 //! whole: `y` approves it (plan mode ends), `n <feedback>` sends it back
 //! for revision.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use dsh::approval::Person;
+use dsh_controller::{ApprovalKind, Decision, Session};
 use dsh_kernel::sync::lock;
-use dsh_kernel::BoxFuture;
-use dsh_protocol::ToolCall;
-use dsh_tools::{Approval, Question};
-use tokio::sync::oneshot;
+use dsh_tools::Approval;
 
 use crate::render::Printer;
 use crate::sanitize::visible;
@@ -33,24 +31,31 @@ const OPTIONS: &str =
 const PLAN_OPTIONS: &str =
     "approve the plan? [y] yes, leave plan mode and carry it out · [n] no, keep planning (n <feedback> tells the model what to change) · Ctrl-C keeps planning";
 
-/// One question waiting for its answer.
-struct Pending {
-    answer: oneshot::Sender<Approval>,
+/// One question as the terminal shows it.
+struct Asked {
+    id: String,
+    /// The question, shown when its turn comes.
+    text: String,
     /// Repeated when an answer is not understood.
     options: &'static str,
 }
 
-/// The chat's terminal as a [`Person`]: prints questions through the
-/// printer and takes the answer from the chat's input loop
+#[derive(Default)]
+struct Queue {
+    /// The question shown, waiting for a line.
+    shown: Option<Asked>,
+    /// Questions asked meanwhile (calls that run together), in order.
+    waiting: VecDeque<Asked>,
+}
+
+/// The chat's terminal as the session's answerer: shows the session's
+/// approval questions one at a time through the printer and answers them
+/// from the lines the chat's input loop offers
 /// ([`TerminalPerson::answer_line`], [`TerminalPerson::interrupt`]).
 pub(crate) struct TerminalPerson {
     printer: Arc<Printer>,
-    /// The question waiting for a line, shared with the futures `ask`
-    /// returns (they fill it once their turn to ask comes).
-    pending: Arc<Mutex<Option<Pending>>>,
-    /// Serialises questions: the next is printed when the previous is
-    /// answered (the permit is held until then).
-    one_at_a_time: Arc<tokio::sync::Semaphore>,
+    session: Arc<Session>,
+    queue: Mutex<Queue>,
 }
 
 /// How a typed line answers a question, if it does.
@@ -82,114 +87,125 @@ pub(crate) fn read_answer(line: &str) -> Reading {
     }
 }
 
-impl TerminalPerson {
-    /// A person that prints through `printer`.
-    pub(crate) fn new(printer: Arc<Printer>) -> Arc<Self> {
-        Arc::new(Self {
-            printer,
-            pending: Arc::new(Mutex::new(None)),
-            one_at_a_time: Arc::new(tokio::sync::Semaphore::new(1)),
-        })
-    }
-
-    /// Whether a question waits for its answer (its asker still listens).
-    pub(crate) fn is_asking(&self) -> bool {
-        lock(&self.pending)
-            .as_ref()
-            .is_some_and(|p| !p.answer.is_closed())
-    }
-
-    /// Offers a typed line as the answer. Returns `false` when no question
-    /// is pending (the line is a message); `true` when the line was taken,
-    /// as an answer or as an unclear one (the options are shown again).
-    pub(crate) fn answer_line(&self, line: &str) -> bool {
-        let mut slot = lock(&self.pending);
-        let Some(pending) = slot.take() else {
-            return false;
-        };
-        if pending.answer.is_closed() {
-            // The question was withdrawn (the turn was aborted).
-            return false;
-        }
-        self.printer.prompt_shown();
-        match read_answer(line) {
-            Reading::Answer(answer) => {
-                // The asker went away between the check and now: nothing to do.
-                let _ = pending.answer.send(answer);
-            }
-            Reading::Unclear => {
-                let options = pending.options;
-                *slot = Some(pending);
-                drop(slot);
-                self.printer.notice(&format!("  {options}"));
-            }
-        }
-        true
-    }
-
-    /// Ctrl-C: withdraws a pending question ([`Approval::Cancelled`]).
-    /// Returns whether there was one (otherwise Ctrl-C means what it
-    /// always means).
-    pub(crate) fn interrupt(&self) -> bool {
-        let Some(pending) = lock(&self.pending).take() else {
-            return false;
-        };
-        if pending.answer.is_closed() {
-            return false;
-        }
-        // The line editor prompts again; the denial's result replaces it.
-        self.printer.prompt_shown();
-        let _ = pending.answer.send(Approval::Cancelled);
-        true
+/// The controller's decision for a typed answer.
+fn decision(answer: Approval) -> Decision {
+    match answer {
+        Approval::AllowedOnce => Decision::AllowOnce,
+        Approval::AllowedForSession => Decision::AllowAlways,
+        Approval::Rejected { note } => Decision::Reject { note },
+        Approval::Cancelled | Approval::Unavailable(_) => Decision::Cancelled,
     }
 }
 
-impl Person for TerminalPerson {
-    fn ask(&self, call: &ToolCall, question: &Question) -> BoxFuture<'static, Approval> {
-        let (text, options) = if call.name == dsh::plan::EXIT_PLAN_MODE_TOOL {
-            (plan_question(question), PLAN_OPTIONS)
-        } else {
-            (tool_question(call, question), OPTIONS)
-        };
-        let printer = self.printer.clone();
-        let gate = self.one_at_a_time.clone();
-        let (tx, rx) = oneshot::channel();
-        let pending = self.pending.clone();
-        Box::pin(async move {
-            // The semaphore is never closed; a closed one would mean nobody
-            // can answer.
-            let Ok(_permit) = gate.acquire_owned().await else {
-                return Approval::Cancelled;
-            };
-            *lock(&pending) = Some(Pending {
-                answer: tx,
-                options,
-            });
-            printer.notice(&text);
-            // A dropped sender (the chat ended) withdraws the question.
-            rx.await.unwrap_or(Approval::Cancelled)
+impl TerminalPerson {
+    /// An answerer for `session` that prints through `printer`.
+    pub(crate) fn new(printer: Arc<Printer>, session: Arc<Session>) -> Arc<Self> {
+        Arc::new(Self {
+            printer,
+            session,
+            queue: Mutex::new(Queue::default()),
         })
+    }
+
+    /// Whether a question waits for its answer.
+    pub(crate) fn is_asking(&self) -> bool {
+        lock(&self.queue).shown.is_some()
+    }
+
+    /// A question was asked ([`dsh_controller::EventBody::ApprovalAsked`]):
+    /// shown now, or after the ones before it are answered.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn asked(
+        &self,
+        id: &str,
+        kind: ApprovalKind,
+        tool: &str,
+        summary: &str,
+        detail: Option<&str>,
+        justification: Option<&str>,
+    ) {
+        let (text, options) = match kind {
+            ApprovalKind::Plan => (plan_question(detail), PLAN_OPTIONS),
+            ApprovalKind::Tool => (tool_question(tool, summary, detail, justification), OPTIONS),
+        };
+        let asked = Asked {
+            id: id.to_string(),
+            text,
+            options,
+        };
+        let mut queue = lock(&self.queue);
+        if queue.shown.is_some() {
+            queue.waiting.push_back(asked);
+            return;
+        }
+        self.printer.notice(&asked.text);
+        queue.shown = Some(asked);
+    }
+
+    /// A question was answered or withdrawn (here or by the controller: an
+    /// aborted turn): forgotten, and the next one shown.
+    pub(crate) fn decided(&self, id: &str) {
+        let mut queue = lock(&self.queue);
+        queue.waiting.retain(|a| a.id != id);
+        if queue.shown.as_ref().is_some_and(|a| a.id == id) {
+            queue.shown = queue.waiting.pop_front();
+            if let Some(next) = &queue.shown {
+                self.printer.notice(&next.text);
+            }
+        }
+    }
+
+    /// Offers a typed line as the answer. Returns `false` when no question
+    /// is shown (the line is a message); `true` when the line was taken,
+    /// as an answer or as an unclear one (the options are shown again).
+    pub(crate) fn answer_line(&self, line: &str) -> bool {
+        let (id, options) = match &lock(&self.queue).shown {
+            Some(a) => (a.id.clone(), a.options),
+            None => return false,
+        };
+        self.printer.prompt_shown();
+        match read_answer(line) {
+            // Answered elsewhere meanwhile: the first answer won.
+            Reading::Answer(answer) => {
+                let _ = self.session.answer(&id, decision(answer));
+            }
+            Reading::Unclear => self.printer.notice(&format!("  {options}")),
+        }
+        true
+    }
+
+    /// Ctrl-C: withdraws the shown question (a denial). Returns whether
+    /// there was one (otherwise Ctrl-C means what it always means).
+    pub(crate) fn interrupt(&self) -> bool {
+        let Some(id) = lock(&self.queue).shown.as_ref().map(|a| a.id.clone()) else {
+            return false;
+        };
+        // The line editor prompts again; the denial's result replaces it.
+        self.printer.prompt_shown();
+        let _ = self.session.answer(&id, Decision::Cancelled);
+        true
     }
 }
 
 /// A plan's question: the plan whole, indented, then [`PLAN_OPTIONS`].
-fn plan_question(question: &Question) -> String {
-    let plan = visible(question.detail.as_deref().unwrap_or(""));
+fn plan_question(plan: Option<&str>) -> String {
+    let plan = visible(plan.unwrap_or(""));
     let plan = plan.trim_end().replace('\n', "\n    ");
     format!("? the model's plan:\n    {plan}\n  {PLAN_OPTIONS}")
 }
 
 /// A tool call's question: the tool and what it wants, the command, content
 /// or diff, the model's justification, then [`OPTIONS`].
-fn tool_question(call: &ToolCall, question: &Question) -> String {
-    let mut text = format!(
-        "? {} wants to {}",
-        visible(&call.name),
-        visible(&question.summary)
-    );
-    if let Some(detail) = &question.detail {
+fn tool_question(
+    tool: &str,
+    summary: &str,
+    detail: Option<&str>,
+    justification: Option<&str>,
+) -> String {
+    let mut text = format!("? {} wants to {}", visible(tool), visible(summary));
+    if let Some(detail) = detail {
         let detail = visible(detail).replace('\n', "\n    ");
-        let label = match call.name.as_str() {
+        let label = match tool {
             "bash" => "command",
             "write" => "content",
             "edit" => "diff",
@@ -197,7 +213,7 @@ fn tool_question(call: &ToolCall, question: &Question) -> String {
         };
         text.push_str(&format!("\n  {label}: {detail}"));
     }
-    if let Some(why) = &question.justification {
+    if let Some(why) = justification {
         text.push_str(&format!("\n  justification: {}", visible(why)));
     }
     text.push_str(&format!("\n  {OPTIONS}"));

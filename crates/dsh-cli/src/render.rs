@@ -13,13 +13,8 @@ use dsh_kernel::sync::lock;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
-use dsh_kernel::Registration;
-use dsh_llm::StreamChunk;
-use dsh_session::{
-    ChunkEvent, EventPayload, ToolCallEvent, ToolResultEvent, TurnEndEvent, TurnEndReason,
-};
-
-use crate::app::App;
+use dsh_controller::{EventBody, Session};
+use dsh_session::TurnEndReason;
 
 /// Longest tool-result excerpt shown, in lines and in characters.
 const RESULT_LINES: usize = 8;
@@ -128,10 +123,8 @@ pub(crate) struct Printer {
     state: Mutex<PrinterState>,
     /// The first failed stdout write (a closed pipe, a full disk).
     failure: WriteFailure,
-    /// The plan-mode switch: which prompt to draw.
-    plan: Arc<dsh::plan::PlanMode>,
-    /// The session whose activity is printed (see [`Printer::follow`]).
-    session: Mutex<String>,
+    /// The session printed (its plan mode decides the prompt drawn).
+    session: Arc<Session>,
 }
 
 impl Printer {
@@ -178,7 +171,7 @@ impl Printer {
             return;
         }
         // The next turn's first output erases this line before writing.
-        write_prompt(&mut st, self.plan.is_active());
+        write_prompt(&mut st, self.session.plan_mode());
     }
 
     /// The line editor has just drawn its prompt (a line was typed while
@@ -226,15 +219,6 @@ impl Printer {
         self.line(text);
     }
 
-    /// Prints session `id`'s activity from now on (after `/clear`).
-    pub(crate) fn follow(&self, id: &str) {
-        *lock(&self.session) = id.to_string();
-    }
-
-    fn follows(&self, id: &str) -> bool {
-        *lock(&self.session) == id
-    }
-
     /// Prints dsh's own lines (a question, its answer) between the
     /// turn's output, then, on a terminal, the prompt again: the next line
     /// typed answers it. `text` must already be sanitised.
@@ -244,7 +228,7 @@ impl Printer {
         self.line(&self.style.cyan(text));
         if self.interactive {
             // The line editor ends the answer's line itself.
-            write_prompt(&mut lock(&self.state), self.plan.is_active());
+            write_prompt(&mut lock(&self.state), self.session.plan_mode());
         }
     }
 
@@ -260,9 +244,10 @@ impl Printer {
         self.write(&format!("{text}\n"));
     }
 
-    fn on_chunk(&self, chunk: &StreamChunk) {
-        match chunk {
-            StreamChunk::TextDelta { text, .. } => {
+    /// Prints one event of the session.
+    pub(crate) fn on_event(&self, body: &EventBody) {
+        match body {
+            EventBody::MessageDelta { text } => {
                 let was_reasoning = {
                     let mut st = lock(&self.state);
                     std::mem::replace(&mut st.in_reasoning, false)
@@ -272,18 +257,11 @@ impl Printer {
                 }
                 self.write(&visible(text));
             }
-            StreamChunk::ReasoningDelta { text, .. } => {
+            EventBody::ReasoningDelta { text } => {
                 lock(&self.state).in_reasoning = true;
                 self.write(&self.style.dim(&visible(text)));
             }
-            _ => {}
-        }
-    }
-
-    fn on_event(&self, data: &EventPayload) {
-        match data {
-            EventPayload::AssistantChunk(ChunkEvent { chunk, .. }) => self.on_chunk(chunk),
-            EventPayload::TurnStart(_) => {
+            EventBody::TurnStarted { .. } => {
                 let mut st = lock(&self.state);
                 st.fresh_turn = true;
                 st.open_calls.clear();
@@ -291,103 +269,113 @@ impl Printer {
             }
             // A turn the user did not start (a background job woke the
             // agent): say what woke it.
-            EventPayload::UserMessage(m) if m.source != dsh_llm::MessageSource::User => {
-                let text: String = m
-                    .content
-                    .iter()
-                    .filter_map(dsh_llm::ContentBlock::as_text)
-                    .collect();
+            EventBody::UserMessage {
+                text,
+                source,
+                steering: false,
+            } if *source != dsh_llm::MessageSource::User => {
                 let first = text.lines().next().unwrap_or_default();
                 let line = truncate_chars(&visible(first), ARGS_CHARS);
                 // The line holds the idle prompt: write over it.
                 lock(&self.state).fresh_turn = true;
                 self.line(&self.style.dim(&format!("↻ {line}")));
             }
-            EventPayload::ToolCall(ToolCallEvent { call, .. })
-                if QUIET_CALLS.contains(&call.name.as_str()) =>
+            EventBody::ToolStarted { call_id, name, .. }
+                if QUIET_CALLS.contains(&name.as_str()) =>
             {
-                if call.name == "todo_write" {
-                    lock(&self.state)
-                        .todo_calls
-                        .insert(call.call_id.as_str().to_string());
+                if name == "todo_write" {
+                    lock(&self.state).todo_calls.insert(call_id.clone());
                 }
-                self.line(&self.style.cyan(&format!("⏺ {}", call.name)));
+                self.line(&self.style.cyan(&format!("⏺ {name}")));
             }
-            EventPayload::ToolCall(ToolCallEvent { call, .. }) => {
-                let args = truncate_chars(&visible(&call.arguments), ARGS_CHARS);
-                let name = visible(&call.name);
+            EventBody::ToolStarted {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                let args = truncate_chars(&visible(arguments), ARGS_CHARS);
+                let name = visible(name);
                 let header = self.style.cyan(&format!("⏺ {name}({args})"));
                 self.line(&header);
-                let id = call.call_id.to_string();
                 let mut st = lock(&self.state);
-                st.open_calls.push((id.clone(), header));
-                st.last_header = Some(id);
+                st.open_calls.push((call_id.clone(), header));
+                st.last_header = Some(call_id.clone());
             }
-            EventPayload::ToolResult(ToolResultEvent { result, .. })
-                if !result.is_error
-                    && lock(&self.state).todo_calls.remove(result.call_id.as_str()) => {}
-            EventPayload::ToolResult(ToolResultEvent { result, .. }) => {
+            EventBody::ToolFinished {
+                call_id, is_error, ..
+            } if !is_error && lock(&self.state).todo_calls.remove(call_id) => {}
+            EventBody::ToolFinished {
+                call_id,
+                is_error,
+                output,
+                ..
+            } => {
                 let repeat = {
                     let mut st = lock(&self.state);
-                    let id = result.call_id.as_str();
-                    let at = st.open_calls.iter().position(|(c, _)| c == id);
+                    let at = st.open_calls.iter().position(|(c, _)| c == call_id);
                     let header = at.map(|i| st.open_calls.remove(i).1);
                     let last = st.last_header.take();
-                    header.filter(|_| last.as_deref() != Some(id))
+                    header.filter(|_| last.as_deref() != Some(call_id.as_str()))
                 };
                 if let Some(header) = repeat {
                     self.line(&header);
                 }
-                let shown = excerpt(&visible(&result.text()));
-                let mark = if result.is_error { "✗" } else { "⎿" };
+                let shown = excerpt(&visible(output));
+                let mark = if *is_error { "✗" } else { "⎿" };
                 let body = shown.replace('\n', "\n    ");
                 let line = format!("  {mark} {body}");
-                if result.is_error {
+                if *is_error {
                     self.line(&self.style.red(&line));
                 } else {
                     self.line(&self.style.dim(&line));
                 }
             }
-            EventPayload::Other { kind, data } if kind == dsh_agent_loop::CONTEXT_USAGE_KIND => {
-                let field = |k: &str| data.get(k).and_then(serde_json::Value::as_u64);
-                if let (Some(tokens), Some(window)) = (field("tokens"), field("window")) {
-                    lock(&self.state).context = Some((tokens, window));
-                }
+            EventBody::Todos { items } => {
+                let todos: Vec<dsh::tools::TodoItem> =
+                    items.iter().filter_map(|t| t.item()).collect();
+                self.line(&self.checklist(&todos));
             }
-            EventPayload::TurnEnd(TurnEndEvent { reason, .. }) => {
-                let meter = lock(&self.state)
-                    .context
-                    .take()
-                    .map(|(t, w)| self.style.dim(&dsh_session::format_usage(t, w)));
-                match reason {
-                    TurnEndReason::Completed => match &meter {
-                        Some(m) => self.line(&format!("\n{m}")),
-                        None => self.line(""),
-                    },
-                    TurnEndReason::Aborted { reason } => self.line(&self.style.red(&format!(
-                        "[aborted: {}]",
-                        visible(reason.as_deref().unwrap_or("aborted"))
-                    ))),
-                    TurnEndReason::Error { message, code } => self.line(&self.style.red(&format!(
-                        "[error{}: {}]",
-                        code.as_deref()
-                            .map(|c| format!(" {}", visible(c)))
-                            .unwrap_or_default(),
-                        visible(message)
-                    ))),
-                    TurnEndReason::MaxSteps => {
-                        self.line(&self.style.red("[stopped: the turn hit the step limit]"))
-                    }
-                    other => self.line(&format!("[turn ended: {}]", other.kind())),
-                }
-                if let (Some(m), false) = (&meter, matches!(reason, TurnEndReason::Completed)) {
-                    self.line(m);
-                }
-                if self.interactive {
-                    self.redraw_prompt();
-                }
+            EventBody::Context { tokens, window } => {
+                lock(&self.state).context = Some((*tokens, *window));
             }
+            EventBody::TurnEnded { reason, .. } => self.turn_ended(reason),
             _ => {}
+        }
+    }
+
+    /// The end of a turn: its outcome, the context meter, the prompt again.
+    fn turn_ended(&self, reason: &TurnEndReason) {
+        let meter = lock(&self.state)
+            .context
+            .take()
+            .map(|(t, w)| self.style.dim(&dsh_session::format_usage(t, w)));
+        match reason {
+            TurnEndReason::Completed => match &meter {
+                Some(m) => self.line(&format!("\n{m}")),
+                None => self.line(""),
+            },
+            TurnEndReason::Aborted { reason } => self.line(&self.style.red(&format!(
+                "[aborted: {}]",
+                visible(reason.as_deref().unwrap_or("aborted"))
+            ))),
+            TurnEndReason::Error { message, code } => self.line(&self.style.red(&format!(
+                "[error{}: {}]",
+                code.as_deref()
+                    .map(|c| format!(" {}", visible(c)))
+                    .unwrap_or_default(),
+                visible(message)
+            ))),
+            TurnEndReason::MaxSteps => {
+                self.line(&self.style.red("[stopped: the turn hit the step limit]"))
+            }
+            other => self.line(&format!("[turn ended: {}]", other.kind())),
+        }
+        if let (Some(m), false) = (&meter, matches!(reason, TurnEndReason::Completed)) {
+            self.line(m);
+        }
+        if self.interactive {
+            self.redraw_prompt();
         }
     }
 }
@@ -459,16 +447,11 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-/// Registers the printer on the app's hooks for session `session_id`
-/// (another one after [`Printer::follow`]).
+/// A printer for `session`'s activity; the chat feeds it the session's
+/// events ([`Printer::on_event`]).
 /// `interactive`: stdin and stdout are a terminal (prompt handling on).
-pub(crate) fn install(
-    app: &App,
-    session_id: &str,
-    style: Style,
-    interactive: bool,
-) -> (Arc<Printer>, Registration) {
-    let printer = Arc::new(Printer {
+pub(crate) fn printer(session: Arc<Session>, style: Style, interactive: bool) -> Arc<Printer> {
+    Arc::new(Printer {
         style,
         interactive,
         state: Mutex::new(PrinterState {
@@ -483,30 +466,8 @@ pub(crate) fn install(
             todo_calls: std::collections::HashSet::new(),
         }),
         failure: WriteFailure::default(),
-        plan: app.plan.clone(),
-        session: Mutex::new(session_id.to_string()),
-    });
-    let p = printer.clone();
-    let events = app.agents.hooks().event.on(move |e| {
-        if p.follows(e.agent.session().id().as_str()) {
-            p.on_event(&e.event.data);
-        }
-    });
-    // Tools append `todo/update` to the session themselves (not through
-    // the agent's event stream): the store sees every append.
-    let p = printer.clone();
-    let todos = app.store.on_event().on(move |(session, event)| {
-        if p.follows(session.id().as_str()) {
-            if let EventPayload::Other { kind, data } = &event.data {
-                if kind == dsh::tools::todo::TODO_UPDATE_EVENT {
-                    if let Some(todos) = dsh::tools::todo::todos_of(data) {
-                        p.line(&p.checklist(&todos));
-                    }
-                }
-            }
-        }
-    });
-    (printer, Registration::merge(vec![events, todos]))
+        session,
+    })
 }
 
 #[cfg(test)]

@@ -163,7 +163,14 @@ impl Controller {
                 .ok()
                 .and_then(|stack| {
                     let agent = stack.agents.get(dsh::MAIN_AGENT_ID)?;
-                    Some(agent.session().events().iter().map(|e| (**e).clone()).collect())
+                    Some(
+                        agent
+                            .session()
+                            .events()
+                            .iter()
+                            .map(|e| (**e).clone())
+                            .collect(),
+                    )
                 })
                 .unwrap_or_default(),
             None => {
@@ -245,7 +252,11 @@ impl Controller {
                 return Err(OpenError::Stopped(s));
             }
         }
-        let seed = if resumed { prepared.seed().to_vec() } else { Vec::new() };
+        let seed = if resumed {
+            prepared.seed().to_vec()
+        } else {
+            Vec::new()
+        };
         let handle = match stack.create_agent_in(prepared) {
             Ok(h) => h,
             Err(error) => {

@@ -29,7 +29,11 @@ pub struct Event {
 
 /// What happened. Tagged by `type` (snake case); fields are camelCase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum EventBody {
     /// The session is open: its id, model, permission mode, plan mode and
     /// workspace. The first event of every stream; again after `/clear`

@@ -686,7 +686,9 @@ impl Session {
         };
         match stack {
             Some(stack) => stack.shutdown().await,
-            None => tracing::warn!(target: "dsh_controller", "a stack was still in use when its session closed"),
+            None => {
+                tracing::warn!(target: "dsh_controller", "a stack was still in use when its session closed")
+            }
         }
     }
 
@@ -749,23 +751,20 @@ impl Session {
             }
         }));
         let (hub, follow) = (self.hub.clone(), self.follow.clone());
-        listeners.push(
-            stack
-                .tools
-                .on_execute()
-                .prepend(move |(call, env): dsh_tools::Execution, next| {
-                    let ours = env
-                        .extensions
-                        .get::<Arc<dyn Agent>>()
-                        .is_some_and(|a| a.session().id().as_str() == lock(&follow).as_str());
-                    if ours {
-                        hub.publish(EventBody::ToolRunning {
-                            call_id: call.call_id.as_str().to_string(),
-                        });
-                    }
-                    next.run((call, env))
-                }),
-        );
+        listeners.push(stack.tools.on_execute().prepend(
+            move |(call, env): dsh_tools::Execution, next| {
+                let ours = env
+                    .extensions
+                    .get::<Arc<dyn Agent>>()
+                    .is_some_and(|a| a.session().id().as_str() == lock(&follow).as_str());
+                if ours {
+                    hub.publish(EventBody::ToolRunning {
+                        call_id: call.call_id.as_str().to_string(),
+                    });
+                }
+                next.run((call, env))
+            },
+        ));
         lock(&self.listeners).extend(listeners);
     }
 

@@ -18,7 +18,12 @@ use crate::event::{EventBody, FileDiff, TodoEntry};
 /// other tools by their name.
 pub fn tool_title(name: &str, arguments: &str) -> String {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-    let s = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let s = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     match name {
         "read" => format!("Read {}", s("file_path")),
         "write" => format!("Write {}", s("file_path")),
@@ -156,7 +161,7 @@ impl Translator {
                 let call = &c.call;
                 if self.live {
                     if let Some(path) = changed_file(&call.name, &call.arguments, &self.cwd) {
-                        let old = std::fs::read_to_string(&path).ok();
+                        let old = read_for_diff(&path);
                         self.before
                             .insert(call.call_id.as_str().to_string(), (path, old));
                     }
@@ -251,7 +256,7 @@ impl Translator {
     fn diff(&self, path: PathBuf, old: Option<String>) -> Option<FileDiff> {
         let (old, new) = match self.written.as_ref().and_then(|w| w.take(&path)) {
             Some(change) => change,
-            None => (old, std::fs::read_to_string(&path).ok()?),
+            None => (old, read_for_diff(&path)?),
         };
         Some(FileDiff {
             path: path.display().to_string(),
@@ -259,6 +264,29 @@ impl Translator {
             new_text: new,
         })
     }
+}
+
+/// The largest file whose text goes into a diff.
+const DIFF_MAX_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The text of `path` for a diff: only a regular UTF-8 file of at most
+/// [`DIFF_MAX_BYTES`]. Opened without blocking (a fifo put in its place
+/// does not hang the session) and checked after opening.
+fn read_for_diff(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > DIFF_MAX_BYTES {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(DIFF_MAX_BYTES).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// The UI event of a log-only event dsh's plugins write, when it is one.

@@ -114,9 +114,7 @@ async fn a_turn_streams_as_typed_events_that_a_second_reader_sees_identically() 
         .collect();
     assert!(answer.contains("hello there"), "{answer}");
     match &events.last().unwrap().body {
-        EventBody::TurnEnded {
-            reason, turn, ..
-        } => {
+        EventBody::TurnEnded { reason, turn, .. } => {
             assert_eq!(*reason, TurnEndReason::Completed);
             assert_eq!(*turn, 1);
         }
@@ -237,9 +235,9 @@ async fn with_nobody_watching_an_escalation_is_denied_and_a_leaving_watcher_with
     s.prompt(&format!("call write {args}")).await.unwrap();
     let events = read_until(&s, from, turn_ended).await;
     assert!(!kinds(&events).contains(&"approval_asked"));
-    let failed = events.iter().any(|e| {
-        matches!(&e.body, EventBody::ToolFinished { is_error: true, .. })
-    });
+    let failed = events
+        .iter()
+        .any(|e| matches!(&e.body, EventBody::ToolFinished { is_error: true, .. }));
     assert!(failed, "{:?}", kinds(&events));
     assert!(!target.exists());
 
@@ -315,7 +313,10 @@ async fn commands_reply_as_data_and_change_the_session() {
         other => panic!("{other:?}"),
     }
     // The changes are events too.
-    let events = read_until(&s, 0, |b| matches!(b, EventBody::PlanModeChanged { on: true })).await;
+    let events = read_until(&s, 0, |b| {
+        matches!(b, EventBody::PlanModeChanged { on: true })
+    })
+    .await;
     assert!(events.iter().any(|e| matches!(
         &e.body,
         EventBody::PermissionChanged { mode } if mode == "read-only"
@@ -400,7 +401,9 @@ async fn a_resumed_session_replays_its_history_and_a_fork_copies_it() {
         &e.body,
         EventBody::UserMessage { text, .. } if text == "echo first words"
     )));
-    assert!(history.iter().any(|e| matches!(&e.body, EventBody::TurnEnded { .. })));
+    assert!(history
+        .iter()
+        .any(|e| matches!(&e.body, EventBody::TurnEnded { .. })));
     // Opening it twice is refused.
     match c
         .open(SessionOptions {
@@ -428,8 +431,7 @@ async fn a_resumed_session_replays_its_history_and_a_fork_copies_it() {
     // The fork's log starts with the link, holds the original's words and
     // its own; the original's log does not have the fork's.
     let fork_log = std::fs::read_to_string(info.log.unwrap()).unwrap();
-    let first: serde_json::Value =
-        serde_json::from_str(fork_log.lines().next().unwrap()).unwrap();
+    let first: serde_json::Value = serde_json::from_str(fork_log.lines().next().unwrap()).unwrap();
     assert_eq!(first["type"], "session/fork");
     assert_eq!(first["data"]["from"], json!(id));
     assert!(fork_log.contains("first words"));
@@ -469,4 +471,27 @@ async fn a_blocked_or_unusable_open_says_why() {
         Ok(_) => panic!("opened in a missing directory"),
         Err(OpenError::Stopped(never)) => match never {},
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_named_by_a_file_call_does_not_hang_the_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ff");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let c = controller(dir.path(), Some(SandboxMode::WorkspaceWrite));
+    let s = open(&c, SessionOptions::default()).await;
+    let args = json!({"file_path": fifo, "content": "x"});
+    s.prompt(&format!("call write {args}")).await.unwrap();
+    // read_until fails the test when the turn does not end in time.
+    let events = read_until(&s, 0, turn_ended).await;
+    let finished = events.iter().find_map(|e| match &e.body {
+        EventBody::ToolFinished { is_error, diff, .. } => Some((*is_error, diff.clone())),
+        _ => None,
+    });
+    assert_eq!(finished, Some((true, None)));
+    c.shutdown("test over").await;
 }

@@ -28,17 +28,13 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use dsh::hooks::PromptDecision;
-use dsh_agent::{Agent, AgentStatus};
-use dsh_agent_loop::AgentHandle;
-use dsh_llm::MessageSource;
+use dsh_controller::{Controller, EventBody, Reply, Session, SessionOptions, Subscription};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{mpsc, watch};
 
-use crate::app::App;
 use crate::approve::TerminalPerson;
 use crate::cli::ChatArgs;
-use crate::commands::{block_on, start_agent, wait_turn_end, TurnEnds};
+use crate::commands::{block_on, open_session};
 use crate::complete::LineCompletion;
 use crate::render::{self, Printer, Style};
 use crate::signals::Stop;
@@ -52,71 +48,61 @@ pub(crate) fn run(args: ChatArgs) -> u8 {
 
 async fn chat(settings: dsh::Settings, resume: Option<String>) -> u8 {
     let terminal = TerminalMode::save();
-    let code = chat_session(&settings, resume.as_deref()).await;
+    let code = chat_session(settings, resume).await;
     terminal.restore();
     code
 }
 
-async fn chat_session(settings: &dsh::Settings, resume: Option<&str>) -> u8 {
-    let (app, handle) = match start_agent(settings, resume).await {
-        Ok(started) => started,
+async fn chat_session(settings: dsh::Settings, resume: Option<String>) -> u8 {
+    let interactive = std::io::stdin().is_terminal();
+    let controller = Controller::new(settings);
+    let options = SessionOptions {
+        resume,
+        // With a real model, a title is asked for after the first turn.
+        title: interactive,
+        ..SessionOptions::default()
+    };
+    let session = match open_session(&controller, options).await {
+        Ok(session) => session,
         Err(code) => return code,
     };
-    let agent = handle.agent();
-    let session_id = agent.session().id().to_string();
-    let mut slot = Some(handle);
-    let interactive = std::io::stdin().is_terminal();
     let on_terminal = interactive && std::io::stdout().is_terminal();
-    let (printer, printer_reg) = render::install(&app, &session_id, Style::detect(), on_terminal);
-    let turn_ends = wait_turn_end(&app);
-    app.announce_permission(agent.as_ref());
-    // Said once per session: commands run with fewer sandbox layers than
-    // asked (the namespace layer is unavailable here).
-    for warning in app.take_warnings() {
-        crate::output::say!("dsh: {warning}");
-    }
+    // Said once per session, before anything else: an ignored config key,
+    // fewer sandbox layers than asked, an MCP server that did not start.
+    let from = crate::commands::say_open_warnings(&session);
+    let printer = render::printer(session.clone(), Style::detect(), on_terminal);
+    let person = interactive.then(|| TerminalPerson::new(printer.clone(), session.clone()));
+    // Without a terminal nobody is asked: a call that needs approval is
+    // denied with a reason the model reads.
+    let approver = interactive.then(|| session.attach_approver());
+    let feed = Feed::start(
+        session.subscribe(Some(from)),
+        printer.clone(),
+        person.clone(),
+    );
     let stopped;
-    if interactive {
+    let mut cleared_failed = false;
+    if let Some(person) = &person {
         crate::output::say!(
-            "dsh — model {} — session {session_id}\nType a message or /help for the commands; Ctrl-C aborts a running turn, Ctrl-D exits.",
-            app.resolved.model
+            "dsh — model {} — session {}\nType a message or /help for the commands; Ctrl-C aborts a running turn, Ctrl-D exits.",
+            session.model().unwrap_or_default(),
+            session.id()
         );
-        let (status_tx, status_rx) = watch::channel(agent.status());
-        let status_reg = app.agents.hooks().status.on(move |c| {
-            // No receiver only after the loop returned; nothing to tell then.
-            let _ = status_tx.send(c.status);
-        });
-        let person = TerminalPerson::new(printer.clone());
-        app.approver.set_person(Some(person.clone()));
-        let (title, title_reg) = title_after_first_turn(&app);
-        stopped = interactive_loop(&app, &mut slot, &printer, &person, status_rx).await;
-        app.approver.set_person(None);
-        status_reg.undo();
-        title_reg.undo();
-        // The title request gets a moment to land in the log.
-        let pending = title.lock().ok().and_then(|mut t| t.take());
-        if let Some(task) = pending {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(3), task).await;
-        }
+        stopped = interactive_loop(&session, &printer, person, &feed, &mut cleared_failed).await;
     } else {
-        stopped = piped_loop(&app, &mut slot, &printer, &turn_ends).await;
+        stopped = piped_loop(&session, &printer, &feed, &mut cleared_failed).await;
     }
-    printer_reg.undo();
-    // After a failed /clear there is no agent left (and no session to name).
-    let session_id = slot.as_ref().map(|h| h.agent().session().id().to_string());
-    let cleared_failed = session_id.is_none();
-    crate::commands::shutdown_bounded(async {
-        if let Some(handle) = slot {
-            handle.dispose().await;
-        }
-        app.shutdown().await;
-    })
-    .await;
+    drop(approver);
+    let session_id = session.id();
+    crate::commands::shutdown_bounded(controller.shutdown("dsh chat ended")).await;
+    drop(feed);
     if let Some(stop) = stopped {
         crate::output::say!("dsh: {}", stop.reason());
     }
-    if let (true, Some(id)) = (interactive, &session_id) {
-        crate::output::say!("session saved: {id} (resume with `dsh chat --resume {id}`)");
+    if interactive && !cleared_failed {
+        crate::output::say!(
+            "session saved: {session_id} (resume with `dsh chat --resume {session_id}`)"
+        );
     }
     match stopped {
         Some(stop) if stop != Stop::Interrupt => stop.exit_code(),
@@ -125,43 +111,108 @@ async fn chat_session(settings: &dsh::Settings, resume: Option<&str>) -> u8 {
     }
 }
 
-/// With a real model, asks for a session title once the first turn has
-/// ended ([`dsh::title::generate`], in the background). Returns the task
-/// (to await briefly at exit) and the listener's registration.
-fn title_after_first_turn(
-    app: &App,
-) -> (
-    Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
-    dsh_kernel::Registration,
-) {
-    let slot: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>> = Arc::default();
-    if app.resolved.model == dsh::echo_model::ECHO_MODEL {
-        return (slot, dsh_kernel::Registration::noop());
+/// The session's events on their way to the terminal, on a task of its
+/// own: printed ([`Printer::on_event`]), warnings on stderr, questions to
+/// the terminal's answerer; turn ends and the agent's status passed on
+/// to the input loops.
+struct Feed {
+    turn_ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
+    running: watch::Receiver<bool>,
+    /// The sequence number the feed is at.
+    position: watch::Receiver<u64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Feed {
+    fn start(
+        mut events: Subscription,
+        printer: Arc<Printer>,
+        person: Option<Arc<TerminalPerson>>,
+    ) -> Self {
+        let (turn_tx, turn_ends) = mpsc::unbounded_channel();
+        let (running_tx, running) = watch::channel(false);
+        let (position_tx, position) = watch::channel(events.position());
+        let task = tokio::spawn(async move {
+            while let Some(item) = events.next().await {
+                position_tx.send_replace(events.position().saturating_sub(1));
+                let Ok(event) = item else { continue };
+                match &event.body {
+                    EventBody::Warning { message } => crate::output::say!("dsh: {message}"),
+                    EventBody::ApprovalAsked {
+                        approval_id,
+                        kind,
+                        tool,
+                        summary,
+                        detail,
+                        justification,
+                        ..
+                    } => {
+                        if let Some(p) = &person {
+                            p.asked(
+                                approval_id,
+                                *kind,
+                                tool,
+                                summary,
+                                detail.as_deref(),
+                                justification.as_deref(),
+                            );
+                        }
+                    }
+                    EventBody::ApprovalDecided { approval_id, .. } => {
+                        if let Some(p) = &person {
+                            p.decided(approval_id);
+                        }
+                    }
+                    EventBody::Status { status } => {
+                        running_tx.send_replace(status == "running");
+                    }
+                    body => {
+                        printer.on_event(body);
+                        if matches!(body, EventBody::TurnEnded { .. }) {
+                            // Nobody waits only when the chat is ending.
+                            let _ = turn_tx.send(());
+                        }
+                    }
+                }
+                position_tx.send_replace(events.position());
+            }
+        });
+        Self {
+            turn_ends: tokio::sync::Mutex::new(turn_ends),
+            running,
+            position,
+            task,
+        }
     }
-    let (llm, model, s) = (app.llm.clone(), app.resolved.model.clone(), slot.clone());
-    let reg = app.agents.hooks().event.on(move |e| {
-        if e.agent.id().as_str() != dsh::MAIN_AGENT_ID {
-            return;
+
+    /// The next turn end (printed by then).
+    async fn turn_end(&self) {
+        self.turn_ends.lock().await.recv().await;
+    }
+
+    /// Waits until no turn runs and every event published until then is
+    /// printed (so a prompt drawn next lands below the turn's output).
+    async fn idle(&self, session: &Session) {
+        let mut running = self.running.clone();
+        while session.is_running() {
+            // A status event wakes it; the timeout covers one not seen yet.
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_millis(50), running.changed()).await;
         }
-        if !matches!(
-            &e.event.data,
-            dsh_session::EventPayload::TurnEnd(dsh_session::TurnEndEvent { turn: 1, .. })
-        ) {
-            return;
-        }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let task = rt.spawn(dsh::title::generate(
-            llm.clone(),
-            model.clone(),
-            e.agent.session(),
-        ));
-        if let Ok(mut t) = s.lock() {
-            *t = Some(task);
-        }
-    });
-    (slot, reg)
+        let target = session.next_seq();
+        let mut position = self.position.clone();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            position.wait_for(|p| *p >= target),
+        )
+        .await;
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 /// The terminal's mode at start-up, restored on the way out: the line
@@ -193,16 +244,15 @@ impl TerminalMode {
 /// chat commands run in line order too. Returns the signal that ended it,
 /// if one did.
 async fn piped_loop(
-    app: &App,
-    slot: &mut Option<AgentHandle>,
+    session: &Session,
     printer: &Arc<Printer>,
-    turn_ends: &TurnEnds,
+    feed: &Feed,
+    cleared_failed: &mut bool,
 ) -> Option<Stop> {
     let mut input = tokio::io::BufReader::new(tokio::io::stdin());
     let mut signals = crate::signals::get();
     let mut line_no = 0usize;
     loop {
-        let agent = slot.as_ref()?.agent();
         let mut bytes = Vec::new();
         let read = tokio::select! {
             r = input.read_until(b'\n', &mut bytes) => r,
@@ -227,30 +277,32 @@ async fn piped_loop(
         if line.trim().is_empty() {
             continue;
         }
-        if let Some(action) = chat_command(app, &agent, printer, &line, false).await {
+        if let Some(action) = chat_command(session, printer, &line, false).await {
             match action {
                 Action::Reply(reply) => reply_line(&reply),
                 Action::Exit => return None,
-                Action::Clear => reply_line(&clear(app, slot, printer).await),
+                Action::Ended(reply) => {
+                    reply_line(&reply);
+                    *cleared_failed = true;
+                    return None;
+                }
             }
             continue;
         }
-        let blocks = match app.submit_prompt(&agent, &line).await {
-            PromptDecision::Send(blocks) => blocks,
-            PromptDecision::Blocked(reason) => {
-                crate::output::say!("dsh: {}", dsh::hooks::blocked_prompt_message(&reason));
+        if let Err(e) = session.prompt(&line).await {
+            crate::output::say!("dsh: {}", e.message);
+            if e.code == dsh_protocol::codes::PROMPT_BLOCKED {
                 continue;
             }
-        };
-        if let Err(e) = agent.send(blocks, MessageSource::User) {
-            crate::output::say!("dsh: {e}");
             return None;
         }
         tokio::select! {
-            _ = turn_ends.recv() => {}
+            // The next line waits for the agent to be idle (its status
+            // follows the turn's end): a command then runs between turns.
+            () = async { feed.turn_end().await; feed.idle(session).await } => {}
             stop = signals.next() => {
-                agent.abort(Some(stop.reason().into()));
-                let _ = turn_ends.recv().await;
+                session.abort(stop.reason());
+                feed.turn_end().await;
                 return Some(stop);
             }
         }
@@ -274,17 +326,18 @@ enum Action {
     Reply(String),
     /// Leave chat (`/exit`), as Ctrl-D does.
     Exit,
-    /// Start a new session (`/clear`, see [`clear`]).
-    Clear,
+    /// Show the reply, then end the chat: the session has no agent left
+    /// (`/clear` could not start a new one); exit 1.
+    Ended(String),
 }
 
-/// Runs the chat command `line` is ([`dsh::commands::parse`]), or `None`
-/// when it is a message for the model. An unknown `/word` is answered
-/// (never sent); a path like `/etc/hosts` is a message. `running`: a turn
-/// runs (`/compact` and `/clear` wait for it to end).
+/// Runs the chat command `line` is ([`dsh::commands::parse`]) through the
+/// controller, or `None` when it is a message for the model. An unknown
+/// `/word` is answered (never sent); a path like `/etc/hosts` is a
+/// message. `running`: a turn runs (`/compact` and `/clear` wait for it
+/// to end).
 async fn chat_command(
-    app: &App,
-    agent: &Arc<dyn Agent>,
+    session: &Session,
     printer: &Printer,
     line: &str,
     running: bool,
@@ -293,174 +346,21 @@ async fn chat_command(
     // The replies but the checklist are plain text quoting foreign parts:
     // sanitised whole. The checklist sanitises its items and styles them.
     let plain = |text: String| crate::sanitize::visible(&text).into_owned();
-    let reply = match name {
-        "help" => help(),
-        "model" => plain(model_command(app, agent.as_ref(), rest)),
-        "permission" => plain(permission_command(app, agent.as_ref(), rest)),
-        "plan" => plan_command(app, agent.as_ref(), rest),
-        "compact" => plain(compact(app, agent, (!rest.is_empty()).then_some(rest), running).await),
-        "todo" => {
-            let todos = app.todos(agent.as_ref());
-            if todos.is_empty() {
-                "no todo list".to_string()
-            } else {
-                printer.checklist(&todos)
-            }
-        }
-        "session" => plain(session_command(app, agent.as_ref())),
-        "clear" if running => {
+    if running && name == "clear" {
+        return Some(Action::Reply(
             "dsh: /clear runs between turns; try again when this one has ended (Ctrl-C aborts it)"
-                .to_string()
+                .to_string(),
+        ));
+    }
+    let reply = session.command(name, rest).await;
+    Some(match reply {
+        Reply::Exit => Action::Exit,
+        Reply::Todos(todos) if !todos.is_empty() => Action::Reply(printer.checklist(&todos)),
+        Reply::Failed(e) if name == "clear" && e.code == dsh_protocol::codes::SESSION_CLOSED => {
+            Action::Ended(plain(format!("dsh: {}", e.message)))
         }
-        "clear" => return Some(Action::Clear),
-        "exit" => return Some(Action::Exit),
-        other => plain(format!(
-            "dsh: unknown command /{other}; commands: {}",
-            dsh::commands::names()
-        )),
-    };
-    Some(Action::Reply(reply))
-}
-
-/// `/help`: one line per command, `/name [hint]` then what it does.
-fn help() -> String {
-    let usage = |c: &dsh::commands::SlashCommand| match c.hint {
-        Some(h) => format!("/{} [{h}]", c.name),
-        None => format!("/{}", c.name),
-    };
-    let width = dsh::commands::SLASH_COMMANDS
-        .iter()
-        .map(|c| usage(c).len())
-        .max()
-        .unwrap_or(0);
-    let mut out = String::from("commands:");
-    for c in dsh::commands::SLASH_COMMANDS {
-        out.push_str(&format!("\n  {:width$}  {}", usage(c), c.description));
-    }
-    out
-}
-
-/// `/model [name]`: the model in use and the ones served, or a switch.
-fn model_command(app: &App, agent: &dyn Agent, rest: &str) -> String {
-    let current = app.model();
-    if rest.is_empty() {
-        return format!(
-            "model: {current} (models: {}; switch with /model NAME)",
-            app.models().join(", ")
-        );
-    }
-    if rest.contains(char::is_whitespace) {
-        return "dsh: usage: /model [NAME]".to_string();
-    }
-    if rest == current {
-        return format!("model is already {current}");
-    }
-    match app.set_model(rest, "/model", Some(agent)) {
-        Ok(()) => format!("model: {rest} (was {current}) for the next requests"),
-        Err(e) => format!("dsh: {e}"),
-    }
-}
-
-/// `/permission [mode]`: the mode in force, or a change.
-fn permission_command(app: &App, agent: &dyn Agent, rest: &str) -> String {
-    let current = app.permission();
-    let modes = dsh::commands::PERMISSION_MODES.join("|");
-    if rest.is_empty() {
-        return format!("permission mode: {current} (change with /permission {modes})");
-    }
-    if rest.contains(char::is_whitespace) {
-        return format!("dsh: usage: /permission [{modes}]");
-    }
-    match rest.parse::<dsh::SandboxMode>() {
-        Ok(mode) if mode == current => format!("permission mode is already {mode}"),
-        Ok(mode) => {
-            app.set_permission(mode, "/permission", Some(agent));
-            format!("permission mode: {mode} (was {current})")
-        }
-        Err(e) => format!("dsh: {e}"),
-    }
-}
-
-/// The reply to `/plan` (plan mode on), `/plan on` or `/plan off`. The
-/// change is logged and announced to the model
-/// ([`dsh::Stack::set_plan_mode`]).
-fn plan_command(app: &App, agent: &dyn Agent, rest: &str) -> String {
-    let on = match rest {
-        "" | "on" => true,
-        "off" => false,
-        _ => return "dsh: usage: /plan [on|off]".to_string(),
-    };
-    let changed = app.set_plan_mode(on, "/plan", Some(agent));
-    match (on, changed) {
-        (true, true) => "plan mode: on — the model explores with read-only tools and presents a plan for you to approve; write, edit and bash are denied until then (/plan off leaves plan mode)".to_string(),
-        (true, false) => "plan mode is already on (/plan off leaves it)".to_string(),
-        (false, true) => "plan mode: off".to_string(),
-        (false, false) => "plan mode is not on (/plan turns it on)".to_string(),
-    }
-}
-
-/// `/session`: the id, the log file and the token figures (the meter's
-/// last `context/usage`, the usage the provider reported).
-fn session_command(app: &App, agent: &dyn Agent) -> String {
-    let session = agent.session();
-    let id = session.id().to_string();
-    let log = match app.session_path(&id) {
-        Some(path) => path.display().to_string(),
-        None => "not saved (sessions kept in memory)".to_string(),
-    };
-    let events: Vec<dsh_session::SessionEvent> =
-        session.events().iter().map(|e| (**e).clone()).collect();
-    let context = events.iter().rev().find_map(|e| match &e.data {
-        dsh_session::EventPayload::Other { kind, data }
-            if kind == dsh_agent_loop::CONTEXT_USAGE_KIND =>
-        {
-            let field = |k: &str| data.get(k).and_then(serde_json::Value::as_u64);
-            Some((field("tokens")?, field("window")?))
-        }
-        _ => None,
-    });
-    let context = match context {
-        Some((tokens, window)) => dsh_session::format_usage(tokens, window),
-        None => "no request yet".to_string(),
-    };
-    let totals = dsh_session::session_stats(&events).tokens;
-    let mut reported = format!("input {}, output {}", totals.input, totals.output);
-    if let Some(c) = totals.cache_read {
-        reported.push_str(&format!(", cache read {c}"));
-    }
-    format!("session: {id}\nlog: {log}\ntokens: {context}; reported {reported}")
-}
-
-/// Runs `/compact` and says what it did.
-async fn compact(app: &App, agent: &Arc<dyn Agent>, focus: Option<&str>, running: bool) -> String {
-    if running {
-        return "dsh: /compact runs between turns; try again when this one has ended".into();
-    }
-    match app.compact_now(agent, focus).await {
-        Ok(outcome) => crate::commands::describe_compaction(&outcome, app.resolved.context_window),
-        Err(e) => format!("dsh: {e}"),
-    }
-}
-
-/// `/clear`: the old agent is disposed (its log complete on disk) and a
-/// fresh one starts in a new session; the printer follows it. Returns
-/// what to tell the user (safe to print). On failure `slot` is left empty and chat ends.
-async fn clear(app: &App, slot: &mut Option<AgentHandle>, printer: &Printer) -> String {
-    let Some(old) = slot.take() else {
-        return "dsh: no session to clear".to_string();
-    };
-    let old_id = old.agent().session().id().to_string();
-    match app.clear_session(old).await {
-        Ok(handle) => {
-            let id = handle.agent().session().id().to_string();
-            printer.follow(&id);
-            *slot = Some(handle);
-            format!("new session: {id} (history cleared; {old_id} is saved, resume it with `dsh chat --resume {old_id}`)")
-        }
-        Err(e) => {
-            crate::sanitize::visible(&format!("dsh: cannot start a new session: {e}")).into_owned()
-        }
-    }
+        other => Action::Reply(plain(other.text())),
+    })
 }
 
 enum Input {
@@ -479,15 +379,15 @@ fn history_path() -> Option<PathBuf> {
     Some(base.join("dsh").join("history"))
 }
 
-/// Reads lines on a blocking thread (rustyline) and feeds them to the agent.
-/// Decisions use the agent's live status (from `agent/status`), never a
-/// local guess: a turn can end and the next start without the prompt seeing it.
+/// Reads lines on a blocking thread (rustyline) and feeds them to the
+/// session. Decisions use the agent's live status, never a local guess: a
+/// turn can end and the next start without the prompt seeing it.
 async fn interactive_loop(
-    app: &App,
-    slot: &mut Option<AgentHandle>,
+    session: &Arc<Session>,
     printer: &Arc<Printer>,
     person: &Arc<TerminalPerson>,
-    mut status: watch::Receiver<AgentStatus>,
+    feed: &Feed,
+    cleared_failed: &mut bool,
 ) -> Option<Stop> {
     let mut signals = crate::signals::get();
     let (tx, mut rx) = mpsc::unbounded_channel::<Input>();
@@ -495,29 +395,30 @@ async fn interactive_loop(
     // prompts again, so the turn's last output lands above the new prompt.
     let (resume_tx, resume_rx) = std::sync::mpsc::channel::<()>();
     let reader_person = person.clone();
-    let plan = app.plan.clone();
+    let reader_session = session.clone();
     let completion = LineCompletion {
-        models: app.models(),
+        models: session.models().unwrap_or_default(),
     };
-    std::thread::spawn(move || read_lines(tx, resume_rx, reader_person, plan, completion));
+    std::thread::spawn(move || {
+        read_lines(tx, resume_rx, reader_person, reader_session, completion)
+    });
     // Set while the reader waits out an aborted turn (the terminal is then
     // in cooked mode, so a further Ctrl-C arrives as SIGINT, handled below).
     let mut resume_pending = false;
     loop {
-        let agent = &slot.as_ref()?.agent();
         let input = tokio::select! {
             input = rx.recv() => input,
             stop = signals.next() => {
                 if stop == Stop::Interrupt {
                     // Ctrl-C answers a pending question (a denial) first.
                     if !person.interrupt() {
-                        agent.abort(Some(stop.reason().into()));
+                        session.abort(stop.reason());
                     }
                     continue;
                 }
                 Some(Input::Stop(stop))
             }
-            _ = status.wait_for(|s| *s != AgentStatus::Running), if resume_pending => {
+            () = feed.idle(session), if resume_pending => {
                 resume_pending = false;
                 // The reader is gone only when dsh is exiting.
                 let _ = resume_tx.send(());
@@ -525,22 +426,21 @@ async fn interactive_loop(
             }
         };
         let input = input?;
-        let running = agent.status() == AgentStatus::Running;
+        let running = session.is_running();
         match input {
             Input::Stop(stop) => {
                 // TERM, HUP, QUIT end chat, running turn or not.
                 if running {
                     printer.skip_next_prompt();
-                    agent.abort(Some(stop.reason().into()));
-                    let _ = status.wait_for(|s| *s != AgentStatus::Running).await;
+                    session.abort(stop.reason());
+                    feed.idle(session).await;
                 }
                 return Some(stop);
             }
             Input::Eof => {
                 if running {
-                    agent.abort(Some("user exit".into()));
-                    // The sender lives in the status listener until shutdown.
-                    let _ = status.wait_for(|s| *s != AgentStatus::Running).await;
+                    session.abort("user exit");
+                    feed.idle(session).await;
                 }
                 return None;
             }
@@ -558,7 +458,7 @@ async fn interactive_loop(
                     return None;
                 }
                 printer.skip_next_prompt();
-                agent.abort(Some("user interrupt".into()));
+                session.abort("user interrupt");
                 resume_pending = true;
             }
             Input::Line(line) => {
@@ -567,20 +467,21 @@ async fn interactive_loop(
                     let action = if person.answer_line(&line) {
                         None
                     } else {
-                        chat_command(app, agent, printer, &line, running).await
+                        chat_command(session, printer, &line, running).await
                     };
                     match action {
                         Some(Action::Reply(reply)) => printer.say(&reply),
                         Some(Action::Exit) => {
                             if running {
-                                agent.abort(Some("user exit".into()));
-                                let _ = status.wait_for(|s| *s != AgentStatus::Running).await;
+                                session.abort("user exit");
+                                feed.idle(session).await;
                             }
                             return None;
                         }
-                        Some(Action::Clear) => {
-                            let reply = clear(app, slot, printer).await;
+                        Some(Action::Ended(reply)) => {
                             printer.say(&reply);
+                            *cleared_failed = true;
+                            return None;
                         }
                         None => {}
                     }
@@ -594,21 +495,16 @@ async fn interactive_loop(
                 if line.trim().is_empty() {
                     continue;
                 }
-                let blocks = match app.submit_prompt(agent, &line).await {
-                    PromptDecision::Send(blocks) => blocks,
-                    PromptDecision::Blocked(reason) => {
-                        printer.notice(&crate::sanitize::visible(
-                            &dsh::hooks::blocked_prompt_message(&reason),
-                        ));
-                        continue;
-                    }
-                };
                 if !running {
                     printer.start_spinner();
                 }
                 // `steer` is `send` when no turn runs.
-                if let Err(e) = agent.steer(blocks, MessageSource::User) {
-                    crate::output::say!("dsh: {e}");
+                if let Err(e) = session.steer(&line).await {
+                    if e.code == dsh_protocol::codes::PROMPT_BLOCKED {
+                        printer.notice(&crate::sanitize::visible(&e.message));
+                        continue;
+                    }
+                    crate::output::say!("dsh: {}", e.message);
                     return None;
                 }
             }
@@ -620,7 +516,7 @@ fn read_lines(
     tx: mpsc::UnboundedSender<Input>,
     resume: std::sync::mpsc::Receiver<()>,
     person: Arc<TerminalPerson>,
-    plan: Arc<dsh::plan::PlanMode>,
+    session: Arc<Session>,
     completion: LineCompletion,
 ) {
     use rustyline::error::ReadlineError;
@@ -640,7 +536,7 @@ fn read_lines(
         let _ = editor.load_history(h);
     }
     loop {
-        let input = match editor.readline(render::prompt(plan.is_active())) {
+        let input = match editor.readline(render::prompt(session.plan_mode())) {
             Ok(line) => {
                 // Answers to questions are not worth recalling.
                 if !line.trim().is_empty() && !person.is_asking() {

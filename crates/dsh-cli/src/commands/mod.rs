@@ -13,11 +13,9 @@ pub(crate) mod skills;
 pub(crate) mod tools;
 pub(crate) mod trust;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use dsh_agent_loop::AgentHandle;
-use dsh_session::{EventPayload, TurnEndEvent, TurnEndReason};
-use tokio::sync::mpsc;
+use dsh_session::TurnEndReason;
 
 use crate::app::{resolve, App, StackError};
 
@@ -94,38 +92,44 @@ pub(crate) async fn shutdown_bounded(shutdown: impl std::future::Future<Output =
     }
 }
 
-/// [`start_app`], then the agent (resuming session `resume` when given).
-/// A resumed session is claimed (log locked, checked, repaired) before the
-/// MCP servers start, so a log in use or unwritable fails before anything
-/// runs.
-pub(crate) async fn start_agent(
-    settings: &dsh::Settings,
-    resume: Option<&str>,
-) -> Result<(App, AgentHandle), u8> {
-    let resolved = resolve(settings).map_err(|e| report(&e))?;
-    let app = App::build(resolved).map_err(|e| report(&e))?;
-    let prepared = match app.prepare_session(resume) {
-        Ok(prepared) => prepared,
-        Err(e) => {
-            for warning in app.take_warnings() {
+/// Opens a session through the controller. A failed open is reported
+/// (the notices collected before it first) and its exit code returned: 2
+/// for usage and configuration errors (a resumed log missing, corrupt or
+/// in use fails before MCP servers start), 1 otherwise. A stop signal
+/// while the MCP servers start stops them and returns the signal's code.
+pub(crate) async fn open_session(
+    controller: &dsh_controller::Controller,
+    options: dsh_controller::SessionOptions,
+) -> Result<Arc<dsh_controller::Session>, u8> {
+    let mut signals = crate::signals::get();
+    match controller.open_until(options, signals.next()).await {
+        Ok(session) => Ok(session),
+        Err(dsh_controller::OpenError::Failed { error, warnings }) => {
+            for warning in warnings {
                 crate::output::say!("dsh: {warning}");
             }
-            app.shutdown().await;
-            return Err(report(&e));
+            Err(report(&error))
         }
-    };
-    let app = start_servers(app).await?;
-    let created = app.create_agent_in(prepared);
-    for warning in app.take_warnings() {
-        crate::output::say!("dsh: {warning}");
-    }
-    match created {
-        Ok(handle) => Ok((app, handle)),
-        Err(e) => {
-            app.shutdown().await;
-            Err(report(&e))
+        Err(dsh_controller::OpenError::Stopped(stop)) => {
+            crate::output::say!("dsh: {}: stopping", stop.reason());
+            Err(stop.exit_code())
         }
     }
+}
+
+/// Prints the warnings the session's opening published (`dsh: <warning>`
+/// on stderr) and returns the sequence number after them: where a
+/// front end that prints what follows starts reading.
+pub(crate) fn say_open_warnings(session: &dsh_controller::Session) -> u64 {
+    let mut events = session.subscribe(Some(session.live_from()));
+    while let Some(item) = events.try_next() {
+        if let Ok(event) = item {
+            if let dsh_controller::EventBody::Warning { message } = &event.body {
+                crate::output::say!("dsh: {message}");
+            }
+        }
+    }
+    events.position()
 }
 
 /// Prints an error on stderr and returns its exit code: 2 for usage and
@@ -181,74 +185,4 @@ pub(crate) fn exit_code_for(reason: Option<&TurnEndReason>) -> u8 {
             1
         }
     }
-}
-
-/// Receives every `turn/end` reason of the app's agents.
-pub(crate) struct TurnEnds {
-    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<TurnEndReason>>,
-    _listener: ListenerGuard,
-}
-
-impl TurnEnds {
-    /// The next turn end, `None` when the listener is gone.
-    pub(crate) async fn recv(&self) -> Option<TurnEndReason> {
-        self.rx.lock().await.recv().await
-    }
-}
-
-/// Undoes a hook registration when dropped.
-pub(crate) struct ListenerGuard(Mutex<Option<dsh_kernel::Registration>>);
-
-impl Drop for ListenerGuard {
-    fn drop(&mut self) {
-        if let Some(r) = self.0.lock().ok().and_then(|mut g| g.take()) {
-            r.undo();
-        }
-    }
-}
-
-impl ListenerGuard {
-    /// Guards `reg`.
-    pub(crate) fn new(reg: dsh_kernel::Registration) -> Self {
-        Self(Mutex::new(Some(reg)))
-    }
-}
-
-/// Subscribes to the main agent's `turn/end` events (a sub-agent's turns
-/// are its parent's tool calls).
-pub(crate) fn wait_turn_end(app: &App) -> Arc<TurnEnds> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let reg = app.agents.hooks().event.on(move |e| {
-        if e.agent.id().as_str() != dsh::MAIN_AGENT_ID {
-            return;
-        }
-        if let EventPayload::TurnEnd(TurnEndEvent { reason, .. }) = &e.event.data {
-            // The receiver is gone only when nobody waits any more.
-            let _ = tx.send(reason.clone());
-        }
-    });
-    Arc::new(TurnEnds {
-        rx: tokio::sync::Mutex::new(rx),
-        _listener: ListenerGuard::new(reg),
-    })
-}
-
-/// What a compaction did, for the user: `compacted: … (ctx N% · used/window)`.
-pub(crate) fn describe_compaction(outcome: &dsh_compaction::Outcome, window: u64) -> String {
-    use dsh_compaction::Outcome;
-    let (what, tokens) = match outcome {
-        Outcome::Nothing => return "nothing to compact".into(),
-        Outcome::Pruned { tokens_after } => ("old tool results cut", tokens_after),
-        Outcome::Summarised { tokens_after } => {
-            ("the older history is now a summary", tokens_after)
-        }
-        Outcome::FellBack { tokens_after } => (
-            "the summary was not shorter, so old tool results were cut instead",
-            tokens_after,
-        ),
-    };
-    format!(
-        "compacted: {what} ({})",
-        dsh_session::format_usage(*tokens, window)
-    )
 }

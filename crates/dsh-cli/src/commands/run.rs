@@ -20,18 +20,17 @@
 //! killed, log flushed) and exits 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP)
 //! or 131 (SIGQUIT).
 
-use dsh_kernel::ErrorCode;
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh::hooks::PromptDecision;
-use dsh_agent::Agent;
-use dsh_llm::MessageSource;
-use dsh_session::{AssistantMessageEvent, ErrorEvent, EventPayload, TurnEndReason};
+use dsh_controller::{Controller, EventBody, Session, SessionOptions, Subscription};
+use dsh_kernel::sync::lock;
+use dsh_session::TurnEndReason;
+use tokio::sync::{mpsc, watch, Notify};
 
 use crate::cli::RunArgs;
-use crate::commands::{block_on, exit_code_for, start_agent, wait_turn_end, TurnEnds};
+use crate::commands::{block_on, exit_code_for, open_session};
 use crate::output::WriteFailure;
 
 /// Runs `dsh run`; returns the exit code.
@@ -41,87 +40,47 @@ pub(crate) fn run(args: RunArgs) -> u8 {
 
 async fn run_async(args: RunArgs) -> u8 {
     let settings = crate::app::settings(&args.stack, dsh::ProjectTrust::Refuse);
-    let (app, handle) = match start_agent(&settings, args.resume.as_deref()).await {
-        Ok(started) => started,
+    let controller = Controller::new(settings);
+    // The flag decides the mode of this run, a resumed session's included.
+    let source = if args.plan { "--plan" } else { "dsh run" };
+    let options = SessionOptions {
+        resume: args.resume.clone(),
+        plan_mode: Some((args.plan, source.to_string())),
+        present_plan: args.plan,
+        ..SessionOptions::default()
+    };
+    let session = match open_session(&controller, options).await {
+        Ok(session) => session,
         Err(code) => return code,
     };
-    let agent = handle.agent();
-    let session = agent.session();
-    let written = std::sync::Arc::new(WriteFailure::default());
-    let json_listener = args.json.then(|| {
-        let sid = session.id().to_string();
-        let written = written.clone();
-        app.store.on_event().on(move |(s, event)| {
-            if *s.id() == sid && !written.failed() {
-                let line = serde_json::to_string(&**event).unwrap_or_default();
-                let line = crate::sanitize::json_visible(&line);
-                let mut out = std::io::stdout().lock();
-                // A closed stdout (e.g. `| head`) must not kill the turn:
-                // the failure is noted and decides the exit code.
-                written.note(writeln!(out, "{line}").and_then(|()| out.flush()));
-            }
-        })
-    });
-    app.announce_permission(agent.as_ref());
-    // Said once per session: commands run with fewer sandbox layers than
-    // asked (the namespace layer is unavailable here).
-    for warning in app.take_warnings() {
-        crate::output::say!("dsh: {warning}");
-    }
-    // The flag decides the mode of this run, a resumed session's included.
-    if args.plan {
-        app.plan.set_review(dsh::plan::PlanReview::Present);
-    }
-    let source = if args.plan { "--plan" } else { "dsh run" };
-    app.set_plan_mode(args.plan, source, Some(agent.as_ref()));
-    // A turn can complete while its log failed to reach disk (the flush
-    // runs after turn/end); that must not look like success.
-    let persistence_errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let errors = persistence_errors.clone();
-    let error_listener = app.agents.hooks().event.on(move |e| {
-        if let EventPayload::Error(ErrorEvent {
-            code: Some(code),
-            message,
-            ..
-        }) = &e.event.data
-        {
-            if code.starts_with("SESSION_") {
-                if let Ok(mut v) = errors.lock() {
-                    v.push(format!("[{code}]: {message}"));
-                }
-            }
-        }
-    });
-    let start = session.len();
-    let turn_end = wait_turn_end(&app);
+    let written = Arc::new(WriteFailure::default());
+    // Everything from the open on (a resumed session's history is not
+    // printed again): warnings, the JSONL events with --json, turn ends.
+    let reader = Reader::start(
+        session.subscribe(Some(session.live_from())),
+        args.json,
+        &written,
+    );
     let prompt = args.prompt.join(" ");
     let mut signals = crate::signals::get();
     let mut stopped = None;
-    let blocks = match app.submit_prompt(&agent, &prompt).await {
-        PromptDecision::Send(blocks) => Ok(blocks),
-        PromptDecision::Blocked(reason) => Err(reason),
-    };
-    let reason = match blocks.map(|b| agent.send(b, MessageSource::User)) {
-        Err(blocked) => Some(TurnEndReason::Error {
-            message: dsh::hooks::blocked_prompt_message(&blocked),
-            code: Some(dsh_protocol::codes::PROMPT_BLOCKED.into()),
+    let reason = match session.prompt(&prompt).await {
+        Err(e) => Some(TurnEndReason::Error {
+            message: e.message,
+            code: Some(e.code),
         }),
-        Ok(Ok(())) => {
+        Ok(()) => {
             tokio::select! {
-                reason = turn_end.recv() => reason,
+                reason = reader.turn_end() => reason,
                 stop = signals.next() => {
                     stopped = Some(stop);
-                    agent.abort(Some(stop.reason().into()));
-                    turn_end.recv().await
+                    session.abort(stop.reason());
+                    reader.turn_end().await
                 }
             }
         }
-        Ok(Err(e)) => Some(TurnEndReason::Error {
-            message: e.to_string(),
-            code: Some(e.code().into()),
-        }),
     };
-    let presented = app.plan.take_presented();
+    let presented = session.take_presented_plan();
     // The turn's jobs: waited for (with the wake-up turns they start)
     // unless the run was stopped, the plan is presented or --no-wait.
     let waiting = if stopped.is_some() || presented.is_some() || args.no_wait {
@@ -130,7 +89,7 @@ async fn run_async(args: RunArgs) -> u8 {
         Waiting::For(args.wait_jobs)
     };
     let left = if stopped.is_none() {
-        match settle(&app, &agent, &turn_end, waiting, &mut signals).await {
+        match settle(&session, &reader, waiting, &mut signals).await {
             Settled::Done(left) => left,
             Settled::Stopped(stop, left) => {
                 stopped = Some(stop);
@@ -138,7 +97,7 @@ async fn run_async(args: RunArgs) -> u8 {
             }
         }
     } else {
-        running_jobs(&app)
+        session.running_jobs()
     };
     // Why the jobs still running are stopped, for their lines.
     let why = match (stopped, waiting) {
@@ -146,11 +105,9 @@ async fn run_async(args: RunArgs) -> u8 {
         (None, Waiting::NoWait) => " at the end of the turn".to_string(),
         (None, Waiting::For(limit)) => format!(" after waiting {}", format_duration(limit)),
     };
+    reader.caught_up(&session).await;
     if !args.json && stopped.is_none() {
-        let mut answer = match presented {
-            Some(plan) => plan,
-            None => final_answer(&session.events_since(start)),
-        };
+        let mut answer = presented.unwrap_or_else(|| reader.last_answer());
         if !answer.ends_with('\n') && !answer.is_empty() {
             answer.push('\n');
         }
@@ -158,13 +115,13 @@ async fn run_async(args: RunArgs) -> u8 {
         let text = crate::sanitize::visible(&answer);
         written.note(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
     }
-    drop(json_listener);
+    reader.stop_printing();
     crate::commands::shutdown_bounded(async {
         // Disposed first, so a job stopped below wakes no further turn.
-        handle.dispose().await;
-        stop_jobs(&app, &left, &why).await;
-        error_listener.undo();
-        app.shutdown().await;
+        session.dispose_agent().await;
+        stop_jobs(&session, &left, &why).await;
+        reader.caught_up(&session).await;
+        controller.shutdown("dsh run ended").await;
     })
     .await;
     let code = match stopped {
@@ -177,10 +134,7 @@ async fn run_async(args: RunArgs) -> u8 {
     if code == 0 && written.code() != 0 {
         return written.code();
     }
-    let failures = persistence_errors
-        .lock()
-        .map(|v| v.clone())
-        .unwrap_or_default();
+    let failures = reader.persistence_errors();
     for f in &failures {
         crate::output::say!("dsh: session log not saved: error {f}");
     }
@@ -191,23 +145,129 @@ async fn run_async(args: RunArgs) -> u8 {
     }
 }
 
-/// The text of the last assistant message among `events` (the last
-/// turn's answer when wake-up turns ran).
-fn final_answer(events: &[Arc<dsh_session::SessionEvent>]) -> String {
-    events
-        .iter()
-        .rev()
-        .find_map(|e| match &e.data {
-            EventPayload::AssistantMessage(AssistantMessageEvent { content, .. }) => Some(
-                content
-                    .iter()
-                    .filter_map(|b| b.as_text())
-                    .collect::<Vec<_>>()
-                    .join(""),
-            ),
-            _ => None,
-        })
-        .unwrap_or_default()
+/// What `dsh run` reads from the session's events, on a task of its own:
+/// it prints warnings on stderr and (with `--json`) each log event as a
+/// JSON line on stdout as it happens, passes turn ends and status
+/// changes on, and keeps the last answer and the log's write failures.
+struct Reader {
+    turn_ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<Option<TurnEndReason>>>,
+    /// Status changes of the agent (a stored permit: none is lost).
+    changed: Arc<Notify>,
+    /// The sequence number the reader is at.
+    position: watch::Receiver<u64>,
+    state: Arc<ReaderState>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct ReaderState {
+    /// JSON lines are printed while set.
+    json: std::sync::atomic::AtomicBool,
+    last_answer: Mutex<String>,
+    /// `[CODE]: message` of each `SESSION_*` error logged.
+    persistence_errors: Mutex<Vec<String>>,
+}
+
+impl Reader {
+    fn start(events: Subscription, json: bool, written: &Arc<WriteFailure>) -> Self {
+        let (turn_tx, turn_rx) = mpsc::unbounded_channel();
+        let (pos_tx, position) = watch::channel(events.position());
+        let changed = Arc::new(Notify::new());
+        let state = Arc::new(ReaderState::default());
+        state.json.store(json, std::sync::atomic::Ordering::SeqCst);
+        let events = events.with_log(json);
+        let (st, notify, written) = (state.clone(), changed.clone(), written.clone());
+        let task = tokio::spawn(async move {
+            let mut events = events;
+            while let Some(item) = events.next().await {
+                if let Ok(event) = item {
+                    st.take(&event.body, &written, &turn_tx, &notify);
+                }
+                pos_tx.send_replace(events.position());
+            }
+            // Closed: nobody waits for a turn end any more.
+            let _ = turn_tx.send(None);
+        });
+        Self {
+            turn_ends: tokio::sync::Mutex::new(turn_rx),
+            changed,
+            position,
+            state,
+            task,
+        }
+    }
+
+    /// The next turn end (`None`: the session closed first).
+    async fn turn_end(&self) -> Option<TurnEndReason> {
+        self.turn_ends.lock().await.recv().await.flatten()
+    }
+
+    /// Waits until the reader has handled every event published so far.
+    async fn caught_up(&self, session: &Session) {
+        let target = session.next_seq();
+        let mut position = self.position.clone();
+        // Bounded: the shutdown goes on regardless.
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), position.wait_for(|p| *p >= target)).await;
+    }
+
+    fn stop_printing(&self) {
+        self.state
+            .json
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn last_answer(&self) -> String {
+        lock(&self.state.last_answer).clone()
+    }
+
+    fn persistence_errors(&self) -> Vec<String> {
+        lock(&self.state.persistence_errors).clone()
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ReaderState {
+    fn take(
+        &self,
+        body: &EventBody,
+        written: &WriteFailure,
+        turn_ends: &mpsc::UnboundedSender<Option<TurnEndReason>>,
+        changed: &Notify,
+    ) {
+        match body {
+            EventBody::Log { event } => {
+                if self.json.load(std::sync::atomic::Ordering::SeqCst) && !written.failed() {
+                    let line = serde_json::to_string(&**event).unwrap_or_default();
+                    let line = crate::sanitize::json_visible(&line);
+                    let mut out = std::io::stdout().lock();
+                    // A closed stdout (e.g. `| head`) must not kill the
+                    // turn: the failure is noted and decides the exit code.
+                    written.note(writeln!(out, "{line}").and_then(|()| out.flush()));
+                }
+            }
+            // Said once per session: an ignored config key, an MCP server
+            // that did not start, fewer sandbox layers than asked.
+            EventBody::Warning { message } => crate::output::say!("dsh: {message}"),
+            EventBody::MessageCompleted { text } => *lock(&self.last_answer) = text.clone(),
+            EventBody::Error {
+                code: Some(code),
+                message,
+            } if code.starts_with("SESSION_") => {
+                lock(&self.persistence_errors).push(format!("[{code}]: {message}"));
+            }
+            EventBody::TurnEnded { reason, .. } => {
+                let _ = turn_ends.send(Some(reason.clone()));
+            }
+            EventBody::Status { .. } => changed.notify_one(),
+            _ => {}
+        }
+    }
 }
 
 /// How long `dsh run` waits for the turn's background jobs.
@@ -228,24 +288,8 @@ enum Settled {
     Stopped(crate::signals::Stop, Vec<Job>),
 }
 
-/// A job of the main agent: its id and what it does.
-struct Job {
-    id: String,
-    title: String,
-}
-
-/// The main agent's jobs still running.
-fn running_jobs(app: &crate::app::App) -> Vec<Job> {
-    app.jobs
-        .jobs_of(dsh::MAIN_AGENT_ID)
-        .into_iter()
-        .filter(|j| j.running)
-        .map(|j| Job {
-            id: j.id,
-            title: j.title,
-        })
-        .collect()
-}
+/// A job of the main agent.
+type Job = dsh_controller::Job;
 
 /// Waits until the main agent has no job running and no turn running or
 /// queued (the wake-up turns a job's notice starts run meanwhile), for at
@@ -255,35 +299,25 @@ fn running_jobs(app: &crate::app::App) -> Vec<Job> {
 /// wake-up turn is aborted and waited for; the jobs still running are
 /// returned, for [`stop_jobs`].
 async fn settle(
-    app: &crate::app::App,
-    agent: &Arc<dyn Agent>,
-    turn_end: &TurnEnds,
+    session: &Arc<Session>,
+    reader: &Reader,
     waiting: Waiting,
     signals: &mut crate::signals::Signals,
 ) -> Settled {
     let Waiting::For(limit) = waiting else {
-        return Settled::Done(running_jobs(app));
+        return Settled::Done(session.running_jobs());
     };
     let deadline = tokio::time::Instant::now() + limit;
-    // Status changes wake the loop (a stored permit: none is lost).
-    let changed = Arc::new(tokio::sync::Notify::new());
-    let notify = changed.clone();
-    let _status = crate::commands::ListenerGuard::new(app.agents.hooks().status.on(move |s| {
-        if s.agent.id().as_str() == dsh::MAIN_AGENT_ID {
-            notify.notify_one();
-        }
-    }));
     loop {
-        let running = running_jobs(app);
-        if running.is_empty() && !agent.has_work() {
+        let running = session.running_jobs();
+        if running.is_empty() && !session.has_work() {
             return Settled::Done(running);
         }
         // Aborted when dropped: a wait outlives no iteration.
         let mut waits = tokio::task::JoinSet::new();
         for job in &running {
-            if let Ok(source) = app.jobs.source(dsh::MAIN_AGENT_ID, &job.id) {
-                waits.spawn(source.wait(&job.id));
-            }
+            let (session, id) = (session.clone(), job.id.clone());
+            waits.spawn(async move { session.wait_job(&id).await });
         }
         let any_job = async {
             if waits.join_next().await.is_none() {
@@ -291,24 +325,24 @@ async fn settle(
             }
         };
         let stop = tokio::select! {
-            _ = turn_end.recv() => None,
+            _ = reader.turn_end() => None,
             () = any_job => None,
-            () = changed.notified() => None,
+            () = reader.changed.notified() => None,
             () = tokio::time::sleep_until(deadline) => Some(None),
             stop = signals.next() => Some(Some(stop)),
         };
         let Some(signal) = stop else { continue };
         // Out of time or stopped: a wake-up turn still running is aborted.
-        if agent.has_work() {
+        if session.has_work() {
             let reason = match signal {
                 Some(stop) => stop.reason().to_string(),
                 None => format!("dsh run stopped waiting after {}", format_duration(limit)),
             };
-            agent.abort(Some(reason));
+            session.abort(&reason);
             // Bounded: the shutdown disposes the agent anyway.
-            let _ = tokio::time::timeout(Duration::from_secs(5), turn_end.recv()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), reader.turn_end()).await;
         }
-        let left = running_jobs(app);
+        let left = session.running_jobs();
         return match signal {
             Some(stop) => Settled::Stopped(stop, left),
             None => Settled::Done(left),
@@ -319,16 +353,11 @@ async fn settle(
 /// Stops each job of `left` still running and says so on stderr, one line
 /// per job ending with `why` (` after waiting 10m`, ` at the end of the
 /// turn`, `: terminated (SIGTERM)`).
-async fn stop_jobs(app: &crate::app::App, left: &[Job], why: &str) {
+async fn stop_jobs(session: &Session, left: &[Job], why: &str) {
     for job in left {
-        let Ok(source) = app.jobs.source(dsh::MAIN_AGENT_ID, &job.id) else {
-            continue;
-        };
-        if !source.info(&job.id).is_some_and(|j| j.running) {
+        if !session.kill_job(&job.id, "dsh run ended").await {
             continue;
         }
-        // A job that cannot be stopped here is stopped by the shutdown.
-        let _ = source.kill(&job.id, Some("dsh run ended")).await;
         // The command or description comes from the model: `say`
         // sanitises the line.
         crate::output::say!(

@@ -72,26 +72,31 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
         crate::output::say!("dsh: {}", dsh::NEEDS_MODEL);
         return 2;
     }
-    let (app, handle) = match crate::commands::start_agent(&settings, Some(&id)).await {
-        Ok(started) => started,
+    let controller = dsh_controller::Controller::new(settings);
+    let options = dsh_controller::SessionOptions {
+        resume: Some(id.clone()),
+        ..Default::default()
+    };
+    let session = match crate::commands::open_session(&controller, options).await {
+        Ok(session) => session,
         Err(code) => return code,
     };
-    let agent = handle.agent();
-    let code = match app.compact_now(&agent, focus.as_deref()).await {
+    crate::commands::say_open_warnings(&session);
+    let window = resolved.context_window;
+    let code = match session.compact(focus.as_deref()).await {
         Ok(outcome) => {
             crate::output::say!(
                 "session {id}: {}",
-                crate::commands::describe_compaction(&outcome, app.resolved.context_window)
+                dsh_controller::commands::describe_compaction(&outcome, window)
             );
             0
         }
-        Err(e) => crate::commands::report(&e),
+        Err(e) => {
+            crate::output::say!("dsh: {e}");
+            1
+        }
     };
-    crate::commands::shutdown_bounded(async {
-        handle.dispose().await;
-        app.shutdown().await;
-    })
-    .await;
+    crate::commands::shutdown_bounded(controller.shutdown("dsh session compact ended")).await;
     code
 }
 
