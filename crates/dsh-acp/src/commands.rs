@@ -2,87 +2,78 @@
 //! ([`dsh::commands::SLASH_COMMANDS`]) in `available_commands_update`; a
 //! client sends one as a prompt whose text starts with `/name`, and dsh
 //! answers it without a model turn, as agent text (the prompt ends with
-//! `end_turn`). `/clear` starts a new dsh session under the same ACP
-//! session and `/exit` ends the ACP session; the server handles those two.
+//! `end_turn`). The controller runs the command
+//! ([`dsh_controller::Session::command`]) and says what happened as a
+//! [`Reply`]; [`word`] gives it ACP's short wording. `/clear` starts a new
+//! dsh log under the same ACP session; `/exit` ends the ACP session (the
+//! server closes it).
 
-use dsh::{SandboxMode, Stack};
-use dsh_agent::Agent;
-use std::sync::Arc;
+use dsh_controller::Reply;
 
 /// `/name rest` when `text` is one of the chat's commands.
 pub fn parse(text: &str) -> Option<(&str, &str)> {
     dsh::commands::parse(text.trim()).filter(|(name, _)| dsh::commands::find(name).is_some())
 }
 
-/// Runs command `name` with `args` on the session's stack and agent;
-/// returns the text to show.
-pub async fn run(stack: &Stack, agent: &Arc<dyn Agent>, name: &str, args: &str) -> String {
-    match name {
-        "help" => dsh::commands::SLASH_COMMANDS
-            .iter()
-            .map(|c| match c.hint {
-                Some(h) => format!("/{} [{h}]: {}", c.name, c.description),
-                None => format!("/{}: {}", c.name, c.description),
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        "model" if args.is_empty() => format!(
-            "model: {} (models: {})",
-            stack.model(),
-            stack.models().join(", ")
-        ),
-        "model" => match stack.set_model(args, "/model", Some(agent.as_ref())) {
-            Ok(()) => format!("model: {args} for the next requests"),
-            Err(e) => e.to_string(),
-        },
-        "permission" if args.is_empty() => {
-            format!("permission mode: {}", stack.permission().as_str())
+/// What `/exit` answers: the session is closed.
+pub const EXIT_TEXT: &str = "session ended; open a new one to go on";
+
+/// The text shown for `reply`, the answer to command `name`: the short
+/// ACP wording for the replies it has one for (`permission mode:
+/// read-only`, `plan mode: on`, `model: echo (models: echo)`, `session
+/// <id>\nlog <path>`, `new session: <new> (history cleared; <old> is
+/// saved)`, a failure's message alone), the chat's
+/// ([`Reply::text`]) for the others.
+pub fn word(name: &str, reply: &Reply) -> String {
+    match reply {
+        Reply::Help => help(),
+        Reply::Model { current, models } => {
+            format!("model: {current} (models: {})", models.join(", "))
         }
-        "permission" => match args.parse::<SandboxMode>() {
-            Ok(mode) => {
-                stack.set_permission(mode, "/permission", Some(agent.as_ref()));
-                format!("permission mode: {}", mode.as_str())
-            }
-            Err(_) => format!(
-                "unknown permission mode \"{args}\"; modes: read-only, workspace-write, danger-full-access"
-            ),
-        },
-        "plan" => {
-            let on = match args {
-                "" | "on" => true,
-                "off" => false,
-                _ => return "usage: /plan [on|off]".to_string(),
+        Reply::ModelSwitched { to: model, .. } | Reply::ModelUnchanged { model } => {
+            format!("model: {model} for the next requests")
+        }
+        Reply::Permission { current: mode }
+        | Reply::PermissionChanged { to: mode, .. }
+        | Reply::PermissionUnchanged { mode } => format!("permission mode: {}", mode.as_str()),
+        Reply::Plan { on, .. } => format!("plan mode: {}", if *on { "on" } else { "off" }),
+        Reply::Session(info) => {
+            let log = match &info.log {
+                Some(path) => path.display().to_string(),
+                None => "none (sessions are kept in memory)".to_string(),
             };
-            stack.set_plan_mode(on, "/plan", Some(agent.as_ref()));
-            format!("plan mode: {}", if on { "on" } else { "off" })
+            format!("session {}\nlog {log}", info.id)
         }
-        "compact" => {
-            let focus = (!args.is_empty()).then_some(args);
-            match stack.compact_now(agent, focus).await {
-                Ok(outcome) => format!("compacted: {outcome:?}"),
-                Err(e) => format!("cannot compact: {e}"),
-            }
+        Reply::Cleared { old, new } => {
+            format!("new session: {new} (history cleared; {old} is saved)")
         }
-        "todo" => {
-            let todos = stack.todos(agent.as_ref());
-            if todos.is_empty() {
-                "no todo list".to_string()
-            } else {
-                dsh::tools::todo::checklist(&todos)
-            }
-        }
-        "session" => {
-            let id = agent.session().id().to_string();
-            let file = stack.resolved.session_dir.join(format!("{id}.jsonl"));
-            format!("session {id}\nlog {}", file.display())
-        }
-        other => format!("unknown command /{other}"),
+        Reply::Exit => EXIT_TEXT.to_string(),
+        Reply::Failed(e) => match name {
+            "compact" => format!("cannot compact: {}", e.message),
+            "clear" => format!("cannot clear: {}", e.message),
+            _ => e.message.clone(),
+        },
+        other => other.text(),
     }
+}
+
+/// `/help`: one line per command, `/name [hint]: what it does`.
+fn help() -> String {
+    dsh::commands::SLASH_COMMANDS
+        .iter()
+        .map(|c| match c.hint {
+            Some(h) => format!("/{} [{h}]: {}", c.name, c.description),
+            None => format!("/{}: {}", c.name, c.description),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dsh::SandboxMode;
+    use dsh_controller::CommandError;
 
     #[test]
     fn only_the_chats_commands_parse() {
@@ -96,5 +87,44 @@ mod tests {
         assert_eq!(parse("/usr/bin/ls is broken"), None);
         assert_eq!(parse("plan"), None);
         assert_eq!(parse("/nope"), None);
+    }
+
+    #[test]
+    fn replies_take_the_short_acp_wording() {
+        let changed = Reply::PermissionChanged {
+            from: SandboxMode::WorkspaceWrite,
+            to: SandboxMode::ReadOnly,
+        };
+        assert_eq!(word("permission", &changed), "permission mode: read-only");
+        let plan = Reply::Plan {
+            on: false,
+            changed: false,
+        };
+        assert_eq!(word("plan", &plan), "plan mode: off");
+        let switched = Reply::ModelSwitched {
+            from: "a".into(),
+            to: "b".into(),
+        };
+        assert_eq!(word("model", &switched), "model: b for the next requests");
+        let failed = Reply::Failed(CommandError::new(
+            "INVALID_COMMAND",
+            "usage: /plan [on|off]",
+        ));
+        assert_eq!(word("plan", &failed), "usage: /plan [on|off]");
+        assert_eq!(
+            word(
+                "compact",
+                &Reply::Failed(CommandError::new("X", "no model"))
+            ),
+            "cannot compact: no model"
+        );
+        assert_eq!(word("todo", &Reply::Todos(Vec::new())), "no todo list");
+        let help = word("help", &Reply::Help);
+        assert_eq!(
+            help.lines().count(),
+            dsh::commands::SLASH_COMMANDS.len(),
+            "{help}"
+        );
+        assert!(help.contains("/plan [on|off]: "), "{help}");
     }
 }

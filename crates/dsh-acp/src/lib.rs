@@ -2,18 +2,24 @@
 //! a Neovim or Emacs plugin) or a script drives dsh over JSON-RPC on the
 //! agent's stdin/stdout.
 //!
-//! Start at [`serve`]: it answers `initialize`, `session/new` (one
-//! [`dsh::Stack`] per session, in the session's `cwd`, with the client's
-//! stdio and HTTP MCP servers started through dsh's MCP client), `session/load`
-//! (replays a saved dsh session as `session/update` notifications, then
-//! continues it), `session/prompt` (runs a turn; the stop reason follows
-//! how it ended), `session/cancel` and `session/set_mode` (the permission
-//! presets and plan mode). While a turn runs, its events stream to the
-//! client ([`updates`]); an approval question becomes
-//! `session/request_permission`. A client that serves files
-//! (`fs.readTextFile`/`fs.writeTextFile`) gets the file tools' reads and
-//! writes (module `files`); bash still runs locally (the terminal capability is
-//! not used).
+//! The crate is a front end of [`dsh_controller`]: it translates ACP
+//! requests into controller commands and controller events into ACP
+//! messages, and never reaches past the controller into an agent, the
+//! kernel or a log.
+//!
+//! Start at [`serve`]: one [`Controller`] per connection answers
+//! `initialize`, `session/new` (a controller session in the session's
+//! `cwd`, with the client's stdio and HTTP MCP servers), `session/load`
+//! (the saved session resumed; its history arrives as `session/update`
+//! notifications before the response), `session/prompt` (a turn; the stop
+//! reason follows how it ended; a slash command is answered without one,
+//! module [`commands`]), `session/cancel` and `session/set_mode` (the
+//! permission presets and plan mode). A task per session forwards its
+//! events to the client and puts its approval questions to it as
+//! `session/request_permission` (module [`updates`]). A client that serves
+//! files (`fs.readTextFile`/`fs.writeTextFile`) gets the file tools' reads
+//! and writes (module `files`); bash still runs locally (the terminal
+//! capability is not used).
 //!
 //! Nothing but protocol messages is written to stdout: logs go to stderr.
 //! [`serve_streams`] (what `dsh acp` runs on stdin/stdout) bounds each
@@ -38,22 +44,23 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate,
     CancelNotification, ContentBlock as AcpBlock, CurrentModeUpdate, FileSystemCapabilities,
     InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PermissionOption,
-    PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, SessionMode, SessionModeState,
-    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
-    ToolCallUpdate, ToolCallUpdateFields, UnstructuredCommandInput,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionMode, SessionModeState, SessionNotification,
+    SessionUpdate, SetSessionModeRequest, SetSessionModeResponse, StopReason,
+    UnstructuredCommandInput,
 };
 use agent_client_protocol::{Agent, Client, ConnectTo};
-use dsh::{SandboxMode, Settings, Stack};
-use dsh_agent_loop::AgentHandle;
+use dsh::{SandboxMode, Settings};
+use dsh_controller::{
+    ApproverGuard, Controller, EventBody, OpenError, Reply, Session, SessionOptions, Subscription,
+};
 use dsh_kernel::sync::lock;
-use dsh_kernel::BoxFuture;
-use dsh_llm::{ContentBlock, MessageSource};
-use dsh_session::{EventPayload, TurnEndReason};
-use dsh_tools::{Approval, Question, ToolCall};
+use dsh_protocol::TurnEndReason;
+use dsh_tool_fs::EditorFiles;
+use tokio::sync::watch;
 
 use crate::files::ClientFiles;
+use crate::updates::Forwarded;
 
 /// The connection to the client, as handlers and tasks see it.
 type Conn = agent_client_protocol::v1::ConnectionTo<Client>;
@@ -67,40 +74,40 @@ pub const MODES: &[(&str, &str)] = &[
     ("plan", "Plan"),
 ];
 
-/// One live ACP session: its stack and agent.
+/// The reason an abort by the client gives.
+const CANCELLED: &str = "cancelled by the client";
+
+/// One open ACP session: its controller session and what forwards it.
 struct Live {
-    stack: Arc<Stack>,
-    handle: Mutex<Option<AgentHandle>>,
-    /// The dsh agent (a new one after `/clear`).
-    agent: Mutex<Arc<dyn dsh_agent::Agent>>,
-    /// The listener streaming the agent's events to the client.
-    stream: Mutex<dsh_kernel::Registration>,
-    /// The client's files, when it serves them (the file tools go through
-    /// them).
-    files: Option<Arc<ClientFiles>>,
+    session: Arc<Session>,
+    /// Keeps the session's approval questions coming (to the forwarding
+    /// task, which asks the client) while the session is open.
+    _approver: ApproverGuard,
+    /// How far the forwarding task has got.
+    forwarded: Forwarded,
+    /// The mode the client was last told (the session's response, a
+    /// `set_mode`, a `current_mode_update`); changes happen under it.
+    told: Arc<Mutex<String>>,
     /// Counts `session/cancel`s, so a prompt sees a cancel that came
     /// before its turn started.
-    cancels: tokio::sync::watch::Sender<u64>,
-}
-
-impl Live {
-    fn agent(&self) -> Arc<dyn dsh_agent::Agent> {
-        lock(&self.agent).clone()
-    }
+    cancels: watch::Sender<u64>,
 }
 
 /// The server's state.
 struct Server {
-    /// What every session is built from (the command line's choices); a
-    /// session's `cwd` replaces `settings.cwd`.
-    settings: Settings,
+    /// Opens the sessions from the command line's settings; a session's
+    /// `cwd` replaces `settings.cwd`.
+    controller: Controller,
+    /// The open sessions by ACP session id (the id each was opened under,
+    /// kept after `/clear`).
     sessions: Mutex<HashMap<String, Arc<Live>>>,
     /// What the client's `initialize` said it serves of its file system.
     client_fs: Mutex<FileSystemCapabilities>,
 }
 
-/// Serves ACP over `transport` until the client disconnects, then shuts
-/// every session's stack down (their logs flushed, their processes gone).
+/// Serves ACP over `transport` until the client disconnects, then closes
+/// every session (its turn aborted, its log flushed, its processes and MCP
+/// servers gone).
 ///
 /// # Errors
 /// The transport failed or the client broke the protocol.
@@ -109,7 +116,7 @@ pub async fn serve(
     transport: impl ConnectTo<Agent> + 'static,
 ) -> Result<(), agent_client_protocol::Error> {
     let server = Arc::new(Server {
-        settings,
+        controller: Controller::new(settings),
         sessions: Mutex::new(HashMap::new()),
         client_fs: Mutex::new(FileSystemCapabilities::default()),
     });
@@ -135,10 +142,7 @@ pub async fn serve(
             async move |req: NewSessionRequest, responder, cx: Conn| {
                 let server = s2.clone();
                 cx.clone().spawn(async move {
-                    match server
-                        .new_session(&cx, req.cwd, &req.mcp_servers, None)
-                        .await
-                    {
+                    match server.open(&cx, req.cwd, &req.mcp_servers, None).await {
                         Ok((id, modes)) => {
                             responder.respond(NewSessionResponse::new(id.clone()).modes(modes))?;
                             announce_commands(&cx, &id);
@@ -155,10 +159,7 @@ pub async fn serve(
                 let server = s3.clone();
                 cx.clone().spawn(async move {
                     let id = req.session_id.to_string();
-                    match server
-                        .new_session(&cx, req.cwd, &req.mcp_servers, Some(&id))
-                        .await
-                    {
+                    match server.open(&cx, req.cwd, &req.mcp_servers, Some(&id)).await {
                         Ok((id, modes)) => {
                             responder.respond(LoadSessionResponse::new().modes(modes))?;
                             announce_commands(&cx, &id);
@@ -202,7 +203,7 @@ pub async fn serve(
             async move |n: CancelNotification, _cx| {
                 if let Some(live) = s6.live(n.session_id.to_string().as_str()) {
                     live.cancels.send_modify(|n| *n += 1);
-                    live.agent().abort(Some(CANCELLED.into()));
+                    live.session.abort(CANCELLED);
                 }
                 Ok(())
             },
@@ -261,10 +262,11 @@ impl Server {
         lock(&self.sessions).get(id).cloned()
     }
 
-    /// Builds a stack in `cwd`, starts the client's MCP servers, creates
-    /// the agent (resuming `resume`), wires the event stream and the
-    /// permission requests. Returns the session id and its modes.
-    async fn new_session(
+    /// Opens a controller session in `cwd` with the client's MCP servers
+    /// and files (resuming `resume`), attaches as its approver and starts
+    /// forwarding its events; a resumed session's history has been sent
+    /// when this returns. Returns the ACP session id and its modes.
+    async fn open(
         &self,
         cx: &Conn,
         cwd: PathBuf,
@@ -272,71 +274,64 @@ impl Server {
         resume: Option<&str>,
     ) -> Result<(String, SessionModeState), String> {
         check_cwd(&cwd).await?;
-        if resume.is_some_and(|id| self.live(id).is_some()) {
-            return Err("that session is already open".into());
-        }
-        let settings = Settings {
-            cwd: Some(cwd),
-            ..self.settings.clone()
+        let files = ClientFiles::of(cx, resume, &lock(&self.client_fs)).map(Arc::new);
+        let options = SessionOptions {
+            cwd: Some(cwd.clone()),
+            resume: resume.map(str::to_string),
+            mcp: mcp.iter().filter_map(client_server).collect(),
+            files: files.clone().map(|f| f as Arc<dyn EditorFiles>),
+            title: false,
+            ..SessionOptions::default()
         };
-        let mut resolved = dsh::resolve(&settings).map_err(|e| e.to_string())?;
-        resolved.mcp.extend(mcp.iter().filter_map(client_server));
-        let mut stack = Stack::build(resolved).map_err(|e| e.to_string())?;
-        for (name, message) in stack.start_mcp().await {
-            tracing::warn!(target: "dsh_acp", server = %name, "MCP server did not start: {message}");
-        }
-        let prepared = stack.prepare_session(resume).map_err(|e| e.to_string())?;
-        let seed = prepared.seed().to_vec();
-        let handle = stack.create_agent_in(prepared).map_err(|e| e.to_string())?;
-        let agent = handle.agent();
-        let id = agent.session().id().to_string();
-        if resume.is_some() {
-            // Relative paths in the saved calls were resolved against the
-            // session's cwd: the one session/load names.
-            updates::replay(cx, &id, &seed, &stack.resolved.cwd);
-        }
-        let stack = Arc::new(stack);
-        let files = ClientFiles::of(cx, &id, &lock(&self.client_fs)).map(Arc::new);
+        let session = match self.controller.open(options).await {
+            Ok(session) => session,
+            Err(OpenError::Failed { error, warnings }) => {
+                // ACP has no channel for notices: the client's log (dsh's
+                // stderr) gets them.
+                for warning in warnings {
+                    tracing::warn!(target: "dsh_acp", "{warning}");
+                }
+                return Err(error.to_string());
+            }
+            Err(OpenError::Stopped(never)) => match never {},
+        };
+        let id = session.key().to_string();
         if let Some(f) = &files {
-            stack.files.set_editor(Some(f.clone()));
+            f.bind(&id);
         }
-        let stream = updates::stream(cx.clone(), id.clone(), id.clone(), &stack, files.clone());
-        stack.approver.set_person(Some(Arc::new(Asker {
-            cx: cx.clone(),
-            session: id.clone(),
-        })));
-        stack.announce_permission(agent.as_ref());
-        // ACP has no channel for notices outside a turn: the client's log
-        // (dsh's stderr) gets them.
-        for warning in stack.take_warnings() {
-            tracing::warn!("{warning}");
-        }
-        let modes = modes_of(&stack);
+        // Relative paths in calls are located in the session's cwd (for a
+        // loaded session, the one session/load names: the log records none).
+        let cwd = session.info().map_or(cwd, |info| info.cwd);
+        let told = Arc::new(Mutex::new(current_mode(&session).unwrap_or_default()));
+        let approver = session.attach_approver();
+        let forwarded =
+            updates::forward(cx.clone(), id.clone(), session.clone(), cwd, told.clone());
+        forwarded.reached(session.live_from()).await;
+        let modes = modes_of(&session);
         lock(&self.sessions).insert(
             id.clone(),
             Arc::new(Live {
-                stack,
-                handle: Mutex::new(Some(handle)),
-                agent: Mutex::new(agent),
-                stream: Mutex::new(stream),
-                files,
-                cancels: tokio::sync::watch::Sender::new(0),
+                session,
+                _approver: approver,
+                forwarded,
+                told,
+                cancels: watch::Sender::new(0),
             }),
         );
         Ok((id, modes))
     }
 
-    /// Runs one turn and maps how it ended to a stop reason; a slash
-    /// command ([`commands`]) is answered without a turn.
-    /// `cancels` follows the session's cancels from the moment the request
-    /// arrived: one before the message is sent ends the prompt `cancelled`
-    /// without a turn; one after aborts the queued turn (the agent keeps an
-    /// abort for a turn that has not started).
+    /// Runs one turn and maps how it ended to a stop reason, once every
+    /// update of the turn was sent; a slash command ([`commands`]) is
+    /// answered without a turn. `cancels` follows the session's cancels
+    /// from the moment the request arrived: one before the prompt is sent
+    /// ends it `cancelled` without a turn; one after aborts the turn (the
+    /// agent keeps an abort for a queued turn that has not started).
     async fn prompt(
         &self,
         cx: &Conn,
         req: &PromptRequest,
-        cancels: Option<tokio::sync::watch::Receiver<u64>>,
+        cancels: Option<watch::Receiver<u64>>,
     ) -> Result<StopReason, String> {
         let id = req.session_id.to_string();
         let live = self
@@ -344,124 +339,70 @@ impl Server {
             .ok_or_else(|| format!("no session \"{id}\" (create it with session/new)"))?;
         let text = prompt_text(&req.prompt);
         if let Some((name, args)) = commands::parse(&text) {
-            let reply = match name {
-                "clear" => self.clear(cx, &id, &live).await,
-                "exit" => {
-                    self.end(&id).await;
-                    "session ended; open a new one to go on".to_string()
-                }
-                _ => commands::run(&live.stack, &live.agent(), name, args).await,
-            };
-            updates::say(cx, &id, &reply);
+            self.command(cx, &id, &live, name, args).await;
             return Ok(StopReason::EndTurn);
         }
-        let agent = live.agent();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let tx = Mutex::new(Some(tx));
-        let finish = Arc::new(Mutex::new(None));
-        let seen = finish.clone();
-        let main = agent.id().clone();
-        let listener = live.stack.agents.hooks().event.on(move |e| {
-            if *e.agent.id() != main {
-                return;
-            }
-            match &e.event.data {
-                EventPayload::AssistantChunk(c) => {
-                    if let dsh_llm::StreamChunk::Finish { reason } = &c.chunk {
-                        *lock(&seen) = Some(reason.clone());
-                    }
-                }
-                EventPayload::TurnEnd(end) => {
-                    if let Some(tx) = lock(&tx).take() {
-                        let _ = tx.send(end.reason.clone());
-                    }
-                }
-                _ => {}
-            }
-        });
-        let content = match live.stack.submit_prompt(&agent, &text).await {
-            dsh::hooks::PromptDecision::Send(content) => content,
-            dsh::hooks::PromptDecision::Blocked(reason) => {
-                listener.undo();
-                return Err(format!("the prompt was blocked by a hook: {reason}"));
-            }
-        };
         let cancels = cancels.unwrap_or_else(|| live.cancels.subscribe());
         if cancels.has_changed().unwrap_or(false) {
-            listener.undo();
             return Ok(StopReason::Cancelled);
         }
-        if let Err(e) = agent.send(content, MessageSource::User) {
-            listener.undo();
-            return Err(e.to_string());
-        }
-        // A cancel between the check above and the send found nothing to
-        // abort; now the turn is queued and an abort reaches it.
+        let mut events = live.session.subscribe(None);
+        live.session.prompt(&text).await.map_err(|e| e.message)?;
+        // A cancel after the check above found nothing to abort; now the
+        // turn is queued and an abort reaches it.
         if cancels.has_changed().unwrap_or(false) {
-            agent.abort(Some(CANCELLED.into()));
+            live.session.abort(CANCELLED);
         }
-        let reason = rx.await.ok();
-        listener.undo();
-        let finish = lock(&finish).take();
-        Ok(stop_reason(reason.as_ref(), finish.as_ref()))
-    }
-
-    /// `/clear`: a new dsh session (empty history) under the same ACP
-    /// session; the old one is saved.
-    async fn clear(&self, cx: &Conn, acp_id: &str, live: &Live) -> String {
-        let old = lock(&live.handle).take();
-        let Some(old) = old else {
-            return "cannot clear: the session has no agent".to_string();
+        let Some((seq, reason, finish)) = turn_end(&mut events).await else {
+            // The session closed under the turn.
+            return Ok(StopReason::Cancelled);
         };
-        let old_id = old.agent().session().id().to_string();
-        match live.stack.clear_session(old).await {
-            Ok(handle) => {
-                let agent = handle.agent();
-                let new_id = agent.session().id().to_string();
-                *lock(&live.agent) = agent;
-                *lock(&live.handle) = Some(handle);
-                let stream = updates::stream(
-                    cx.clone(),
-                    acp_id.to_string(),
-                    new_id.clone(),
-                    &live.stack,
-                    live.files.clone(),
-                );
-                std::mem::replace(&mut *lock(&live.stream), stream).undo();
-                format!("new session: {new_id} (history cleared; {old_id} is saved)")
-            }
-            Err(e) => format!("cannot clear: {e}"),
-        }
+        live.forwarded.reached(seq + 1).await;
+        Ok(stop_reason(Some(&reason), finish.as_deref()))
     }
 
-    /// `/exit`: ends the ACP session (its agent disposed, its stack shut
-    /// down once the running prompt let go of it).
-    async fn end(&self, acp_id: &str) {
-        let live = lock(&self.sessions).remove(acp_id);
-        if let Some(live) = live {
-            // The prompt running `/exit` holds the session: close it after.
-            tokio::spawn(close(live, "/exit"));
+    /// Runs slash command `name` and sends its answer as agent text, after
+    /// the updates it caused (a mode change). `/exit` closes the session.
+    async fn command(&self, cx: &Conn, id: &str, live: &Live, name: &str, args: &str) {
+        let reply = live.session.command(name, args).await;
+        if reply == Reply::Exit {
+            self.end(id, "/exit").await;
+        } else {
+            live.forwarded.reached(live.session.next_seq()).await;
+        }
+        updates::say(cx, id, &commands::word(name, &reply));
+    }
+
+    /// Ends ACP session `id`: its controller session is closed.
+    async fn end(&self, id: &str, why: &str) {
+        let live = lock(&self.sessions).remove(id);
+        if live.is_some() {
+            // Only an unknown id fails, and this one was open.
+            let _ = self.controller.close(id, why).await;
         }
     }
 
     /// `session/set_mode`: a permission preset (leaving plan mode) or plan
-    /// mode.
+    /// mode; the client is told the mode before the response.
     fn set_mode(&self, cx: &Conn, session: &str, mode: &str) -> Result<(), String> {
         let live = self
             .live(session)
             .ok_or_else(|| format!("no session \"{session}\""))?;
-        let agent = live.agent();
-        let agent = agent.as_ref();
+        let mut told = lock(&live.told);
         if mode == "plan" {
-            live.stack.set_plan_mode(true, "acp", Some(agent));
+            live.session.set_plan_mode(true, "acp")
         } else {
             let m: SandboxMode = mode.parse().map_err(|_| {
                 let known: Vec<&str> = MODES.iter().map(|(id, _)| *id).collect();
                 format!("unknown mode \"{mode}\"; modes: {}", known.join(", "))
             })?;
-            live.stack.set_plan_mode(false, "acp", Some(agent));
-            live.stack.set_permission(m, "acp", Some(agent));
+            live.session
+                .set_plan_mode(false, "acp")
+                .and_then(|_| live.session.set_permission(m, "acp"))
+                .map(|()| true)
         }
+        .map_err(|e| e.message)?;
+        mode.clone_into(&mut told);
         let _ = cx.send_notification(SessionNotification::new(
             session.to_string(),
             SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode.to_string())),
@@ -469,15 +410,46 @@ impl Server {
         Ok(())
     }
 
-    /// Ends every session: aborts its turn, waits (up to 5 s) for the
-    /// prompt tasks to let go of it, then disposes the agent and shuts the
-    /// stack down (logs flushed, MCP servers and commands stopped).
+    /// Closes every session (turns aborted, logs flushed, MCP servers and
+    /// commands stopped).
     async fn shutdown(&self) {
-        let all: Vec<Arc<Live>> = lock(&self.sessions).drain().map(|(_, l)| l).collect();
-        for live in all {
-            close(live, "the client disconnected").await;
+        self.controller.shutdown("the client disconnected").await;
+        lock(&self.sessions).clear();
+    }
+}
+
+/// The first turn end `events` reads: its sequence number, how the turn
+/// ended and why the model's last step stopped. `None`: the session
+/// closed first.
+async fn turn_end(events: &mut Subscription) -> Option<(u64, TurnEndReason, Option<String>)> {
+    while let Some(item) = events.next().await {
+        if let Ok(event) = item {
+            if let EventBody::TurnEnded { reason, finish, .. } = &event.body {
+                return Some((event.seq, reason.clone(), finish.clone()));
+            }
         }
     }
+    None
+}
+
+/// The ACP mode a session is in: `plan` when plan mode is on, else its
+/// permission mode. `None` once it is closed.
+fn current_mode(session: &Session) -> Option<String> {
+    if session.plan_mode() {
+        return Some("plan".to_string());
+    }
+    session.permission().ok().map(|m| m.as_str().to_string())
+}
+
+/// The modes of a session, the current one from [`current_mode`].
+fn modes_of(session: &Session) -> SessionModeState {
+    SessionModeState::new(
+        current_mode(session).unwrap_or_default(),
+        MODES
+            .iter()
+            .map(|(id, name)| SessionMode::new(*id, *name))
+            .collect(),
+    )
 }
 
 /// Checks a session's `cwd`: absolute (as ACP requires), existing, a
@@ -504,62 +476,6 @@ async fn check_cwd(cwd: &std::path::Path) -> Result<(), String> {
         }
         Err(e) => Err(format!("cwd {shown} cannot be used: {e}")),
     }
-}
-
-/// The reason an abort by the client gives.
-const CANCELLED: &str = "cancelled by the client";
-
-/// Ends a session: aborts its turn, waits (up to 5 s) for prompt tasks to
-/// let go of it, disposes the agent and shuts the stack down (logs
-/// flushed, MCP servers and commands stopped).
-async fn close(mut live: Arc<Live>, why: &str) {
-    live.agent().abort(Some(why.to_string()));
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-    let live = loop {
-        match Arc::try_unwrap(live) {
-            Ok(live) => break Some(live),
-            Err(still) if tokio::time::Instant::now() < deadline => {
-                live = still;
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            Err(_) => break None,
-        }
-    };
-    let Some(live) = live else {
-        tracing::warn!(target: "dsh_acp", "a session was still in use when it closed");
-        return;
-    };
-    let handle = lock(&live.handle).take();
-    if let Some(h) = handle {
-        h.dispose().await;
-    }
-    match live.stream.into_inner() {
-        Ok(r) => r.undo(),
-        Err(poisoned) => poisoned.into_inner().undo(),
-    }
-    match Arc::try_unwrap(live.stack) {
-        Ok(stack) => stack.shutdown().await,
-        Err(_) => {
-            tracing::warn!(target: "dsh_acp", "a stack was still in use when its session closed")
-        }
-    }
-}
-
-/// The modes of a session, the current one first found: plan mode when
-/// on, else the permission mode.
-fn modes_of(stack: &Stack) -> SessionModeState {
-    let current = if stack.plan_mode() {
-        "plan".to_string()
-    } else {
-        stack.permission().as_str().to_string()
-    };
-    SessionModeState::new(
-        current,
-        MODES
-            .iter()
-            .map(|(id, name)| SessionMode::new(*id, *name))
-            .collect(),
-    )
 }
 
 /// A client's MCP server as dsh's configuration: stdio (command, args,
@@ -614,15 +530,13 @@ fn prompt_text(blocks: &[AcpBlock]) -> String {
 }
 
 /// How a turn's end maps to ACP: `end_turn`, `max_tokens` (the model hit
-/// its output limit), `max_turn_requests` (dsh's max-steps), `cancelled`
-/// (an abort, a disposal), `refusal` for an error turn.
-pub fn stop_reason(
-    end: Option<&TurnEndReason>,
-    finish: Option<&dsh_llm::FinishReason>,
-) -> StopReason {
+/// its output limit: `finish`, why its last step stopped, is `max_tokens`
+/// or `max-tokens`), `max_turn_requests` (dsh's max-steps), `cancelled`
+/// (an abort, a disposal, or no end at all), `refusal` for an error turn.
+pub fn stop_reason(end: Option<&TurnEndReason>, finish: Option<&str>) -> StopReason {
     match end {
         Some(TurnEndReason::Completed) => match finish {
-            Some(dsh_llm::FinishReason::MaxTokens) => StopReason::MaxTokens,
+            Some("max_tokens" | "max-tokens") => StopReason::MaxTokens,
             _ => StopReason::EndTurn,
         },
         Some(TurnEndReason::MaxSteps) => StopReason::MaxTurnRequests,
@@ -631,65 +545,34 @@ pub fn stop_reason(
     }
 }
 
-/// Puts approval questions to the client as `session/request_permission`:
-/// allow once (`y`), allow always (`a`), reject once (`n`). A client that
-/// cancels or fails the request denies.
-struct Asker {
-    cx: Conn,
-    session: String,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl dsh::approval::Person for Asker {
-    fn ask(&self, call: &ToolCall, question: &Question) -> BoxFuture<'static, Approval> {
-        let title = match &question.detail {
-            Some(d) => format!("{}: {d}", question.summary),
-            None => question.summary.clone(),
-        };
-        let request = RequestPermissionRequest::new(
-            self.session.clone(),
-            ToolCallUpdate::new(
-                call.call_id.as_str().to_string(),
-                ToolCallUpdateFields::new()
-                    .title(title)
-                    .kind(updates::kind_of(&call.name))
-                    .raw_input(serde_json::from_str::<serde_json::Value>(&call.arguments).ok()),
-            ),
-            vec![
-                PermissionOption::new("allow-once", "Allow once", PermissionOptionKind::AllowOnce),
-                PermissionOption::new(
-                    "allow-always",
-                    "Allow always",
-                    PermissionOptionKind::AllowAlways,
-                ),
-                PermissionOption::new("reject-once", "Reject", PermissionOptionKind::RejectOnce),
-            ],
+    #[test]
+    fn turn_ends_map_to_stop_reasons() {
+        let completed = Some(&TurnEndReason::Completed);
+        assert_eq!(stop_reason(completed, None), StopReason::EndTurn);
+        assert_eq!(stop_reason(completed, Some("stop")), StopReason::EndTurn);
+        assert_eq!(
+            stop_reason(completed, Some("max_tokens")),
+            StopReason::MaxTokens
         );
-        let sent = self.cx.send_request(request);
-        Box::pin(async move {
-            match sent.block_task().await {
-                Ok(response) => match response.outcome {
-                    RequestPermissionOutcome::Selected(s) => match s.option_id.to_string().as_str()
-                    {
-                        "allow-once" => Approval::AllowedOnce,
-                        "allow-always" => Approval::AllowedForSession,
-                        _ => Approval::Rejected { note: None },
-                    },
-                    _ => Approval::Cancelled,
-                },
-                Err(e) => {
-                    tracing::warn!(target: "dsh_acp", "permission request failed: {e}");
-                    Approval::Cancelled
-                }
-            }
-        })
+        assert_eq!(
+            stop_reason(completed, Some("max-tokens")),
+            StopReason::MaxTokens
+        );
+        assert_eq!(
+            stop_reason(Some(&TurnEndReason::MaxSteps), None),
+            StopReason::MaxTurnRequests
+        );
+        let error = TurnEndReason::Error {
+            message: "x".into(),
+            code: None,
+        };
+        assert_eq!(stop_reason(Some(&error), None), StopReason::Refusal);
+        let aborted = TurnEndReason::Aborted { reason: None };
+        assert_eq!(stop_reason(Some(&aborted), None), StopReason::Cancelled);
+        assert_eq!(stop_reason(None, None), StopReason::Cancelled);
     }
-}
-
-/// Text of dsh content blocks (for replays and results).
-pub(crate) fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(ContentBlock::as_text)
-        .collect::<Vec<_>>()
-        .join("\n")
 }

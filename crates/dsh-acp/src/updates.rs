@@ -1,36 +1,52 @@
-//! A session's events as `session/update` notifications.
+//! A session's controller events as `session/update` notifications, and
+//! its approval questions as `session/request_permission`.
 //!
-//! Text deltas become `agent_message_chunk`, reasoning deltas
-//! `agent_thought_chunk`; a logged tool call becomes `tool_call` (status
-//! `pending`, a title from the tool and its arguments, a `kind`, the file
-//! as its location for file tools, the arguments as `rawInput`), a
-//! `tool_call_update` with status `in_progress` when it starts running
-//! (after any permission request), its result `tool_call_update` (`completed` or `failed`, the result text; for
-//! a successful `write`, `edit` or `str_replace_editor` change, a `diff`
-//! item with the file's text before and after: as the client took it when
-//! it serves files, else as read from the disk around the call);
-//! `todo/update` becomes a `plan`.
+//! One task per ACP session ([`forward`]) reads the session's event stream
+//! ([`dsh_controller::Session::subscribe`]) from its first event and sends
+//! what the client shows, in the stream's order:
+//!
+//! - Text deltas become `agent_message_chunk`, reasoning deltas
+//!   `agent_thought_chunk`.
+//! - A tool call becomes `tool_call` (status `pending`, the event's title,
+//!   a `kind`, the file as its location for file tools, the arguments as
+//!   `rawInput`), then a `tool_call_update` with status `in_progress` when
+//!   it starts running (after any permission request), then its result
+//!   `tool_call_update` (`completed` or `failed`, the result text, and for
+//!   a change to a file the event's `diff`: before and after).
+//! - The todo list becomes a `plan`.
+//! - A change of plan mode or permission mode the client did not make
+//!   (`/plan`, `/permission`, an approved plan) becomes
+//!   `current_mode_update`.
+//! - An approval question becomes `session/request_permission` (allow
+//!   once, allow always, reject); the client's choice answers it, and a
+//!   cancelled or failed request denies.
+//! - Warnings go to dsh's stderr: ACP has no channel for them.
+//!
+//! A loaded session's history (the events before
+//! [`dsh_controller::Session::live_from`]) is replayed the same way, with
+//! the user's own messages as `user_message_chunk`, the calls' final
+//! states without diffs, and only the last todo list, after the rest.
+//!
+//! The task counts what it has sent ([`Forwarded`]): a prompt answers only
+//! once every update of its turn is out.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock as AcpBlock, ContentChunk, Diff, Plan, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, SessionNotification, SessionUpdate, TextContent, ToolCall as AcpCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ContentBlock as AcpBlock, ContentChunk, CurrentModeUpdate, Diff, PermissionOption,
+    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    RequestPermissionOutcome, RequestPermissionRequest, SessionNotification, SessionUpdate,
+    TextContent, ToolCall as AcpCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use dsh::Stack;
+use dsh_controller::{Decision, Event, EventBody, FileDiff, Session, TodoEntry};
 use dsh_kernel::sync::lock;
-use dsh_kernel::Registration;
-use dsh_llm::{ContentBlock, MessageSource, StreamChunk};
-use dsh_session::{EventPayload, SessionEvent};
-use dsh_tool_fs::EditorFiles;
-use dsh_tools::{ToolCall, ToolResult};
+use dsh_protocol::MessageSource;
 use serde_json::Value;
+use tokio::sync::watch;
 
-use crate::files::ClientFiles;
 use crate::Conn;
 
 /// The ACP kind of a dsh tool.
@@ -48,39 +64,11 @@ pub fn kind_of(tool: &str) -> ToolKind {
     }
 }
 
-/// The title of a call: what it does in a few words.
-pub fn title_of(call: &ToolCall) -> String {
-    let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-    let s = |k: &str| {
-        args.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    match call.name.as_str() {
-        "read" => format!("Read {}", s("file_path")),
-        "write" => format!("Write {}", s("file_path")),
-        "edit" => format!("Edit {}", s("file_path")),
-        "str_replace_editor" => format!("{} {}", s("command"), s("path")),
-        "glob" => format!("Find `{}`", s("pattern")),
-        "grep" => format!("Search `{}`", s("pattern")),
-        "bash" => {
-            let d = s("description");
-            if d.is_empty() {
-                format!("Run `{}`", s("command"))
-            } else {
-                d
-            }
-        }
-        "subagent" | "subagent_fork" => format!("Subagent: {}", s("description")),
-        other => other.to_string(),
-    }
-}
-
-/// The files a call touches, for the client to follow.
-fn locations_of(call: &ToolCall, cwd: &Path) -> Vec<ToolCallLocation> {
-    let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
-    let key = match call.name.as_str() {
+/// The files a call of `tool` with `arguments` touches, for the client to
+/// follow; a relative path is located in `cwd`.
+fn locations_of(tool: &str, arguments: &str, cwd: &Path) -> Vec<ToolCallLocation> {
+    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let key = match tool {
         "read" | "write" | "edit" => "file_path",
         "str_replace_editor" | "glob" | "grep" => "path",
         _ => return Vec::new(),
@@ -99,7 +87,9 @@ fn text(t: impl Into<String>) -> AcpBlock {
     AcpBlock::Text(TextContent::new(t.into()))
 }
 
-fn notify(cx: &Conn, session: &str, update: SessionUpdate) {
+/// Sends `update` for ACP session `session`; a connection that is gone
+/// drops it.
+pub(crate) fn notify(cx: &Conn, session: &str, update: SessionUpdate) {
     if let Err(e) = cx.send_notification(SessionNotification::new(session.to_string(), update)) {
         tracing::debug!(target: "dsh_acp", "session/update not sent: {e}");
     }
@@ -114,208 +104,346 @@ pub(crate) fn say(cx: &Conn, session: &str, reply: &str) {
     );
 }
 
-/// The `tool_call` for `call`.
-fn call_update(call: &ToolCall, cwd: &Path, status: ToolCallStatus) -> SessionUpdate {
-    SessionUpdate::ToolCall(
-        AcpCall::new(call.call_id.as_str().to_string(), title_of(call))
-            .kind(kind_of(&call.name))
-            .status(status)
-            .locations(locations_of(call, cwd))
-            .raw_input(serde_json::from_str::<Value>(&call.arguments).ok()),
-    )
+/// The `plan` of a todo list.
+fn plan_of(items: &[TodoEntry]) -> SessionUpdate {
+    let entries = items
+        .iter()
+        .map(|t| {
+            let status = match t.status.as_str() {
+                "in_progress" => PlanEntryStatus::InProgress,
+                "completed" => PlanEntryStatus::Completed,
+                _ => PlanEntryStatus::Pending,
+            };
+            PlanEntry::new(t.content.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
 }
 
-/// The `tool_call_update` for `result`, with `diff` when given.
-fn result_update(result: &ToolResult, diff: Option<Diff>) -> SessionUpdate {
-    let mut content = vec![ToolCallContent::from(text(result.text()))];
+/// The `tool_call_update` of a finished call: its status, its result
+/// text and, when it changed a file, the diff.
+fn result_update(
+    call_id: &str,
+    is_error: bool,
+    output: &str,
+    diff: Option<&FileDiff>,
+) -> SessionUpdate {
+    let mut content = vec![ToolCallContent::from(text(output))];
     if let Some(d) = diff {
-        content.push(ToolCallContent::Diff(d));
+        content.push(ToolCallContent::Diff(
+            Diff::new(PathBuf::from(&d.path), d.new_text.clone()).old_text(d.old_text.clone()),
+        ));
     }
-    let status = if result.is_error {
+    let status = if is_error {
         ToolCallStatus::Failed
     } else {
         ToolCallStatus::Completed
     };
     SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-        result.call_id.as_str().to_string(),
+        call_id.to_string(),
         ToolCallUpdateFields::new().status(status).content(content),
     ))
 }
 
-/// The `plan` of a `todo/update` event's data.
-fn plan_update(data: &Value) -> Option<SessionUpdate> {
-    let todos = dsh::tools::todo::todos_of(data)?;
-    let entries = todos
-        .into_iter()
-        .map(|t| {
-            let status = match t.status {
-                dsh::tools::TodoStatus::Pending => PlanEntryStatus::Pending,
-                dsh::tools::TodoStatus::InProgress => PlanEntryStatus::InProgress,
-                dsh::tools::TodoStatus::Completed => PlanEntryStatus::Completed,
-            };
-            PlanEntry::new(t.content, PlanEntryPriority::Medium, status)
-        })
-        .collect();
-    Some(SessionUpdate::Plan(Plan::new(entries)))
+/// How far the forwarding task of a session has got: every event numbered
+/// below the count was sent (or had nothing to send).
+#[derive(Clone)]
+pub(crate) struct Forwarded(watch::Receiver<u64>);
+
+impl Forwarded {
+    /// Waits until every event numbered below `seq` was forwarded (at once
+    /// when the session is closed and its stream read to the end).
+    pub(crate) async fn reached(&self, seq: u64) {
+        let mut rx = self.0.clone();
+        // A task that ended (the sender dropped) forwards nothing more.
+        let _ = rx.wait_for(|n| *n >= seq).await;
+    }
 }
 
-/// Streams the dsh session `dsh_id` of `stack` to the client as updates
-/// of ACP session `id` from now on; undo stops it. `files`: the client's
-/// files, whose writes carry their own before and after.
-pub(crate) fn stream(
+/// Starts forwarding the events of `session` to the client as updates of
+/// ACP session `id` (see the module docs), from the stream's first event;
+/// a relative path of a call is located in `cwd`. `told` is the mode the
+/// client was last told ([`crate::current_mode`]); the task updates it
+/// when it tells another. The task ends when the session's stream does.
+pub(crate) fn forward(
     cx: Conn,
     id: String,
-    dsh_id: String,
-    stack: &Arc<Stack>,
-    files: Option<Arc<ClientFiles>>,
-) -> Registration {
-    let cwd = stack.resolved.cwd.clone();
-    // The text of each file a write or edit is about to change.
-    let before: Mutex<HashMap<String, (PathBuf, Option<String>)>> = Mutex::new(HashMap::new());
-    let running = started(cx.clone(), id.clone(), dsh_id.clone(), stack);
-    let events = stack.store.on_event().on(move |(session, event)| {
-        if session.id().as_str() != dsh_id {
-            return;
-        }
-        match &event.data {
-            EventPayload::AssistantChunk(c) => match &c.chunk {
-                StreamChunk::TextDelta { text: t, .. } => notify(
-                    &cx,
-                    &id,
-                    SessionUpdate::AgentMessageChunk(ContentChunk::new(text(t.clone()))),
-                ),
-                StreamChunk::ReasoningDelta { text: t, .. } => notify(
-                    &cx,
-                    &id,
-                    SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(t.clone()))),
-                ),
-                _ => {}
-            },
-            EventPayload::ToolCall(c) => {
-                let call = &c.call;
-                if let Some(path) = changed_file(call, &cwd) {
-                    // The client's writes carry their old text; the disk's
-                    // is read now.
-                    let old = match &files {
-                        Some(f) if f.writes() => None,
-                        _ => std::fs::read_to_string(&path).ok(),
-                    };
-                    lock(&before).insert(call.call_id.as_str().to_string(), (path, old));
-                }
-                notify(&cx, &id, call_update(call, &cwd, ToolCallStatus::Pending));
-            }
-            EventPayload::ToolResult(r) => {
-                let result = &r.result;
-                let diff = lock(&before)
-                    .remove(result.call_id.as_str())
-                    .filter(|_| !result.is_error)
-                    .and_then(|(path, old)| {
-                        if let Some(f) = files.as_ref().filter(|f| f.writes()) {
-                            let (old, new) = f.take_change(&path)?;
-                            return Some(Diff::new(path, new).old_text(old));
-                        }
-                        let new = std::fs::read_to_string(&path).ok()?;
-                        Some(Diff::new(path, new).old_text(old))
-                    });
-                notify(&cx, &id, result_update(result, diff));
-            }
-            EventPayload::Other { kind, data } if kind == dsh::tools::todo::TODO_UPDATE_EVENT => {
-                if let Some(update) = plan_update(data) {
-                    notify(&cx, &id, update);
-                }
-            }
-            _ => {}
-        }
-    });
-    Registration::merge(vec![running, events])
-}
-
-/// Sends `tool_call_update` with status `in_progress` when a call of the
-/// dsh session `dsh_id` starts running: after the guards and any
-/// permission request, before its body (a `tools/execute` listener).
-fn started(cx: Conn, id: String, dsh_id: String, stack: &Stack) -> Registration {
-    stack
-        .tools
-        .on_execute()
-        .prepend(move |(call, env): dsh_tools::Execution, next| {
-            let ours = env
-                .extensions
-                .get::<Arc<dyn dsh_agent::Agent>>()
-                .is_some_and(|a| a.session().id().as_str() == dsh_id);
-            if ours {
-                notify(
-                    &cx,
-                    &id,
-                    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                        call.call_id.as_str().to_string(),
-                        ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
-                    )),
-                );
-            }
-            next.run((call, env))
-        })
-}
-
-/// The file a call changes: `write`'s and `edit`'s `file_path`,
-/// `str_replace_editor`'s `path` for every command but `view`.
-fn changed_file(call: &ToolCall, cwd: &Path) -> Option<PathBuf> {
-    let args: Value = serde_json::from_str(&call.arguments).ok()?;
-    let key = match call.name.as_str() {
-        "write" | "edit" => "file_path",
-        "str_replace_editor" if args.get("command")? != "view" => "path",
-        _ => return None,
+    session: Arc<Session>,
+    cwd: PathBuf,
+    told: Arc<Mutex<String>>,
+) -> Forwarded {
+    let (tx, rx) = watch::channel(0);
+    // With the log events: they are numbered too, and the count must pass
+    // them (a command's last event may be one of them).
+    let mut events = session.subscribe(Some(0)).with_log(true);
+    let live_from = session.live_from();
+    let mut stream = Stream {
+        cx,
+        id,
+        session,
+        cwd,
+        told,
+        live_from,
+        arguments: HashMap::new(),
+        replayed_plan: None,
+        replaying: true,
     };
-    Some(cwd.join(args.get(key)?.as_str()?))
+    tokio::spawn(async move {
+        while let Some(item) = events.next().await {
+            let next = match item {
+                Ok(event) => {
+                    stream.forward(&event);
+                    event.seq + 1
+                }
+                Err(lost) => {
+                    tracing::warn!(target: "dsh_acp", "{} session events were dropped before they were sent to the client", lost.to - lost.from);
+                    lost.to
+                }
+            };
+            if stream.replaying && next >= stream.live_from {
+                stream.replay_done();
+            }
+            tx.send_replace(next);
+        }
+        tx.send_replace(u64::MAX);
+    });
+    Forwarded(rx)
 }
 
-/// Replays a saved session to the client: the user's messages, the
-/// model's text and reasoning, tool calls and their results (final
-/// states; no diffs: the old texts are gone), the last todo list. A call's
-/// relative path is located in `cwd` (the session's), as it was live.
-pub(crate) fn replay(cx: &Conn, id: &str, events: &[SessionEvent], cwd: &Path) {
-    let mut plan = None;
-    for e in events {
-        match &e.data {
-            EventPayload::UserMessage(m) if m.source == MessageSource::User => {
-                let t = crate::text_of(&m.content);
-                notify(
-                    cx,
-                    id,
-                    SessionUpdate::UserMessageChunk(ContentChunk::new(text(t))),
-                );
-            }
-            EventPayload::AssistantMessage(m) => {
-                for b in &m.content {
-                    match b {
-                        ContentBlock::Text(t) => notify(
-                            cx,
-                            id,
-                            SessionUpdate::AgentMessageChunk(ContentChunk::new(text(
-                                t.text.clone(),
-                            ))),
-                        ),
-                        ContentBlock::Reasoning(r) => notify(
-                            cx,
-                            id,
-                            SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(
-                                r.text.clone(),
-                            ))),
-                        ),
-                        ContentBlock::ToolCall(c) => {
-                            notify(cx, id, call_update(c, cwd, ToolCallStatus::Pending));
-                        }
-                        _ => {}
-                    }
+/// The forwarding task's state.
+struct Stream {
+    cx: Conn,
+    id: String,
+    session: Arc<Session>,
+    cwd: PathBuf,
+    told: Arc<Mutex<String>>,
+    /// The first event after a loaded session's history.
+    live_from: u64,
+    /// The arguments of each live call without a result, for its
+    /// permission request's `rawInput`.
+    arguments: HashMap<String, String>,
+    /// The last todo list of the history, sent when it ends.
+    replayed_plan: Option<SessionUpdate>,
+    replaying: bool,
+}
+
+impl Stream {
+    fn send(&self, update: SessionUpdate) {
+        notify(&self.cx, &self.id, update);
+    }
+
+    fn forward(&mut self, event: &Event) {
+        let live = event.seq >= self.live_from;
+        match &event.body {
+            // The client shows its own prompts; a history has no client.
+            EventBody::UserMessage {
+                text: t,
+                source,
+                steering: false,
+            } if !live && *source == MessageSource::User => self.send(
+                SessionUpdate::UserMessageChunk(ContentChunk::new(text(t.clone()))),
+            ),
+            EventBody::MessageDelta { text: t } => self.send(SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(text(t.clone())),
+            )),
+            EventBody::ReasoningDelta { text: t } => self.send(SessionUpdate::AgentThoughtChunk(
+                ContentChunk::new(text(t.clone())),
+            )),
+            EventBody::ToolStarted {
+                call_id,
+                name,
+                arguments,
+                title,
+            } => {
+                if live {
+                    self.arguments.insert(call_id.clone(), arguments.clone());
                 }
+                self.send(SessionUpdate::ToolCall(
+                    AcpCall::new(call_id.clone(), title.clone())
+                        .kind(kind_of(name))
+                        .status(ToolCallStatus::Pending)
+                        .locations(locations_of(name, arguments, &self.cwd))
+                        .raw_input(serde_json::from_str::<Value>(arguments).ok()),
+                ));
             }
-            EventPayload::ToolResult(r) => notify(cx, id, result_update(&r.result, None)),
-            EventPayload::Other { kind, data } if kind == dsh::tools::todo::TODO_UPDATE_EVENT => {
-                plan = plan_update(data);
+            EventBody::ToolRunning { call_id } => {
+                self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    call_id.clone(),
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                )))
             }
+            EventBody::ToolFinished {
+                call_id,
+                is_error,
+                output,
+                diff,
+                ..
+            } => {
+                self.arguments.remove(call_id);
+                self.send(result_update(call_id, *is_error, output, diff.as_ref()));
+            }
+            EventBody::Todos { items } if live => self.send(plan_of(items)),
+            EventBody::Todos { items } => self.replayed_plan = Some(plan_of(items)),
+            EventBody::ApprovalAsked {
+                approval_id,
+                call_id,
+                tool,
+                summary,
+                detail,
+                ..
+            } => {
+                let title = match detail {
+                    Some(d) => format!("{summary}: {d}"),
+                    None => summary.clone(),
+                };
+                let input = self
+                    .arguments
+                    .get(call_id)
+                    .and_then(|a| serde_json::from_str::<Value>(a).ok());
+                let fields = ToolCallUpdateFields::new()
+                    .title(title)
+                    .kind(kind_of(tool))
+                    .raw_input(input);
+                self.ask(approval_id, ToolCallUpdate::new(call_id.clone(), fields));
+            }
+            EventBody::PermissionChanged { .. } | EventBody::PlanModeChanged { .. } if live => {
+                self.mode_changed();
+            }
+            EventBody::Warning { message } => tracing::warn!(target: "dsh_acp", "{message}"),
             _ => {}
         }
     }
-    if let Some(p) = plan {
-        notify(cx, id, p);
+
+    /// The history ended: its last todo list follows it.
+    fn replay_done(&mut self) {
+        self.replaying = false;
+        if let Some(plan) = self.replayed_plan.take() {
+            self.send(plan);
+        }
+    }
+
+    /// Tells the client the session's mode when it is not the one it was
+    /// last told.
+    fn mode_changed(&self) {
+        let mut told = lock(&self.told);
+        let Some(now) = crate::current_mode(&self.session) else {
+            return;
+        };
+        if *told != now {
+            told.clone_from(&now);
+            self.send(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                now,
+            )));
+        }
+    }
+
+    /// Puts approval question `approval_id` about `call` to the client:
+    /// allow once, allow always, reject once. Its choice answers the
+    /// question; a cancelled or failed request cancels it. An answer that
+    /// comes after the question was settled otherwise (the turn was
+    /// aborted) is dropped.
+    fn ask(&self, approval_id: &str, call: ToolCallUpdate) {
+        let request = RequestPermissionRequest::new(
+            self.id.clone(),
+            call,
+            vec![
+                PermissionOption::new("allow-once", "Allow once", PermissionOptionKind::AllowOnce),
+                PermissionOption::new(
+                    "allow-always",
+                    "Allow always",
+                    PermissionOptionKind::AllowAlways,
+                ),
+                PermissionOption::new("reject-once", "Reject", PermissionOptionKind::RejectOnce),
+            ],
+        );
+        let sent = self.cx.send_request(request);
+        let (session, approval_id) = (self.session.clone(), approval_id.to_string());
+        tokio::spawn(async move {
+            let decision = match sent.block_task().await {
+                Ok(response) => match response.outcome {
+                    RequestPermissionOutcome::Selected(s) => match s.option_id.to_string().as_str()
+                    {
+                        "allow-once" => Decision::AllowOnce,
+                        "allow-always" => Decision::AllowAlways,
+                        _ => Decision::Reject { note: None },
+                    },
+                    _ => Decision::Cancelled,
+                },
+                Err(e) => {
+                    tracing::warn!(target: "dsh_acp", "permission request failed: {e}");
+                    Decision::Cancelled
+                }
+            };
+            if let Err(e) = session.answer(&approval_id, decision) {
+                if e.code != dsh_protocol::codes::UNKNOWN_APPROVAL {
+                    tracing::warn!(target: "dsh_acp", "permission answer not taken: {e}");
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_tools_are_located_in_the_cwd() {
+        let cwd = Path::new("/w");
+        let at = locations_of("read", r#"{"file_path":"a.txt","offset":7}"#, cwd);
+        assert_eq!(at.len(), 1);
+        assert_eq!(at[0].path, Path::new("/w/a.txt"));
+        assert_eq!(at[0].line, Some(7));
+        assert!(locations_of("bash", r#"{"command":"ls"}"#, cwd).is_empty());
+        assert!(locations_of("read", "not json", cwd).is_empty());
+    }
+
+    #[test]
+    fn a_todo_list_is_a_plan_in_order() {
+        let entry = |content: &str, status: &str| TodoEntry {
+            content: content.into(),
+            status: status.into(),
+        };
+        let SessionUpdate::Plan(plan) = plan_of(&[
+            entry("a", "completed"),
+            entry("b", "in_progress"),
+            entry("c", "pending"),
+        ]) else {
+            panic!("not a plan");
+        };
+        let got: Vec<(&str, PlanEntryStatus)> = plan
+            .entries
+            .iter()
+            .map(|e| (e.content.as_str(), e.status.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", PlanEntryStatus::Completed),
+                ("b", PlanEntryStatus::InProgress),
+                ("c", PlanEntryStatus::Pending)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_result_carries_its_text_and_diff() {
+        let diff = FileDiff {
+            path: "/w/a.txt".into(),
+            old_text: None,
+            new_text: "new\n".into(),
+        };
+        let SessionUpdate::ToolCallUpdate(u) = result_update("c1", false, "ok", Some(&diff)) else {
+            panic!("not an update");
+        };
+        assert_eq!(u.fields.status, Some(ToolCallStatus::Completed));
+        let content = u.fields.content.unwrap();
+        assert!(matches!(&content[1], ToolCallContent::Diff(d)
+            if d.path == Path::new("/w/a.txt") && d.old_text.is_none() && d.new_text == "new\n"));
+        let SessionUpdate::ToolCallUpdate(u) = result_update("c1", true, "no", None) else {
+            panic!("not an update");
+        };
+        assert_eq!(u.fields.status, Some(ToolCallStatus::Failed));
+        assert_eq!(u.fields.content.unwrap().len(), 1);
     }
 }

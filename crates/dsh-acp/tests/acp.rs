@@ -2,8 +2,9 @@
 //! client side) over in-process pipes, with the offline echo model: a
 //! conversation with streamed updates, an edit's diff, a permission
 //! request answered both ways, the todo list as a plan, a cancel during a
-//! long command, `session/load` of a saved session, MCP servers the
-//! client passes; and raw lines over the line limit.
+//! long command, `session/load` of a saved session (its history, its last
+//! todo list, its mode), mode changes told once and before the answer,
+//! MCP servers the client passes; and raw lines over the line limit.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers may panic
 
@@ -1104,4 +1105,164 @@ async fn an_over_long_request_is_answered_for_its_id_and_serving_goes_on() {
         "{}",
         got[3]
     );
+}
+
+/// The mode ids of the `current_mode_update`s in `updates`, in order.
+fn mode_updates(updates: &[SessionUpdate]) -> Vec<String> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::CurrentModeUpdate(m) => Some(m.current_mode_id.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mode_changes_reach_the_client_once_and_before_the_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        seen,
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            // Opening the session told nothing beyond its response.
+            assert_eq!(mode_updates(&s.updates()), Vec::<String>::new());
+            s.clear();
+            cx.send_request(SetSessionModeRequest::new(id.clone(), "read-only"))
+                .block_task()
+                .await
+                .unwrap();
+            // The client's own change is confirmed once (a command waits
+            // for every update before its answer).
+            prompt(&cx, &id, "/todo").await;
+            assert_eq!(mode_updates(&s.updates()), ["read-only"]);
+
+            // A change the client did not make is told before the answer.
+            s.clear();
+            prompt(&cx, &id, "/plan").await;
+            let updates = s.updates();
+            assert_eq!(mode_updates(&updates), ["plan"]);
+            let told = updates
+                .iter()
+                .position(|u| matches!(u, SessionUpdate::CurrentModeUpdate(_)))
+                .unwrap();
+            let answered = updates
+                .iter()
+                .position(|u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+                .unwrap();
+            assert!(told < answered, "{updates:?}");
+            s.clear();
+            prompt(&cx, &id, "/plan off").await;
+            assert_eq!(mode_updates(&s.updates()), ["read-only"]);
+            assert_eq!(s.text(), "plan mode: off");
+
+            // The permission request carries the call's arguments.
+            s.answers.lock().unwrap().push_back("allow-once");
+            s.clear();
+            let write = r#"call write {"file_path":"w.txt","content":"x","sandbox_permissions":"workspace-write","justification":"the test asks"}"#;
+            assert_eq!(prompt(&cx, &id, write).await, StopReason::EndTurn);
+            let asked = s.asked.lock().unwrap().clone();
+            assert_eq!(asked.len(), 1);
+            let input = asked[0].tool_call.fields.raw_input.clone().unwrap();
+            assert_eq!(input["file_path"], "w.txt", "{input}");
+            // Everything the turn sent came before its response.
+            assert_eq!(
+                statuses(&s.updates()),
+                [ToolCallStatus::InProgress, ToolCallStatus::Completed]
+            );
+            Ok(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loaded_session_shows_its_last_todo_list_once_after_its_history() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let first = Arc::new(Mutex::new(String::new()));
+    let (f, dir) = (first.clone(), cwd.path().to_path_buf());
+    let todo = |items: &str| format!(r#"call todo_write {{"todos":[{items}]}}"#);
+    let (one, two) = (
+        todo(r#"{"content":"look","status":"in_progress"}"#),
+        todo(r#"{"content":"look","status":"completed"},{"content":"fix","status":"pending"}"#),
+    );
+    let prompts = [one.clone(), two.clone()];
+    with_client(
+        home.path(),
+        Arc::new(Seen::default()),
+        move |cx: ConnectionTo<Agent>| async move {
+            let id = init_and_new(&cx, &dir).await;
+            prompt(&cx, &id, &one).await;
+            prompt(&cx, &id, &two).await;
+            prompt(&cx, &id, "/plan").await;
+            *f.lock().unwrap() = id;
+            Ok(())
+        },
+    )
+    .await;
+    let id = first.lock().unwrap().clone();
+    let seen = Arc::new(Seen::default());
+    let (s, dir) = (seen.clone(), cwd.path().to_path_buf());
+    with_client(
+        home.path(),
+        seen,
+        move |cx: ConnectionTo<Agent>| async move {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
+                .block_task()
+                .await
+                .unwrap();
+            let loaded = cx
+                .send_request(LoadSessionRequest::new(id.clone(), dir.clone()))
+                .block_task()
+                .await
+                .unwrap();
+            // The resumed session keeps its mode; the replay tells none.
+            assert_eq!(loaded.modes.unwrap().current_mode_id.to_string(), "plan");
+            let updates = s.updates();
+            assert_eq!(mode_updates(&updates), Vec::<String>::new());
+            let users: Vec<String> = updates
+                .iter()
+                .filter_map(|u| match u {
+                    SessionUpdate::UserMessageChunk(c) => match &c.content {
+                        ContentBlock::Text(t) => Some(t.text.clone()),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(users, prompts);
+            let plans: Vec<Vec<String>> = updates
+                .iter()
+                .filter_map(|u| match u {
+                    SessionUpdate::Plan(p) => {
+                        Some(p.entries.iter().map(|e| e.content.clone()).collect())
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(plans, [["look", "fix"]]);
+            // After the history (the commands are announced after the
+            // response, and may have arrived already).
+            let history: Vec<&SessionUpdate> = updates
+                .iter()
+                .filter(|u| !matches!(u, SessionUpdate::AvailableCommandsUpdate(_)))
+                .collect();
+            assert!(
+                matches!(history.last(), Some(SessionUpdate::Plan(_))),
+                "{updates:?}"
+            );
+            assert_eq!(final_status(&updates), [ToolCallStatus::Completed; 2]);
+            // No diff in a replay, and no in_progress: those were live.
+            assert!(last_diff(&updates).is_none());
+            assert_eq!(statuses(&updates), [ToolCallStatus::Completed; 2]);
+            Ok(())
+        },
+    )
+    .await;
 }
