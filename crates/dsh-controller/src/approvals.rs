@@ -99,6 +99,7 @@ impl Person for Watchers {
             kind,
             call_id: call.call_id.as_str().to_string(),
             tool: call.name.clone(),
+            arguments: call.arguments.clone(),
             summary: question.summary.clone(),
             detail: question.detail.clone(),
             justification: question.justification.clone(),

@@ -11,11 +11,12 @@
 //! is a protocol change.
 
 use dsh_protocol::{MessageSource, SessionEvent, TurnEndReason};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// One UI event of a session.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     /// Position in the session's event stream: 0 for the first, one more
     /// for each next. A client that saw `seq` resumes from `seq + 1`.
@@ -28,7 +29,7 @@ pub struct Event {
 }
 
 /// What happened. Tagged by `type` (snake case); fields are camelCase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",
@@ -69,7 +70,8 @@ pub enum EventBody {
     UserMessage {
         /// Its text.
         text: String,
-        /// Who sent it.
+        /// Who sent it (`user`, or what woke the agent).
+        #[schemars(with = "serde_json::Value")]
         source: MessageSource,
         /// Sent while a turn ran (steering) rather than starting one.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -144,6 +146,8 @@ pub enum EventBody {
         call_id: String,
         /// The tool.
         tool: String,
+        /// The call's arguments exactly as the model wrote them.
+        arguments: String,
         /// One line: what the call wants.
         summary: String,
         /// The command, the diff, or the plan, whole.
@@ -186,10 +190,12 @@ pub enum EventBody {
     TurnEnded {
         /// Turn number.
         turn: u64,
-        /// How it ended.
+        /// How it ended (`{"type": "completed"}`, `aborted`, `error` with
+        /// `message` and `code`, `max_steps`, …).
+        #[schemars(with = "serde_json::Value")]
         reason: TurnEndReason,
-        /// Why the model's last step stopped (`stop`, `max_tokens`, ...),
-        /// when it said.
+        /// Why the model's last step stopped, in the log's words (`stop`,
+        /// `tool-calls`, `max-tokens`, `aborted`, `error`), when it said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         finish: Option<String>,
         /// Milliseconds from the start of the turn to its end.
@@ -246,7 +252,8 @@ pub enum EventBody {
     /// delivered to subscriptions that ask for it
     /// ([`crate::Subscription::with_log`]).
     Log {
-        /// The event.
+        /// The event (`{"type", "seq", "time", "data"}`).
+        #[schemars(with = "serde_json::Value")]
         event: Arc<SessionEvent>,
     },
     /// The session was closed; nothing follows.
@@ -290,7 +297,7 @@ impl EventBody {
 }
 
 /// A file a tool call changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FileDiff {
     /// The file, absolute.
@@ -303,7 +310,7 @@ pub struct FileDiff {
 }
 
 /// One todo item as the UI shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoEntry {
     /// What is to be done.
     pub content: String,
@@ -323,7 +330,7 @@ impl TodoEntry {
 }
 
 /// What an approval question is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalKind {
     /// A tool call outside the permission mode.
@@ -333,7 +340,7 @@ pub enum ApprovalKind {
 }
 
 /// An answer to an approval question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Decision {
     /// Run this call (approve this plan).

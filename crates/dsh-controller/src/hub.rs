@@ -123,6 +123,8 @@ pub struct Subscription {
     hub: Arc<Hub>,
     next: u64,
     log: bool,
+    /// Where [`Subscription::handled`] reports the position.
+    handled: Option<tokio::sync::watch::Sender<u64>>,
 }
 
 impl Subscription {
@@ -131,6 +133,34 @@ impl Subscription {
             hub,
             next: from,
             log: false,
+            handled: None,
+        }
+    }
+
+    /// Follows how far the reader got: the number of the first event it
+    /// has not handled yet. An event counts as handled when the reader
+    /// asks for the next one; events the subscription skips (log events
+    /// it was not asked for) count at once. A front end waits on it to
+    /// know that everything published up to a number was handled
+    /// (`receiver.wait_for(|p| *p >= session.next_seq())`).
+    pub fn handled(&mut self) -> tokio::sync::watch::Receiver<u64> {
+        match &self.handled {
+            Some(tx) => tx.subscribe(),
+            None => {
+                let (tx, rx) = tokio::sync::watch::channel(self.next);
+                self.handled = Some(tx);
+                rx
+            }
+        }
+    }
+
+    fn report(&self) {
+        if let Some(tx) = &self.handled {
+            tx.send_if_modified(|p| {
+                let moved = *p != self.next;
+                *p = self.next;
+                moved
+            });
         }
     }
 
@@ -170,18 +200,23 @@ impl Subscription {
 
     /// The next event already published, without waiting.
     pub fn try_next(&mut self) -> Option<Result<Arc<Event>, Lost>> {
+        // The event returned last is handled once the next is asked for.
+        self.report();
         loop {
             match self.hub.read(self.next) {
                 Ok(Some(event)) => {
-                    self.next = event.seq + 1;
                     if !self.log && matches!(event.body, EventBody::Log { .. }) {
+                        self.next = event.seq + 1;
+                        self.report();
                         continue;
                     }
+                    self.next = event.seq + 1;
                     return Some(Ok(event));
                 }
                 Ok(None) => return None,
                 Err(lost) => {
                     self.next = lost.to;
+                    self.report();
                     return Some(Err(lost));
                 }
             }
@@ -262,6 +297,30 @@ mod tests {
             .map(|e| e.unwrap().body.kind())
             .collect();
         assert_eq!(all, vec!["warning", "log", "warning"]);
+    }
+
+    #[test]
+    fn handled_counts_an_event_once_the_next_is_asked_for_and_skipped_ones_at_once() {
+        let hub = Hub::new(8);
+        hub.publish(warn(0));
+        let mut sub = Subscription::new(hub.clone(), 0);
+        let handled = sub.handled();
+        assert_eq!(*handled.borrow(), 0);
+        assert_eq!(sub.try_next().unwrap().unwrap().seq, 0);
+        assert_eq!(*handled.borrow(), 0, "event 0 is being handled");
+        hub.publish(EventBody::Log {
+            event: Arc::new(dsh_protocol::SessionEvent {
+                seq: 0,
+                time: 0,
+                data: dsh_protocol::EventPayload::Other {
+                    kind: "x".into(),
+                    data: serde_json::json!({}),
+                },
+            }),
+        });
+        // Asking again: 0 is handled, the log event is skipped.
+        assert!(sub.try_next().is_none());
+        assert_eq!(*handled.borrow(), 2);
     }
 
     proptest::proptest! {

@@ -57,7 +57,16 @@ use dsh_kernel::ErrorCode;
 /// Why a command failed: a stable code (`TURN_RUNNING`, `UNKNOWN_APPROVAL`,
 /// `PROMPT_BLOCKED`, …; see `docs/error-codes.md`) and a message a person
 /// or a model can act on.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    thiserror::Error,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[error("{message}")]
 pub struct CommandError {
     /// The code.

@@ -60,7 +60,7 @@ pub struct Session {
 }
 
 /// What a session is, for lists and `/session`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     /// The id of its log.

@@ -143,9 +143,7 @@ impl Translator {
                     out.push(EventBody::ReasoningDelta { text: text.clone() });
                 }
                 StreamChunk::Finish { reason } => {
-                    self.clock.finish = serde_json::to_value(reason)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string));
+                    self.clock.finish = Some(reason.kind().to_string());
                 }
                 _ => {}
             },

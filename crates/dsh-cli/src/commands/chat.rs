@@ -118,7 +118,7 @@ async fn chat_session(settings: dsh::Settings, resume: Option<String>) -> u8 {
 struct Feed {
     turn_ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<()>>,
     running: watch::Receiver<bool>,
-    /// The sequence number the feed is at.
+    /// How far the feed has handled the events.
     position: watch::Receiver<u64>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -131,10 +131,9 @@ impl Feed {
     ) -> Self {
         let (turn_tx, turn_ends) = mpsc::unbounded_channel();
         let (running_tx, running) = watch::channel(false);
-        let (position_tx, position) = watch::channel(events.position());
+        let position = events.handled();
         let task = tokio::spawn(async move {
             while let Some(item) = events.next().await {
-                position_tx.send_replace(events.position().saturating_sub(1));
                 let Ok(event) = item else { continue };
                 match &event.body {
                     EventBody::Warning { message } => crate::output::say!("dsh: {message}"),
@@ -174,7 +173,6 @@ impl Feed {
                         }
                     }
                 }
-                position_tx.send_replace(events.position());
             }
         });
         Self {

@@ -153,7 +153,7 @@ struct Reader {
     turn_ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<Option<TurnEndReason>>>,
     /// Status changes of the agent (a stored permit: none is lost).
     changed: Arc<Notify>,
-    /// The sequence number the reader is at.
+    /// How far the reader has handled the events.
     position: watch::Receiver<u64>,
     state: Arc<ReaderState>,
     task: tokio::task::JoinHandle<()>,
@@ -171,11 +171,11 @@ struct ReaderState {
 impl Reader {
     fn start(events: Subscription, json: bool, written: &Arc<WriteFailure>) -> Self {
         let (turn_tx, turn_rx) = mpsc::unbounded_channel();
-        let (pos_tx, position) = watch::channel(events.position());
         let changed = Arc::new(Notify::new());
         let state = Arc::new(ReaderState::default());
         state.json.store(json, std::sync::atomic::Ordering::SeqCst);
-        let events = events.with_log(json);
+        let mut events = events.with_log(json);
+        let position = events.handled();
         let (st, notify, written) = (state.clone(), changed.clone(), written.clone());
         let task = tokio::spawn(async move {
             let mut events = events;
@@ -183,7 +183,6 @@ impl Reader {
                 if let Ok(event) = item {
                     st.take(&event.body, &written, &turn_tx, &notify);
                 }
-                pos_tx.send_replace(events.position());
             }
             // Closed: nobody waits for a turn end any more.
             let _ = turn_tx.send(None);
