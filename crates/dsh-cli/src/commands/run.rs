@@ -240,15 +240,15 @@ impl ReaderState {
         changed: &Notify,
     ) {
         match body {
-            EventBody::Log { event } => {
-                if self.json.load(std::sync::atomic::Ordering::SeqCst) && !written.failed() {
-                    let line = serde_json::to_string(&**event).unwrap_or_default();
-                    let line = crate::sanitize::json_visible(&line);
-                    let mut out = std::io::stdout().lock();
-                    // A closed stdout (e.g. `| head`) must not kill the
-                    // turn: the failure is noted and decides the exit code.
-                    written.note(writeln!(out, "{line}").and_then(|()| out.flush()));
-                }
+            EventBody::Log { event }
+                if self.json.load(std::sync::atomic::Ordering::SeqCst) && !written.failed() =>
+            {
+                let line = serde_json::to_string(&**event).unwrap_or_default();
+                let line = crate::sanitize::json_visible(&line);
+                let mut out = std::io::stdout().lock();
+                // A closed stdout (e.g. `| head`) must not kill the turn:
+                // the failure is noted and decides the exit code.
+                written.note(writeln!(out, "{line}").and_then(|()| out.flush()));
             }
             // Said once per session: an ignored config key, an MCP server
             // that did not start, fewer sandbox layers than asked.
