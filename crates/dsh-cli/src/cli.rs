@@ -36,6 +36,11 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Serve the Agent Client Protocol on stdin/stdout (for editors).
     Acp(AcpArgs),
+    /// Serve the session API over JSON-RPC: WebSocket and REST on
+    /// 127.0.0.1 (a random port and a token printed on start), or stdio.
+    Serve(ServeArgs),
+    /// Serve the browser app (`dsh serve` plus the web app) and open it.
+    Web(WebArgs),
     /// List the tools the model is shown.
     Tools(ToolsArgs),
     /// List the skills found (project .dsh/skills, .agents/skills, user).
@@ -263,6 +268,52 @@ pub(crate) struct AcpArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub(crate) max_line_bytes: u64,
+}
+
+/// Where `dsh serve` and `dsh web` listen and how clients prove who they
+/// are.
+#[derive(Debug, Args)]
+pub(crate) struct ListenArgs {
+    /// The address to listen on. Anything but a loopback address lets
+    /// others reach the server (a warning says so); put TLS in front.
+    #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1")]
+    pub(crate) host: std::net::IpAddr,
+    /// The port (0: a free one, printed on start).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub(crate) port: u16,
+    /// Write the token clients must present to this file (mode 0600)
+    /// instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+}
+
+/// Arguments of `dsh serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The agent options every session starts from.
+    #[command(flatten)]
+    pub(crate) stack: StackArgs,
+    /// Where to listen.
+    #[command(flatten)]
+    pub(crate) listen: ListenArgs,
+    /// Serve one client on stdin/stdout instead (newline-delimited
+    /// JSON-RPC, no token: the client started the process).
+    #[arg(long, conflicts_with_all = ["host", "port", "token_file"])]
+    pub(crate) stdio: bool,
+}
+
+/// Arguments of `dsh web`.
+#[derive(Debug, Args)]
+pub(crate) struct WebArgs {
+    /// The agent options every session starts from.
+    #[command(flatten)]
+    pub(crate) stack: StackArgs,
+    /// Where to listen.
+    #[command(flatten)]
+    pub(crate) listen: ListenArgs,
+    /// Do not open the browser (the address is printed either way).
+    #[arg(long)]
+    pub(crate) no_open: bool,
 }
 
 /// Arguments of `dsh tools`.

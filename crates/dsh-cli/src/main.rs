@@ -48,6 +48,8 @@ fn main() -> ExitCode {
         Some(Command::Chat(args)) => commands::chat::run(args),
         Some(Command::Run(args)) => commands::run::run(args),
         Some(Command::Acp(args)) => commands::acp::run(args),
+        Some(Command::Serve(args)) => commands::serve::run(args),
+        Some(Command::Web(args)) => commands::serve::web(args),
         Some(Command::Tools(args)) => commands::tools::run(args),
         Some(Command::Skills(args)) => commands::skills::run(args),
         Some(Command::Schema(args)) => commands::schema::run(args),

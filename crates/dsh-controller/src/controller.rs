@@ -354,6 +354,43 @@ impl Controller {
         Ok(all)
     }
 
+    /// Up to `limit` events of session `id`'s log from `from`: the open
+    /// session's (in memory, so nothing waits for a flush), else the saved
+    /// log's.
+    ///
+    /// # Errors
+    /// `UNKNOWN_SESSION`: neither open nor saved (or an unusable id);
+    /// `SESSION_READ_FAILED`: the log cannot be read.
+    pub fn read_log(
+        &self,
+        id: &str,
+        from: u64,
+        limit: usize,
+    ) -> CommandResult<Vec<dsh_session::SessionEvent>> {
+        let page = |events: &mut dyn Iterator<Item = dsh_session::SessionEvent>| {
+            events.filter(|e| e.seq >= from).take(limit).collect()
+        };
+        if let Some(session) = self.find_open(id) {
+            return Ok(page(&mut session.log_events().into_iter()));
+        }
+        let unknown = || {
+            CommandError::new(
+                codes::UNKNOWN_SESSION,
+                format!("no session \"{id}\" is open or saved"),
+            )
+        };
+        dsh_session::validate_session_id(id).map_err(|_| unknown())?;
+        let resolved = dsh::resolve(&self.settings)
+            .map_err(|e| CommandError::new(codes::INVALID_CONFIG, e.to_string()))?;
+        let path = resolved.session_dir.join(format!("{id}.jsonl"));
+        if !path.is_file() {
+            return Err(unknown());
+        }
+        let log = dsh_session::load_jsonl(&path)
+            .map_err(|e| CommandError::new(codes::SESSION_READ_FAILED, e.to_string()))?;
+        Ok(page(&mut log.events.into_iter()))
+    }
+
     /// Closes session `id` ([`Session::close`]) and forgets it.
     ///
     /// # Errors

@@ -422,6 +422,14 @@ impl Session {
         })
     }
 
+    /// The events of the session's current log, in order (empty once
+    /// closed).
+    pub fn log_events(&self) -> Vec<dsh_session::SessionEvent> {
+        self.agent()
+            .map(|a| a.session().events().iter().map(|e| (**e).clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// Answers approval question `approval_id` (from
     /// [`EventBody::ApprovalAsked`]); the first answer wins.
     ///

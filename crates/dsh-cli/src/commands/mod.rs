@@ -8,6 +8,7 @@ pub(crate) mod doctor;
 pub(crate) mod mcp;
 pub(crate) mod run;
 pub(crate) mod schema;
+pub(crate) mod serve;
 pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod tools;
