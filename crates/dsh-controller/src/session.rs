@@ -29,6 +29,9 @@ use crate::hub::{Hub, Subscription};
 use crate::translate::Translator;
 use crate::{CommandError, CommandResult};
 
+/// The most directory entries [`Session::files`] looks at.
+pub const FILES_WALK_MAX: usize = 50_000;
+
 /// How long [`Session::close`] waits for a title request to land in the log.
 const TITLE_WAIT: Duration = Duration::from_secs(3);
 
@@ -420,6 +423,40 @@ impl Session {
             cache_read_tokens: totals.cache_read.and_then(|c| u64::try_from(c).ok()),
             title,
         })
+    }
+
+    /// Files of the workspace whose path (relative to it) contains
+    /// `query` (case blind), for `@` completion: at most `limit`, shortest
+    /// first. Ignored files (`.gitignore`, hidden ones) are left out, and
+    /// the walk stops after [`FILES_WALK_MAX`] entries so a huge tree
+    /// answers quickly.
+    ///
+    /// # Errors
+    /// `SESSION_CLOSED`.
+    pub fn files(&self, query: &str, limit: usize) -> CommandResult<Vec<String>> {
+        let cwd = self.stack()?.resolved.cwd.clone();
+        let query = query.to_lowercase();
+        let mut found = Vec::new();
+        for entry in ignore::WalkBuilder::new(&cwd)
+            .require_git(false)
+            .build()
+            .take(FILES_WALK_MAX)
+            .flatten()
+        {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(&cwd) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().into_owned();
+            if rel.to_lowercase().contains(&query) {
+                found.push(rel);
+            }
+        }
+        found.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+        found.truncate(limit);
+        Ok(found)
     }
 
     /// The events of the session's current log, in order (empty once

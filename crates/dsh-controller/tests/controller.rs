@@ -495,3 +495,31 @@ async fn a_fifo_named_by_a_file_call_does_not_hang_the_diff() {
     assert_eq!(finished, Some((true, None)));
     c.shutdown("test over").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_for_completion_match_the_path_and_leave_ignored_ones_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("src/deep")).unwrap();
+    std::fs::create_dir_all(ws.join("target")).unwrap();
+    for f in ["src/main.rs", "src/deep/Main.rs", "target/main.o", ".secret_main", "README.md"] {
+        std::fs::write(ws.join(f), "x").unwrap();
+    }
+    std::fs::write(ws.join(".gitignore"), "target/\n").unwrap();
+    let c = controller(dir.path(), None);
+    let s = open(
+        &c,
+        SessionOptions {
+            cwd: Some(ws.clone()),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        s.files("main", 10).unwrap(),
+        vec!["src/main.rs".to_string(), "src/deep/Main.rs".to_string()]
+    );
+    assert_eq!(s.files("", 1).unwrap(), vec!["README.md".to_string()]);
+    assert!(s.files("nothing-like-it", 10).unwrap().is_empty());
+    c.shutdown("test over").await;
+}

@@ -243,6 +243,28 @@ pub struct CommandResult {
     pub exit: bool,
 }
 
+/// `session/files`: workspace files for `@` completion.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FilesParams {
+    /// The session.
+    pub session_id: String,
+    /// Part of the path (case blind; empty: any).
+    #[serde(default)]
+    pub query: String,
+    /// At most this many (default 50, cap 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// `session/files`' result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FilesResult {
+    /// Paths relative to the workspace, shortest first (ignored and
+    /// hidden files left out).
+    pub paths: Vec<String>,
+}
+
 /// `session/events` and `session/log`: a page of history.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -384,6 +406,7 @@ methods! {
     "session/compact", CompactParams, Text, "Compacts the history now (between turns).";
     "session/answer", AnswerParams, Empty, "Answers an approval question; the first answer wins (UNKNOWN_APPROVAL after).";
     "session/command", CommandParams, CommandResult, "Runs a chat command line (`/model`, `/permission`, `/plan`, `/compact`, `/todo`, `/session`, `/clear`, `/help`, `/exit`).";
+    "session/files", FilesParams, FilesResult, "Workspace files whose path contains a query, for `@` completion.";
     "session/events", PageParams, EventsPage, "A page of the session's events still held (for a client that reloads).";
     "session/log", PageParams, LogPage, "A page of the session's log (the JSONL events).";
     "shutdown", Empty, Empty, "Ends the connection (over stdio: the server).";

@@ -425,6 +425,15 @@ impl Connection {
                     exit: matches!(reply_, Reply::Exit),
                 })
             }
+            "session/files" => {
+                let p: FilesParams = parse(params)?;
+                let limit = p
+                    .limit
+                    .map_or(50, |l| usize::try_from(l).unwrap_or(PAGE_MAX))
+                    .clamp(1, PAGE_MAX);
+                let paths = c.get(&p.session_id)?.files(&p.query, limit)?;
+                reply(FilesResult { paths })
+            }
             "session/events" => {
                 let p: PageParams = parse(params)?;
                 let session = c.get(&p.session_id)?;
