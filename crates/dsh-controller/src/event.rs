@@ -190,8 +190,9 @@ pub enum EventBody {
     TurnEnded {
         /// Turn number.
         turn: u64,
-        /// How it ended (`{"type": "completed"}`, `aborted`, `error` with
-        /// `message` and `code`, `max_steps`, …).
+        /// How it ended, as the log says it (`{"kind": "completed"}`,
+        /// `aborted` with `reason`, `error` with `message` and `code`,
+        /// `max-steps`, …).
         #[schemars(with = "serde_json::Value")]
         reason: TurnEndReason,
         /// Why the model's last step stopped, in the log's words (`stop`,

@@ -502,7 +502,13 @@ async fn files_for_completion_match_the_path_and_leave_ignored_ones_out() {
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(ws.join("src/deep")).unwrap();
     std::fs::create_dir_all(ws.join("target")).unwrap();
-    for f in ["src/main.rs", "src/deep/Main.rs", "target/main.o", ".secret_main", "README.md"] {
+    for f in [
+        "src/main.rs",
+        "src/deep/Main.rs",
+        "target/main.o",
+        ".secret_main",
+        "README.md",
+    ] {
         std::fs::write(ws.join(f), "x").unwrap();
     }
     std::fs::write(ws.join(".gitignore"), "target/\n").unwrap();

@@ -131,6 +131,9 @@ pub struct Connection {
     /// `shutdown` over stdio stops the server; over a socket it ends the
     /// connection only.
     stdio: bool,
+    /// Requests being answered.
+    inflight: std::sync::atomic::AtomicUsize,
+    answered: Notify,
 }
 
 struct Subscribed {
@@ -158,6 +161,8 @@ impl Connection {
                 gone_notify: Notify::new(),
                 subscriptions: Mutex::new(HashMap::new()),
                 stdio,
+                inflight: std::sync::atomic::AtomicUsize::new(0),
+                answered: Notify::new(),
             }),
             rx,
         )
@@ -258,10 +263,26 @@ impl Connection {
         let Some(id) = id else { return };
         let params = message.remove("params").unwrap_or(json!({}));
         let me = self.clone();
+        self.inflight.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             let outcome = me.call(&method, params).await;
             me.respond(id, outcome);
+            me.inflight.fetch_sub(1, Ordering::SeqCst);
+            me.answered.notify_waiters();
         });
+    }
+
+    /// Waits until every request taken so far is answered (queued).
+    pub async fn settled(&self) {
+        loop {
+            let answered = self.answered.notified();
+            tokio::pin!(answered);
+            answered.as_mut().enable();
+            if self.inflight.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            answered.await;
+        }
     }
 
     async fn call(self: &Arc<Self>, method: &str, params: Value) -> Outcome {

@@ -94,6 +94,9 @@ where
         () = server.stop_requested() => Ok(()),
         () = conn.dropped() => Ok(()),
     };
+    // The requests taken before the end are answered (a slow one, such as
+    // a session opening its MCP servers, for a bounded time).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), conn.settled()).await;
     conn.close();
     drop(conn);
     // The writer ends when the last sender is gone (the tasks still

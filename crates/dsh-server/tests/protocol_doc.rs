@@ -5,7 +5,10 @@
 
 #[test]
 fn the_protocol_document_is_current() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/serve-protocol.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/serve-protocol.json"
+    );
     let want = format!(
         "{}\n",
         serde_json::to_string_pretty(&dsh_server::protocol::schema_document()).unwrap()
