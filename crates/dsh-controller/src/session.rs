@@ -692,7 +692,8 @@ impl Session {
         }
     }
 
-    /// Closes the session: withdraws the questions, aborts and disposes
+    /// Closes the session: withdraws the questions, aborts the running turn
+    /// and waits (up to 5 s) for it to end `aborted` with `reason`, disposes
     /// the agent (its log flushed), waits briefly for a title being made,
     /// publishes [`EventBody::Closed`] and shuts the stack down (MCP
     /// servers and commands stopped). Idempotent.
@@ -705,6 +706,12 @@ impl Session {
             stack.approver.set_person(None);
         }
         self.approvals.withdraw_all();
+        // The running turn ends as aborted (with `reason`) before the agent
+        // is disposed, as a signal ends `dsh run`'s.
+        let deadline = tokio::time::Instant::now() + RELEASE_WAIT;
+        while self.is_running() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let title = lock(&self.title).take();
         if let Some(task) = title {
             let _ = tokio::time::timeout(TITLE_WAIT, task).await;

@@ -61,11 +61,14 @@ async fn stdio(settings: dsh::Settings) -> u8 {
         tokio::io::stdout(),
         dsh_server::DEFAULT_MAX_LINE_BYTES,
     );
-    let (code, result) = tokio::select! {
-        r = served => (0, r),
-        stop = signals.next() => (stop.exit_code(), Ok(())),
+    let (code, why, result) = tokio::select! {
+        r = served => (0, "the client left", r),
+        stop = signals.next() => {
+            crate::output::say!("dsh serve: {}: stopping", stop.reason());
+            (stop.exit_code(), stop.reason(), Ok(()))
+        }
     };
-    crate::commands::shutdown_bounded(controller.shutdown("the server stopped")).await;
+    crate::commands::shutdown_bounded(controller.shutdown(why)).await;
     if let Err(e) = result {
         crate::output::say!("dsh serve: {e}");
         return 1;
@@ -161,7 +164,7 @@ async fn listen(
     let stop = signals.next().await;
     crate::output::say!("{name}: {}: stopping", stop.reason());
     // Turns end cleanly (aborted, logged, flushed) before the sockets go.
-    crate::commands::shutdown_bounded(controller.shutdown("the server stopped")).await;
+    crate::commands::shutdown_bounded(controller.shutdown(stop.reason())).await;
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), served).await;
     stop.exit_code()
