@@ -504,6 +504,11 @@ impl Agent for LoopAgent {
         !st.disposed && (st.status == AgentStatus::Running || !st.queued.is_empty())
     }
 
+    fn has_queued(&self) -> bool {
+        let st = self.lock();
+        !st.disposed && !st.queued.is_empty()
+    }
+
     fn send(&self, content: Vec<ContentBlock>, source: MessageSource) -> Result<(), AgentError> {
         self.enqueue(content, source, false)
     }

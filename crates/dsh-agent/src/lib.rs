@@ -143,6 +143,12 @@ pub trait Agent: Send + Sync + 'static {
     fn has_work(&self) -> bool {
         self.status() == AgentStatus::Running
     }
+    /// Whether a message waits in the queue for a turn not started yet
+    /// (the running turn, if any, not counted). The default: never (an
+    /// implementation without a queue).
+    fn has_queued(&self) -> bool {
+        false
+    }
     /// Queues a message; starts a turn when idle, else waits for the next
     /// turn. Emits `agent/queued` (steering: false).
     ///

@@ -60,6 +60,8 @@ pub struct Session {
     closed: AtomicBool,
     /// The first sequence number after a resumed session's history.
     live_from: std::sync::atomic::AtomicU64,
+    /// A turn started (its message is logged) and has not logged its end.
+    turn_open: Arc<AtomicBool>,
 }
 
 /// What a session is, for lists and `/session`.
@@ -168,6 +170,7 @@ impl Session {
             title: Mutex::new(None),
             closed: AtomicBool::new(false),
             live_from: std::sync::atomic::AtomicU64::new(0),
+            turn_open: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -226,6 +229,14 @@ impl Session {
         self.status() == AgentStatus::Running
     }
 
+    /// Whether a turn is under way as far as the log goes (its message or
+    /// start logged, its end not yet) or a message waits for the next one.
+    /// Unlike [`Session::has_work`], `false` as soon as the turn's end is
+    /// logged: a client that saw `turn_ended` may prompt at once.
+    pub fn busy(&self) -> bool {
+        self.turn_open.load(Ordering::SeqCst) || self.agent().is_ok_and(|a| a.has_queued())
+    }
+
     /// Whether a turn runs or one is queued.
     pub fn has_work(&self) -> bool {
         self.agent().is_ok_and(|a| a.has_work())
@@ -239,9 +250,12 @@ impl Session {
     /// `SESSION_CLOSED`; the agent's own error.
     pub async fn prompt(&self, text: &str) -> CommandResult<()> {
         let (agent, blocks) = self.submitted(text).await?;
-        agent
-            .send(blocks, MessageSource::User)
-            .map_err(CommandError::from_coded)
+        // Busy from now (the loop logs the message when it takes it).
+        let was_open = self.turn_open.swap(true, Ordering::SeqCst);
+        agent.send(blocks, MessageSource::User).map_err(|e| {
+            self.turn_open.store(was_open, Ordering::SeqCst);
+            CommandError::from_coded(e)
+        })
     }
 
     /// Sends `text` into the running turn (the model reads it at its next
@@ -774,14 +788,23 @@ impl Session {
         }
         self.live_from.store(self.hub.next_seq(), Ordering::SeqCst);
         let mut listeners = Vec::new();
-        let (hub, follow, translator) = (
+        let (hub, follow, translator, turn_open) = (
             self.hub.clone(),
             self.follow.clone(),
             self.translator.clone(),
+            self.turn_open.clone(),
         );
         listeners.push(stack.store.on_event().on(move |(session, event)| {
             if session.id().as_str() != lock(&follow).as_str() {
                 return;
+            }
+            match &event.data {
+                dsh_protocol::EventPayload::UserMessage(_)
+                | dsh_protocol::EventPayload::TurnStart(_) => {
+                    turn_open.store(true, Ordering::SeqCst)
+                }
+                dsh_protocol::EventPayload::TurnEnd(_) => turn_open.store(false, Ordering::SeqCst),
+                _ => {}
             }
             // Translated under the lock: events keep the log's order.
             let mut translator = lock(&translator);

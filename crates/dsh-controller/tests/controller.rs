@@ -75,7 +75,11 @@ async fn a_turn_streams_as_typed_events_that_a_second_reader_sees_identically() 
     let c = controller(dir.path(), None);
     let s = open(&c, SessionOptions::default()).await;
     s.prompt("echo hello there").await.unwrap();
+    assert!(s.busy(), "a prompt sent makes the session busy at once");
     let events = read_until(&s, 0, turn_ended).await;
+    // The end is logged: a client that saw it may prompt (the agent's own
+    // status may still say running for a moment).
+    assert!(!s.busy());
     let k = kinds(&events);
     assert_eq!(k[0], "session_started", "{k:?}");
     // The order of a tool turn: the message, the call start, its run, its

@@ -378,7 +378,7 @@ impl Connection {
                 let p: PromptParams = parse(params)?;
                 let session = c.get(&p.session_id)?;
                 let _one_at_a_time = self.server.prompting.lock().await;
-                if session.has_work() {
+                if session.busy() {
                     return Err(dsh_controller::CommandError::new(
                         codes::TURN_RUNNING,
                         "a turn runs in this session (one client drives a turn at a time); steer it, abort it, or prompt when it has ended",
