@@ -17,6 +17,10 @@ use crate::event::{now_ms, Event, EventBody};
 /// How many events a session's ring holds by default.
 pub const DEFAULT_RING_EVENTS: usize = 65_536;
 
+/// How many bytes of text a session's ring holds at most (tool outputs
+/// and diffs are the big ones); the oldest events go first.
+pub const RING_BYTES: usize = 64 * 1024 * 1024;
+
 /// The events a subscription missed because the ring dropped them before
 /// it read them: `from..to` (end exclusive); it goes on at `to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,9 +33,38 @@ pub struct Lost {
 
 struct Ring {
     events: VecDeque<Arc<Event>>,
+    /// The text the events hold, roughly ([`weight`]).
+    bytes: usize,
     /// The sequence number the next event gets.
     next_seq: u64,
     closed: bool,
+}
+
+/// Roughly how many bytes `body` holds: its text and a fixed overhead.
+/// A log event's body is shared with the session's log, so it counts the
+/// overhead only.
+fn weight(body: &EventBody) -> usize {
+    const OVERHEAD: usize = 96;
+    OVERHEAD
+        + match body {
+            EventBody::MessageDelta { text }
+            | EventBody::ReasoningDelta { text }
+            | EventBody::MessageCompleted { text }
+            | EventBody::UserMessage { text, .. } => text.len(),
+            EventBody::ToolStarted { arguments, .. } => arguments.len(),
+            EventBody::ToolFinished { output, diff, .. } => {
+                output.len()
+                    + diff.as_ref().map_or(0, |d| {
+                        d.new_text.len() + d.old_text.as_ref().map_or(0, String::len)
+                    })
+            }
+            EventBody::ApprovalAsked {
+                arguments, detail, ..
+            } => arguments.len() + detail.as_ref().map_or(0, String::len),
+            EventBody::Todos { items } => items.iter().map(|t| t.content.len()).sum(),
+            EventBody::Warning { message } | EventBody::Error { message, .. } => message.len(),
+            _ => 0,
+        }
 }
 
 /// One session's events.
@@ -47,6 +80,7 @@ impl Hub {
         Arc::new(Self {
             ring: Mutex::new(Ring {
                 events: VecDeque::new(),
+                bytes: 0,
                 next_seq: 0,
                 closed: false,
             }),
@@ -66,9 +100,15 @@ impl Hub {
             }
             let seq = ring.next_seq;
             ring.next_seq += 1;
-            if ring.events.len() == self.capacity {
-                ring.events.pop_front();
+            let size = weight(&body);
+            while ring.events.len() == self.capacity
+                || (ring.bytes + size > RING_BYTES && !ring.events.is_empty())
+            {
+                if let Some(old) = ring.events.pop_front() {
+                    ring.bytes -= weight(&old.body);
+                }
             }
+            ring.bytes += size;
             ring.events.push_back(Arc::new(Event {
                 seq,
                 time: now_ms(),
@@ -321,6 +361,20 @@ mod tests {
         // Asking again: 0 is handled, the log event is skipped.
         assert!(sub.try_next().is_none());
         assert_eq!(*handled.borrow(), 2);
+    }
+
+    #[test]
+    fn the_ring_drops_the_oldest_events_past_its_byte_budget() {
+        let hub = Hub::new(1_000_000);
+        let big = "x".repeat(RING_BYTES / 4);
+        for _ in 0..10 {
+            hub.publish(EventBody::MessageDelta { text: big.clone() });
+        }
+        let held = lock(&hub.ring).events.len();
+        assert!(held <= 4, "{held}");
+        assert!(lock(&hub.ring).bytes <= RING_BYTES);
+        let mut sub = Subscription::new(hub.clone(), 0);
+        assert!(matches!(sub.try_next(), Some(Err(Lost { from: 0, .. }))));
     }
 
     proptest::proptest! {

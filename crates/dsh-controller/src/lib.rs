@@ -49,7 +49,7 @@ pub mod translate;
 pub use commands::Reply;
 pub use controller::{Controller, OpenError, SessionOptions, FORK_EVENT};
 pub use event::{ApprovalKind, Decision, Event, EventBody, FileDiff, TodoEntry};
-pub use hub::{Lost, Subscription, DEFAULT_RING_EVENTS};
+pub use hub::{Lost, Subscription, DEFAULT_RING_EVENTS, RING_BYTES};
 pub use session::{ApproverGuard, Job, Session, SessionInfo, FILES_WALK_MAX};
 
 use dsh_kernel::ErrorCode;
