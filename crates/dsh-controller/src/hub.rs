@@ -268,6 +268,19 @@ impl Subscription {
 mod tests {
     use super::*;
 
+    fn log_event() -> EventBody {
+        EventBody::Log {
+            event: Arc::new(dsh_protocol::SessionEvent {
+                seq: 0,
+                time: 0,
+                data: dsh_protocol::EventPayload::Other {
+                    kind: "x".into(),
+                    data: serde_json::json!({}),
+                },
+            }),
+        }
+    }
+
     fn warn(i: usize) -> EventBody {
         EventBody::Warning {
             message: format!("w{i}"),
@@ -314,16 +327,7 @@ mod tests {
     fn log_events_reach_only_readers_that_ask() {
         let hub = Hub::new(8);
         hub.publish(warn(0));
-        hub.publish(EventBody::Log {
-            event: Arc::new(dsh_protocol::SessionEvent {
-                seq: 0,
-                time: 0,
-                data: dsh_protocol::EventPayload::Other {
-                    kind: "x".into(),
-                    data: serde_json::json!({}),
-                },
-            }),
-        });
+        hub.publish(log_event());
         hub.publish(warn(2));
         let plain: Vec<&str> = {
             let mut sub = Subscription::new(hub.clone(), 0);
@@ -348,16 +352,7 @@ mod tests {
         assert_eq!(*handled.borrow(), 0);
         assert_eq!(sub.try_next().unwrap().unwrap().seq, 0);
         assert_eq!(*handled.borrow(), 0, "event 0 is being handled");
-        hub.publish(EventBody::Log {
-            event: Arc::new(dsh_protocol::SessionEvent {
-                seq: 0,
-                time: 0,
-                data: dsh_protocol::EventPayload::Other {
-                    kind: "x".into(),
-                    data: serde_json::json!({}),
-                },
-            }),
-        });
+        hub.publish(log_event());
         // Asking again: 0 is handled, the log event is skipped.
         assert!(sub.try_next().is_none());
         assert_eq!(*handled.borrow(), 2);
