@@ -242,7 +242,8 @@ async fn client(server: Arc<Server>, mut socket: WebSocket) {
         }
     }
     conn.close();
-    let _ = socket.send(Message::Close(None)).await;
+    // Answers a client's Close (or sends ours) and flushes it.
+    let _ = futures_util::SinkExt::close(&mut socket).await;
 }
 
 /// Runs `method` for a REST route: the answer's `result` as JSON, or its

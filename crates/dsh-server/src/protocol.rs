@@ -368,9 +368,9 @@ pub struct Method {
     /// What it does, one line.
     pub summary: &'static str,
     /// The schema of its `params`.
-    pub params: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    pub params: SchemaOf,
     /// The schema of its `result`.
-    pub result: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    pub result: SchemaOf,
 }
 
 macro_rules! methods {
@@ -412,12 +412,11 @@ methods! {
     "shutdown", Empty, Empty, "Ends the connection (over stdio: the server).";
 }
 
+/// Makes the schema of a type in a generator (its `$defs` collected there).
+pub type SchemaOf = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
+
 /// The notifications the server sends: name, what it means, its params.
-pub const NOTIFICATIONS: &[(
-    &str,
-    &str,
-    fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
-)] = &[
+pub const NOTIFICATIONS: &[(&str, &str, SchemaOf)] = &[
     ("session.event", "One event of a subscribed session.", |g| {
         g.subschema_for::<EventNotification>()
     }),

@@ -363,7 +363,8 @@ impl Connection {
             "session/close" => {
                 let p: SessionParams = parse(params)?;
                 let key = c.get(&p.session_id)?.key().to_string();
-                lock(&self.subscriptions).remove(&key);
+                // A subscription of this client gets `closed` like any other
+                // (and then ends by itself).
                 c.close(&key, "closed by a client").await?;
                 reply(Empty {})
             }

@@ -619,3 +619,23 @@ async fn stdio_answers_long_and_broken_lines_and_ends_on_shutdown() {
     );
     controller.shutdown("test over").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closing_client_is_answered_and_a_closed_session_says_so_to_its_subscribers() {
+    let s = served(None).await;
+    let mut c = Client::connect(&s).await;
+    let id = session(&mut c).await;
+    c.ok("session/subscribe", json!({"sessionId": id})).await;
+    c.ok("session/close", json!({"sessionId": id})).await;
+    let closed = c.events_until("closed").await.pop().unwrap();
+    assert_eq!(closed["reason"], "closed by a client");
+    // The client's Close is answered with the server's (a clean close).
+    c.ws.close(None).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), c.ws.next())
+        .await
+        .unwrap();
+    assert!(
+        matches!(answer, Some(Ok(Message::Close(_))) | None),
+        "{answer:?}"
+    );
+}
