@@ -1,7 +1,7 @@
 //! A session's controller events as `session/update` notifications, and
 //! its approval questions as `session/request_permission`.
 //!
-//! One task per ACP session ([`forward`]) reads the session's event stream
+//! One task per ACP session (`forward`) reads the session's event stream
 //! ([`dsh_controller::Session::subscribe`]) from its first event and sends
 //! what the client shows, in the stream's order:
 //!
@@ -27,7 +27,7 @@
 //! the user's own messages as `user_message_chunk`, the calls' final
 //! states without diffs, and only the last todo list, after the rest.
 //!
-//! The task counts what it has sent ([`Forwarded`]): a prompt answers only
+//! The task counts what it has sent (`Forwarded`): a prompt answers only
 //! once every update of its turn is out.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! Session log events → UI events. One [`Translator`] per session, fed
+//! Session log events → UI events. One `Translator` per session, fed
 //! every log event in order, live or replayed from a saved log; it keeps
 //! what the UI events need across events (the turn's timings, the text
 //! of a file before the call that changes it).
