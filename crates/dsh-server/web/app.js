@@ -9,8 +9,10 @@ import { Conversation } from "./view.js";
 import { Composer } from "./composer.js";
 
 const PERMISSIONS = ["read-only", "workspace-write", "danger-full-access"];
-/** Time spent showing queued events before the page gets to paint. */
+/** Time spent showing queued live events before the page gets to paint. */
 const FRAME_BUDGET_MS = 12;
+/** The same while replaying history (nothing to watch stream yet). */
+const REPLAY_BUDGET_MS = 80;
 
 const ui = {
   app: $("app"),
@@ -162,9 +164,12 @@ function atBottom() {
 }
 
 function pump() {
+  // While the history replays the page sticks to its end without asking
+  // where it is (a layout each slice).
   const stick = stickToBottom || atBottom();
   const t0 = performance.now();
-  while (queueHead < queue.length && performance.now() - t0 < FRAME_BUDGET_MS) {
+  const budget = queueHead < queue.length && queue[queueHead].seq < historyUntil ? REPLAY_BUDGET_MS : FRAME_BUDGET_MS;
+  while (queueHead < queue.length && performance.now() - t0 < budget) {
     const e = queue[queueHead++];
     if (e.seq <= lastSeq) continue;
     lastSeq = e.seq;
@@ -472,7 +477,9 @@ function renderList() {
       h("span", { class: "sess-title" }, r.title),
       h("span", { class: "sess-meta" }, r.open ? h("span", { class: "dot", "aria-label": r.running ? "running" : "open" }) : null, meta),
     );
-    btn.addEventListener("click", () => select(r.id));
+    btn.addEventListener("click", () => {
+      if (!current || (r.id !== current.key && r.id !== current.info.id)) select(r.id);
+    });
     ui.sessions.appendChild(btn);
   }
   if (!shown) ui.sessions.appendChild(h("div", { class: "sess-none" }, q ? "No session matches." : "No sessions yet."));
@@ -505,4 +512,6 @@ window.dshWeb = {
     return lastSeq;
   },
   rpcOpen: () => rpc.open,
+  /** Drops the WebSocket (it reconnects and resumes after the last event seen). */
+  dropConnection: () => rpc.ws && rpc.ws.close(),
 };

@@ -285,11 +285,17 @@ export function codeBlock(code, lang) {
 }
 
 // ---- inline -------------------------------------------------------------
+//
+// Linear in the input: unmatched delimiters and backtick runs are
+// remembered as hopeless (no closer after one point means none after any
+// later point), brackets are matched once up front, and URLs are matched
+// with sticky expressions in place (no slicing per position).
 
 const PUNCT = /[!-/:-@[-`{-~]/;
 const SAFE_URL = /^https?:\/\/[^\s<>"]+$/i;
-const BARE_URL = /^https?:\/\/[^\s<>"'`]*[^\s<>"'`.,;:!?)\]}]/i;
-const LINK_SCAN = 2000;
+const BARE_URL = /https?:\/\/[^\s<>"'`]*[^\s<>"'`.,;:!?)\]}]/iy;
+const AUTOLINK = /<(https?:\/\/[^\s<>]+)>/iy;
+const DESTINATION = /\(\s*<?([^\s<>()]*(?:\([^\s<>()]*\)[^\s<>()]*)*)>?(?:\s+"[^"\n]*")?\s*\)/y;
 
 /** A link element for `url` when it is http(s); null otherwise. */
 export function safeLink(url) {
@@ -299,6 +305,12 @@ export function safeLink(url) {
   a.target = "_blank";
   a.rel = "noopener noreferrer";
   return a;
+}
+
+/** At `i` of `src`, the sticky expression's match, or null. */
+function stick(re, src, i) {
+  re.lastIndex = i;
+  return re.exec(src);
 }
 
 /** Parses inline markdown in `src` into `out`. */
@@ -312,9 +324,7 @@ export function inline(src, out, depth = 0) {
     out.appendChild(document.createTextNode(src));
     return;
   }
-  // Delimiters with no closer after some point have none after any later
-  // point either: remembered, so unmatched ones cost one scan in all.
-  const hopeless = new Set();
+  const st = { hopeless: new Set(), brackets: null };
   let i = 0;
   const n = src.length;
   while (i < n) {
@@ -333,8 +343,9 @@ export function inline(src, out, depth = 0) {
     if (c === "`") {
       let run = 1;
       while (src[i + run] === "`") run++;
-      const close = findRun(src, i + run, run);
+      const close = st.hopeless.has("`" + run) ? -1 : findRun(src, i + run, run);
       if (close < 0) {
+        st.hopeless.add("`" + run);
         buf += src.slice(i, i + run);
         i += run;
         continue;
@@ -348,22 +359,22 @@ export function inline(src, out, depth = 0) {
       i = close + run;
       continue;
     }
-    if ((c === "*" || c === "_" || c === "~") && !hopeless.has(c + (src[i + 1] === c ? "2" : "1"))) {
-      const got = emphasis(src, i, out, flush, depth, hopeless);
+    if ((c === "*" || c === "_" || c === "~") && !st.hopeless.has(c + (src[i + 1] === c ? "2" : "1"))) {
+      const got = emphasis(src, i, out, flush, depth, st);
       if (got > i) {
         i = got;
         continue;
       }
     }
     if (c === "[" || (c === "!" && src[i + 1] === "[")) {
-      const got = link(src, i, out, flush, depth);
+      const got = link(src, i, out, flush, depth, st);
       if (got > i) {
         i = got;
         continue;
       }
     }
     if (c === "<") {
-      const m = /^<(https?:\/\/[^\s<>]+)>/i.exec(src.slice(i, i + LINK_SCAN));
+      const m = stick(AUTOLINK, src, i);
       const a = m && safeLink(m[1]);
       if (a) {
         flush();
@@ -374,7 +385,7 @@ export function inline(src, out, depth = 0) {
       }
     }
     if ((c === "h" || c === "H") && (i === 0 || /[\s(\[*_~]/.test(src[i - 1]))) {
-      const m = BARE_URL.exec(src.slice(i, i + LINK_SCAN));
+      const m = stick(BARE_URL, src, i);
       const a = m && safeLink(m[0]);
       if (a) {
         flush();
@@ -392,12 +403,13 @@ export function inline(src, out, depth = 0) {
 
 /** The index of a backtick run of exactly `run` at or after `from`, or -1. */
 function findRun(src, from, run) {
-  let j = src.indexOf("`".repeat(run), from);
+  const ticks = "`".repeat(run);
+  let j = src.indexOf(ticks, from);
   while (j >= 0) {
     let k = j;
     while (src[k] === "`") k++;
     if (k - j === run) return j;
-    j = src.indexOf("`".repeat(run), k);
+    j = src.indexOf(ticks, k);
   }
   return -1;
 }
@@ -405,7 +417,7 @@ function findRun(src, from, run) {
 const WORD = /[\p{L}\p{N}]/u;
 
 /** Emphasis at `i`; returns the index after it, or `i` when none. */
-function emphasis(src, i, out, flush, depth, hopeless) {
+function emphasis(src, i, out, flush, depth, st) {
   const c = src[i];
   const len = src[i + 1] === c ? 2 : 1;
   if (c === "~" && len !== 2) return i;
@@ -417,7 +429,7 @@ function emphasis(src, i, out, flush, depth, hopeless) {
   for (;;) {
     j = src.indexOf(delim, j + 1);
     if (j < 0) {
-      hopeless.add(c + len);
+      st.hopeless.add(c + len);
       return i;
     }
     if (/\s/.test(src[j - 1])) continue;
@@ -432,27 +444,27 @@ function emphasis(src, i, out, flush, depth, hopeless) {
   return j + len;
 }
 
+/** Every `[` of `src` that has a matching `]`, mapped to it (one pass). */
+function matchBrackets(src) {
+  const match = new Map();
+  const open = [];
+  for (let k = 0; k < src.length; k++) {
+    const ch = src[k];
+    if (ch === "\\") k++;
+    else if (ch === "[") open.push(k);
+    else if (ch === "]" && open.length) match.set(open.pop(), k);
+  }
+  return match;
+}
+
 /** `[text](url)` or `![alt](url)` at `i`; returns the index after, or `i`. */
-function link(src, i, out, flush, depth) {
+function link(src, i, out, flush, depth, st) {
   const image = src[i] === "!";
   const open = image ? i + 1 : i;
-  let level = 0;
-  let close = -1;
-  const limit = Math.min(src.length, open + LINK_SCAN);
-  for (let k = open; k < limit; k++) {
-    const ch = src[k];
-    if (ch === "\\") {
-      k++;
-      continue;
-    }
-    if (ch === "[") level++;
-    else if (ch === "]" && --level === 0) {
-      close = k;
-      break;
-    }
-  }
-  if (close < 0 || src[close + 1] !== "(") return i;
-  const m = /^\(\s*<?([^\s<>()]*(?:\([^\s<>()]*\)[^\s<>()]*)*)>?(?:\s+"[^"]*")?\s*\)/.exec(src.slice(close + 1, close + 1 + LINK_SCAN));
+  if (!st.brackets) st.brackets = matchBrackets(src);
+  const close = st.brackets.get(open);
+  if (close === undefined || src[close + 1] !== "(") return i;
+  const m = stick(DESTINATION, src, close + 1);
   if (!m) return i;
   const a = safeLink(m[1]);
   if (!a) return i;
@@ -493,7 +505,7 @@ export function highlight(code, lang) {
     frag.appendChild(document.createTextNode(code));
     return frag;
   }
-  const comment = HASH_COMMENTS.has(l) ? "#[^\\n]*" : DASH_COMMENTS.has(l) ? "--[^\\n]*" : "\\/\\/[^\\n]*|\\/\\*[\\s\\S]*?\\*\\/";
+  const comment = HASH_COMMENTS.has(l) ? "#[^\\n]*" : DASH_COMMENTS.has(l) ? "--[^\\n]*" : "\\/\\/[^\\n]*|\\/\\*[\\s\\S]*?(?:\\*\\/|$)";
   const strings = l === "rust" || l === "rs" ? `"(?:\\\\.|[^"\\\\])*"|'(?:\\\\.|[^'\\\\\\n]){1,2}'` : `"(?:\\\\.|[^"\\\\\\n])*"|'(?:\\\\.|[^'\\\\\\n])*'|\`(?:\\\\.|[^\`\\\\])*\``;
   const re = new RegExp(`(${comment})|(${strings})|(\\b\\d[\\w.]*)|([A-Za-z_$][\\w$]*)`, "g");
   let last = 0;

@@ -67,6 +67,7 @@ export class Conversation {
     this.unfinished = new Set();
     this.asked = new Map();
     this.dirty = new Set();
+    this.talked = false;
     this.tokens = { input: 0, output: 0 };
   }
 
@@ -116,6 +117,7 @@ export class Conversation {
         this.note(e.message, "warn");
         break;
       case "user_message": {
+        this.talked = true;
         this.endBlocks();
         if (!e.steering) this.turn = null;
         const src = e.source && e.source.kind && e.source.kind !== "user" ? e.source.kind : "";
@@ -192,17 +194,18 @@ export class Conversation {
       case "error":
         this.note((e.code ? e.code + ": " : "") + e.message, "error");
         break;
+      // Settings made as the session opened are in the header only.
       case "model_changed":
         this.hooks.state({ model: e.model });
-        this.note(`Model: ${e.model}`, "info");
+        if (this.talked) this.note(`Model: ${e.model}`, "info");
         break;
       case "permission_changed":
         this.hooks.state({ permission: e.mode });
-        if (live) this.note(`Permission: ${e.mode}`, "info");
+        if (this.talked) this.note(`Permission: ${e.mode}`, "info");
         break;
       case "plan_mode_changed":
         this.hooks.state({ planMode: e.on });
-        this.note(e.on ? "Plan mode on" : "Plan mode off", "info");
+        if (this.talked) this.note(e.on ? "Plan mode on" : "Plan mode off", "info");
         break;
       case "compacted":
         this.endBlocks();
