@@ -44,6 +44,11 @@ pub struct SessionOptions {
     /// Ask the model for a title after the first turn (not with the echo
     /// model).
     pub title: bool,
+    /// How long approval questions wait for a new answerer after the last
+    /// one left ([`Session::attach_approver`]) before they are withdrawn:
+    /// a browser tab that reloads finds its question still there. Zero
+    /// (the default): at once.
+    pub approver_grace: std::time::Duration,
 }
 
 /// Why a session did not open.
@@ -288,7 +293,14 @@ impl Controller {
         let stack = Arc::new(stack);
         let hub = Hub::new(self.ring_events);
         let translator = Translator::new(cwd.clone(), true, written);
-        let session = Session::new(key.clone(), stack.clone(), handle, hub, translator);
+        let session = Session::new(
+            key.clone(),
+            stack.clone(),
+            handle,
+            hub,
+            translator,
+            options.approver_grace,
+        );
         session.publish_started(&stack, resumed, None);
         session.wire(&stack, &seed, cwd);
         if let Some(agent) = stack.agents.get(dsh::MAIN_AGENT_ID) {

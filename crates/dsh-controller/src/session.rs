@@ -52,8 +52,11 @@ pub struct Session {
     follow: Arc<Mutex<String>>,
     pub(crate) hub: Arc<Hub>,
     approvals: Arc<Approvals>,
-    /// How many clients can answer questions.
-    answerers: Mutex<usize>,
+    /// How many clients can answer questions, and how many attached ever
+    /// (a detach's grace ends without effect when someone attached since).
+    answerers: Mutex<(usize, u64)>,
+    /// How long questions wait for a new answerer after the last left.
+    approver_grace: Duration,
     listeners: Mutex<Vec<Registration>>,
     translator: Arc<Mutex<Translator>>,
     title: Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -77,6 +80,8 @@ pub struct SessionInfo {
     pub cwd: PathBuf,
     /// The model of the next request.
     pub model: String,
+    /// The models the session may switch to (`session/set_model`).
+    pub models: Vec<String>,
     /// The permission mode.
     pub permission: String,
     /// Whether plan mode is on.
@@ -131,9 +136,11 @@ pub struct Job {
     pub running: bool,
 }
 
-/// Keeps approval questions coming to the clients while held; dropping
-/// the last one withdraws the waiting questions and later calls that need
-/// approval are denied (nobody can answer).
+/// Keeps approval questions coming to the clients while held; once the
+/// last one is dropped (and no new one came within the session's grace,
+/// [`crate::SessionOptions::approver_grace`]), the waiting questions are
+/// withdrawn and later calls that need approval are denied (nobody can
+/// answer).
 pub struct ApproverGuard {
     session: Arc<Session>,
 }
@@ -153,6 +160,7 @@ impl Session {
         handle: AgentHandle,
         hub: Arc<Hub>,
         translator: Translator,
+        approver_grace: Duration,
     ) -> Arc<Self> {
         let agent = handle.agent();
         let id = agent.session().id().to_string();
@@ -164,7 +172,8 @@ impl Session {
             agent: Mutex::new(Some(agent)),
             follow: Arc::new(Mutex::new(id)),
             hub,
-            answerers: Mutex::new(0),
+            answerers: Mutex::new((0, 0)),
+            approver_grace,
             listeners: Mutex::new(Vec::new()),
             translator: Arc::new(Mutex::new(translator)),
             title: Mutex::new(None),
@@ -428,6 +437,7 @@ impl Session {
             id,
             cwd: stack.resolved.cwd.clone(),
             model: stack.model(),
+            models: stack.models(),
             permission: stack.permission().as_str().to_string(),
             plan_mode: stack.plan_mode(),
             status: agent.status().as_str().to_string(),
@@ -499,8 +509,9 @@ impl Session {
     /// are put (as events) while at least one guard lives.
     pub fn attach_approver(self: &Arc<Self>) -> ApproverGuard {
         let mut n = lock(&self.answerers);
-        *n += 1;
-        if *n == 1 {
+        n.0 += 1;
+        n.1 += 1;
+        if n.0 == 1 {
             if let Ok(stack) = self.stack() {
                 stack
                     .approver
@@ -512,16 +523,43 @@ impl Session {
         }
     }
 
-    fn detach_approver(&self) {
-        let mut n = lock(&self.answerers);
-        *n = n.saturating_sub(1);
-        if *n == 0 {
+    fn detach_approver(self: &Arc<Self>) {
+        let generation = {
+            let mut n = lock(&self.answerers);
+            n.0 = n.0.saturating_sub(1);
+            if n.0 > 0 {
+                return;
+            }
+            n.1
+        };
+        let runtime = tokio::runtime::Handle::try_current();
+        match runtime {
+            Ok(rt) if !self.approver_grace.is_zero() && !self.is_closed() => {
+                // A client that reloads or reconnects finds its question
+                // still waiting.
+                let me = self.clone();
+                rt.spawn(async move {
+                    tokio::time::sleep(me.approver_grace).await;
+                    me.nobody_answers(generation);
+                });
+            }
+            _ => self.nobody_answers(generation),
+        }
+    }
+
+    /// Withdraws the questions and takes the person away, unless someone
+    /// attached since `generation`.
+    fn nobody_answers(&self, generation: u64) {
+        {
+            let n = lock(&self.answerers);
+            if n.0 > 0 || n.1 != generation {
+                return;
+            }
             if let Ok(stack) = self.stack() {
                 stack.approver.set_person(None);
             }
-            drop(n);
-            self.approvals.withdraw_all();
         }
+        self.approvals.withdraw_all();
     }
 
     /// `/clear`: the agent is disposed (its log complete on disk) and a

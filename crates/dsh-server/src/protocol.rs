@@ -38,6 +38,22 @@ pub struct InitializeResult {
     pub protocol: u32,
     /// The methods served.
     pub methods: Vec<String>,
+    /// The chat commands `session/command` runs, in `/help` order.
+    pub commands: Vec<CommandInfo>,
+}
+
+/// One chat command.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandInfo {
+    /// Its name, without the slash (`model`).
+    pub name: String,
+    /// What it does, one sentence.
+    pub description: String,
+    /// The argument it takes, when it takes one (`name`, `mode`); always
+    /// optional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// `session/create`: a new session.

@@ -25,6 +25,10 @@ use crate::protocol::*;
 /// dropped.
 pub const OUTBOUND_FRAMES: usize = 4096;
 
+/// How long a session's approval questions wait for a client after the
+/// last subscribed one left (a reloading browser tab comes back in time).
+pub const APPROVER_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The largest page `session/events` and `session/log` return.
 pub const PAGE_MAX: usize = 1000;
 
@@ -295,6 +299,14 @@ impl Connection {
                     version: env!("CARGO_PKG_VERSION").into(),
                     protocol: PROTOCOL_VERSION,
                     methods: METHODS.iter().map(|m| m.name.to_string()).collect(),
+                    commands: dsh::commands::SLASH_COMMANDS
+                        .iter()
+                        .map(|c| CommandInfo {
+                            name: c.name.to_string(),
+                            description: c.description.to_string(),
+                            hint: c.hint.map(str::to_string),
+                        })
+                        .collect(),
                 })
             }
             "session/create" => self.create(parse(params)?).await,
@@ -306,6 +318,7 @@ impl Connection {
                         c.open(SessionOptions {
                             resume: Some(p.session_id.clone()),
                             title: true,
+                            approver_grace: APPROVER_GRACE,
                             ..Default::default()
                         })
                         .await,
@@ -320,6 +333,7 @@ impl Connection {
                         &p.session_id,
                         SessionOptions {
                             title: true,
+                            approver_grace: APPROVER_GRACE,
                             ..Default::default()
                         },
                     )
@@ -515,6 +529,7 @@ impl Connection {
                 cwd,
                 plan_mode: p.plan_mode.map(|on| (on, "serve".to_string())),
                 title: true,
+                approver_grace: APPROVER_GRACE,
                 ..Default::default()
             })
             .await,

@@ -639,3 +639,42 @@ async fn a_closing_client_is_answered_and_a_closed_session_says_so_to_its_subscr
         "{answer:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_waits_for_a_client_that_reconnects_within_the_grace() {
+    let s = served(Some(dsh::SandboxMode::ReadOnly)).await;
+    let mut a = Client::connect(&s).await;
+    let init = a.ok("initialize", json!({})).await;
+    assert!(init["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["name"] == "model" && c["hint"] == "name"));
+    let id = session(&mut a).await;
+    let info = a.ok("session/info", json!({"sessionId": id})).await;
+    assert_eq!(info["info"]["models"], json!(["echo"]));
+    a.ok("session/subscribe", json!({"sessionId": id})).await;
+    let target = s._dir.path().join("after-reload.txt");
+    let args = json!({"file_path": target, "content": "kept\n",
+        "sandbox_permissions": "workspace-write", "justification": "the test"});
+    a.ok(
+        "session/prompt",
+        json!({"sessionId": id, "text": format!("call write {args}")}),
+    )
+    .await;
+    let asked = a.events_until("approval_asked").await.pop().unwrap();
+    // The only answerer goes away (a tab reloads) and comes back.
+    drop(a);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut b = Client::connect(&s).await;
+    b.ok("session/subscribe", json!({"sessionId": id, "fromSeq": 0}))
+        .await;
+    b.ok(
+        "session/answer",
+        json!({"sessionId": id, "approvalId": asked["approvalId"], "decision": {"decision": "allow_once"}}),
+    )
+    .await;
+    b.events_until("turn_ended").await;
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
+    s.controller.shutdown("test over").await;
+}
