@@ -68,7 +68,7 @@ pub enum Reply {
     /// `/todo`.
     Todos(Vec<TodoItem>),
     /// `/session`.
-    Session(crate::SessionInfo),
+    Session(Box<crate::SessionInfo>),
     /// `/clear`: a new log; the old one is saved.
     Cleared {
         /// The cleared session's id.

@@ -674,7 +674,7 @@ impl Session {
                 }
             }
             "todo" => Reply::Todos(self.todos()),
-            "session" => Reply::Session(self.info()?),
+            "session" => Reply::Session(Box::new(self.info()?)),
             "clear" => {
                 let (old, new) = self.clear().await?;
                 Reply::Cleared { old, new }
