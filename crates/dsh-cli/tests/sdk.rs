@@ -297,6 +297,8 @@ fn check_smoke(out: &str) {
         "ok: SPAWN_FAILED raised",
         "ok: a failed start tells the exit status",
         "ok: initialize names every method",
+        "ok: initialize lists the chat commands",
+        "ok: the session's models",
         "ok: answer streamed",
         "ok: UNKNOWN_APPROVAL raised",
         "ok: approved write done",

@@ -39,7 +39,6 @@ let lastSeq = -1;
 let historyUntil = Infinity;
 let selecting = 0;
 let stickToBottom = true;
-let commands = [];
 let filesSupported = true;
 let listed = { open: [], saved: [] };
 
@@ -66,7 +65,7 @@ const composer = new Composer({
   hooks: {
     submit,
     stop: () => current && call("session/abort", { reason: "stopped in the browser" }).catch(noteError("Stop failed")),
-    commands: () => commands,
+    commands,
     files,
   },
 });
@@ -212,6 +211,7 @@ async function select(id) {
   stickToBottom = true;
   conv.reset();
   showEmpty(false);
+  showModels(res.info.models || []);
   applyState({
     model: res.info.model,
     permission: res.info.permission,
@@ -232,8 +232,6 @@ async function select(id) {
   } catch (e) {
     noteError("Cannot follow the session")(e);
   }
-  loadModels();
-  if (!commands.length) loadCommands();
   ui.app.classList.remove("show-sidebar");
 }
 
@@ -335,34 +333,16 @@ ui.plan.addEventListener("change", () => {
 ui.newSession.addEventListener("click", () => newSession());
 ui.toggleSidebar.addEventListener("click", () => ui.app.classList.toggle("show-sidebar"));
 
-/** The models the server serves, from `/model`'s answer. */
-async function loadModels() {
-  try {
-    const r = await call("session/command", { line: "/model" });
-    const m = /models: ([^;)]*)/.exec(r.text);
-    if (!m) return;
-    const names = m[1].split(/,\s*/).filter(Boolean);
-    const keep = ui.model.value;
-    clear(ui.model);
-    for (const n of new Set([...names, keep].filter(Boolean))) ui.model.appendChild(h("option", { value: n }, n));
-    ui.model.value = keep;
-  } catch {
-    // The picker keeps the current model only.
-  }
+/** The model picker's choices: the models the session may switch to (its `info.models`); the current model is added by `applyState`. */
+function showModels(models) {
+  clear(ui.model);
+  for (const n of new Set(models.filter((m) => typeof m === "string" && m))) ui.model.appendChild(h("option", { value: n }, n));
 }
 
-/** The chat commands, from `/help`'s answer (`  /name [args]   what`). */
-async function loadCommands() {
-  try {
-    const r = await call("session/command", { line: "/help" });
-    commands = [];
-    for (const line of r.text.split("\n")) {
-      const m = /^\s*\/(\S+)((?: \S+)*?)\s{2,}(\S.*)$/.exec(line);
-      if (m) commands.push({ name: m[1], usage: m[2].trim(), help: m[3] });
-    }
-  } catch {
-    commands = [];
-  }
+/** The chat commands `session/command` runs (`initialize`'s `commands`: `{name, description, hint?}`, in `/help` order). */
+function commands() {
+  const list = rpc.info && rpc.info.commands;
+  return Array.isArray(list) ? list : [];
 }
 
 // ---- composer -------------------------------------------------------------------
@@ -406,9 +386,10 @@ async function submit(text) {
 }
 
 function isCommand(line) {
-  if (!commands.length) return true;
+  const known = commands();
+  if (!known.length) return true;
   const name = line.slice(1).split(/\s/, 1)[0];
-  return commands.some((c) => c.name === name);
+  return known.some((c) => c.name === name);
 }
 
 /** Workspace paths containing `query`, for `@` completion; null when the server has no `session/files`. */

@@ -10,7 +10,7 @@ const MAX_OPTIONS = 50;
 export class Composer {
   /**
    * `hooks`: `submit(text)` → Promise<boolean> (true: sent, clear the
-   * box), `stop()`, `commands()` → [{name, usage, help}], `files(query)`
+   * box), `stop()`, `commands()` → [{name, description, hint?}], `files(query)`
    * → Promise<string[] | null>: workspace paths containing the query
    * (null: the server cannot list files).
    */
@@ -111,7 +111,7 @@ export class Composer {
       const opts = this.hooks
         .commands()
         .filter((c) => c.name.startsWith(word))
-        .map((c) => ({ label: "/" + c.name, hint: (c.usage ? c.usage + " \u2014 " : "") + c.help, start: 0, end: before.length, insert: "/" + c.name + " " }));
+        .map((c) => ({ label: "/" + c.name, hint: (c.hint ? `[${c.hint}] \u2014 ` : "") + c.description, start: 0, end: before.length, insert: "/" + c.name + " " }));
       this.show(opts);
       return;
     }

@@ -46,6 +46,13 @@ async def main() -> None:
         session = await client.create_session(cwd=workspace)
         sid = session["sessionId"]
         check("session created", session["info"]["model"] == "echo", session)
+        check(
+            "initialize lists the chat commands",
+            [c["name"] for c in client.server["commands"]][:2] == ["help", "model"]
+            and all(c["description"] for c in client.server["commands"]),
+            client.server,
+        )
+        check("the session's models", "echo" in session["info"]["models"], session)
         events = await client.events(sid)
 
         await client.prompt(sid, "echo hello")

@@ -160,6 +160,18 @@ export interface InitializeResult {
   protocol: number;
   /** The methods served. */
   methods: string[];
+  /** The chat commands `session/command` runs, in `/help` order. */
+  commands: CommandInfo[];
+}
+
+/** One chat command. */
+export interface CommandInfo {
+  /** Its name, without the slash (`model`). */
+  name: string;
+  /** What it does, one sentence. */
+  description: string;
+  /** The argument it takes, when it takes one (`name`, `mode`); always optional. */
+  hint?: string;
 }
 
 /** What an open session is now. */
@@ -169,6 +181,8 @@ export interface SessionInfo {
   log?: string;
   cwd: string;
   model: string;
+  /** The models the session may switch to (`session/set_model`). */
+  models: string[];
   permission: string;
   planMode: boolean;
   status: string;

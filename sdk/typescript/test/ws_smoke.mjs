@@ -40,6 +40,12 @@ check("initialize names every method", JSON.stringify(client.server.methods) ===
 check("25 event types known", EVENT_TYPES.length === 25, EVENT_TYPES);
 const { sessionId, info } = await client.createSession({ cwd: workspace });
 check("session created", info.model === "echo", info);
+check(
+  "initialize lists the chat commands",
+  JSON.stringify(client.server.commands.slice(0, 2).map((c) => c.name)) === JSON.stringify(["help", "model"]) && client.server.commands.every((c) => c.description),
+  client.server,
+);
+check("the session's models", info.models.includes("echo"), info);
 const events = await client.events(sessionId);
 
 await client.prompt(sessionId, "echo hello");

@@ -211,7 +211,11 @@ try {
     await waitFor(async () => (await card.locator(".out").textContent()) === "hello", "the echo output");
     const stats = await pageA.locator(".stats").last().textContent();
     expect(/first token \d/.test(stats), `turn stats: ${stats}`);
-    expect((await pageA.locator("#model option").allTextContents()).includes("echo"), "the model picker lists echo");
+    const models = (await info(sid)).models;
+    expect(Array.isArray(models) && models.includes("echo"), `the session's models: ${JSON.stringify(models)}`);
+    const options = await pageA.locator("#model option").evaluateAll((os) => os.map((o) => o.value));
+    expect(JSON.stringify(options) === JSON.stringify(models), `the model picker lists info.models: ${JSON.stringify(options)}`);
+    expect((await pageA.inputValue("#model")) === "echo", "the model picker shows echo");
     expect((await pageA.inputValue("#permission")) === "read-only", "the permission picker shows read-only");
   });
 
@@ -348,6 +352,14 @@ try {
 
   await step("slash commands and @ completion in the composer", async () => {
     await pageA.fill("#input", "");
+    await pageA.type("#input", "/");
+    await pageA.locator("#completions .opt").first().waitFor();
+    const listed = await pageA.locator("#completions .opt-label").allTextContents();
+    const names = ["/help", "/model", "/permission", "/plan", "/compact"];
+    expect(JSON.stringify(listed.slice(0, names.length)) === JSON.stringify(names), `the commands in /help order: ${JSON.stringify(listed)}`);
+    const hint = await pageA.locator("#completions .opt", { hasText: "/model" }).locator(".opt-hint").textContent();
+    expect(hint.startsWith("[name] \u2014 ") && hint.includes("switch to another"), `initialize's hint and description: ${hint}`);
+    await pageA.fill("#input", "");
     await pageA.type("#input", "/mo");
     await pageA.locator("#completions .opt", { hasText: "/model" }).waitFor();
     await pageA.press("#input", "Tab");
@@ -394,6 +406,34 @@ try {
     await card.locator(":scope > summary").click();
     expect((await card.locator(".out").textContent()).includes("done"), "its output");
     expect((await pageA.locator(".assistant", { hasText: "The echo tool says: hello" }).count()) === 1, "the earlier turns replayed once");
+  });
+
+  await step("reload while an approval waits: the dialog comes back and answering it works", async () => {
+    const file = path.join(workdir, "after-reload.txt");
+    const turns = await statsCount(pageA);
+    await send(pageA, escalate("write", file, "asked before a reload"));
+    const asked = await pageA.locator(".approval").getAttribute("data-approval");
+    const sent = [];
+    const onSocket = (ws) => ws.on("framesent", (f) => {
+      const m = JSON.parse(String(f.payload));
+      if (m.method) sent.push(m);
+    });
+    pageA.on("websocket", onSocket);
+    await pageA.reload();
+    await waitFor(async () => (await sessionOf(pageA)) === sid, "the same session after the reload");
+    const card = pageA.locator(".approval");
+    await card.waitFor();
+    expect((await card.getAttribute("data-approval")) === asked, "the same question");
+    expect((await card.locator(".why").textContent()).includes("asked before a reload"), "its justification");
+    expect((await statsCount(pageA)) === turns, "the turn waits");
+    await card.locator("[data-decision=allow_once]").click();
+    await card.waitFor({ state: "detached" });
+    await waitFor(async () => (await statsCount(pageA)) === turns + 1, "the turn's end");
+    expect(fs.readFileSync(file, "utf8") === "x\n", "the file was written");
+    expect((await pageA.locator(".tool", { hasText: "after-reload.txt" }).last().locator(".tnote").first().textContent()).includes("allowed once"), "the decision on the card");
+    const commands = sent.filter((m) => m.method === "session/command");
+    expect(commands.length === 0, `no chat command run to learn the models or commands: ${JSON.stringify(commands)}`);
+    pageA.off("websocket", onSocket);
   });
 
   await step("a dropped connection resumes after the last event seen", async () => {

@@ -30,19 +30,35 @@ class Decision(_DecisionBase, total=False):
     note: str
 
 
+class _CommandInfoBase(TypedDict):
+    name: str
+    description: str
+
+
+class CommandInfo(_CommandInfoBase, total=False):
+    """One chat command `session/command` runs: its `name` without the
+    slash, what it does, and `hint`, the argument it takes when it takes
+    one (always optional)."""
+
+    hint: str
+
+
 class InitializeResult(TypedDict):
-    """`initialize`'s result."""
+    """`initialize`'s result. `commands`: the chat commands, in `/help`
+    order."""
 
     server: str
     version: str
     protocol: int
     methods: List[str]
+    commands: List[CommandInfo]
 
 
 class _SessionInfoBase(TypedDict):
     id: str
     cwd: str
     model: str
+    models: List[str]
     permission: str
     planMode: bool
     status: str
@@ -51,7 +67,8 @@ class _SessionInfoBase(TypedDict):
 
 
 class SessionInfo(_SessionInfoBase, total=False):
-    """What an open session is now. `context` is `[tokens, window]`."""
+    """What an open session is now. `context` is `[tokens, window]`;
+    `models`: the models `session/set_model` accepts."""
 
     log: str
     context: Tuple[int, int]
