@@ -22,19 +22,23 @@ use tokio::sync::oneshot;
 
 use crate::event::{ApprovalKind, Decision, EventBody};
 use crate::hub::Hub;
+use crate::translate::Translator;
 use crate::{CommandError, CommandResult};
 
 /// The questions of one session.
 pub(crate) struct Approvals {
     hub: Arc<Hub>,
+    /// Tells the `waiting` activity.
+    translator: Arc<Mutex<Translator>>,
     pending: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
     next_id: AtomicU64,
 }
 
 impl Approvals {
-    pub(crate) fn new(hub: Arc<Hub>) -> Arc<Self> {
+    pub(crate) fn new(hub: Arc<Hub>, translator: Arc<Mutex<Translator>>) -> Arc<Self> {
         Arc::new(Self {
             hub,
+            translator,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         })
@@ -104,6 +108,11 @@ impl Person for Watchers {
             detail: question.detail.clone(),
             justification: question.justification.clone(),
         });
+        let waiting =
+            lock(&approvals.translator).activity_of("waiting", Some(call.call_id.as_str()));
+        if let Some(activity) = waiting {
+            approvals.hub.publish(activity);
+        }
         // Dropped unanswered (the turn was aborted): withdrawn.
         let withdraw = Withdraw {
             approvals,

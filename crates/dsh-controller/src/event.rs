@@ -169,6 +169,18 @@ pub enum EventBody {
         /// `idle`, `running` or `disposed`.
         status: String,
     },
+    /// What the agent is doing now, told when it changes: `thinking` (a
+    /// request was sent, nothing streamed yet), `streaming` (text or
+    /// reasoning arrives), `running` (a tool runs; `detail` is its title),
+    /// `waiting` (for an answer to an approval question), `idle` (the
+    /// turn ended). The event's `time` is when it began.
+    Activity {
+        /// `thinking`, `streaming`, `running`, `waiting` or `idle`.
+        state: String,
+        /// For `running`: the tool call's title (`Run \`cargo test\``).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
     /// What one request used (as the provider reported it).
     Usage {
         /// Input tokens.
@@ -282,6 +294,7 @@ impl EventBody {
             EventBody::ApprovalAsked { .. } => "approval_asked",
             EventBody::ApprovalDecided { .. } => "approval_decided",
             EventBody::Status { .. } => "status",
+            EventBody::Activity { .. } => "activity",
             EventBody::Usage { .. } => "usage",
             EventBody::Context { .. } => "context",
             EventBody::TurnEnded { .. } => "turn_ended",

@@ -164,9 +164,10 @@ impl Session {
     ) -> Arc<Self> {
         let agent = handle.agent();
         let id = agent.session().id().to_string();
+        let translator = Arc::new(Mutex::new(translator));
         Arc::new(Self {
             key,
-            approvals: Approvals::new(hub.clone()),
+            approvals: Approvals::new(hub.clone(), translator.clone()),
             stack: Mutex::new(Some(stack)),
             handle: Mutex::new(Some(handle)),
             agent: Mutex::new(Some(agent)),
@@ -175,7 +176,7 @@ impl Session {
             answerers: Mutex::new((0, 0)),
             approver_grace,
             listeners: Mutex::new(Vec::new()),
-            translator: Arc::new(Mutex::new(translator)),
+            translator,
             title: Mutex::new(None),
             closed: AtomicBool::new(false),
             live_from: std::sync::atomic::AtomicU64::new(0),
@@ -849,8 +850,13 @@ impl Session {
             hub.publish(EventBody::Log {
                 event: event.clone(),
             });
-            for body in translator.translate(event) {
+            let bodies = translator.translate(event);
+            let activity = translator.activity_after(event.data.kind(), &bodies);
+            for body in bodies {
                 hub.publish(body);
+            }
+            if let Some(activity) = activity {
+                hub.publish(activity);
             }
         }));
         let (hub, follow) = (self.hub.clone(), self.follow.clone());
@@ -863,7 +869,11 @@ impl Session {
                 });
             }
         }));
-        let (hub, follow) = (self.hub.clone(), self.follow.clone());
+        let (hub, follow, translator) = (
+            self.hub.clone(),
+            self.follow.clone(),
+            self.translator.clone(),
+        );
         listeners.push(stack.tools.on_execute().prepend(
             move |(call, env): dsh_tools::Execution, next| {
                 let ours = env
@@ -871,9 +881,14 @@ impl Session {
                     .get::<Arc<dyn Agent>>()
                     .is_some_and(|a| a.session().id().as_str() == lock(&follow).as_str());
                 if ours {
+                    let id = call.call_id.as_str();
+                    let mut translator = lock(&translator);
                     hub.publish(EventBody::ToolRunning {
-                        call_id: call.call_id.as_str().to_string(),
+                        call_id: id.to_string(),
                     });
+                    if let Some(activity) = translator.activity_of("running", Some(id)) {
+                        hub.publish(activity);
+                    }
                 }
                 next.run((call, env))
             },

@@ -95,6 +95,10 @@ pub(crate) struct Translator {
     before: HashMap<String, (PathBuf, Option<String>)>,
     /// The tool of each call still without a result.
     names: HashMap<String, String>,
+    /// The title of each call still without a result.
+    titles: HashMap<String, String>,
+    /// What the agent is doing, as last told ([`EventBody::Activity`]).
+    activity: Option<(String, Option<String>)>,
     clock: TurnClock,
 }
 
@@ -108,6 +112,8 @@ impl Translator {
             written,
             before: HashMap::new(),
             names: HashMap::new(),
+            titles: HashMap::new(),
+            activity: None,
             clock: TurnClock::default(),
         }
     }
@@ -166,6 +172,10 @@ impl Translator {
                 }
                 self.names
                     .insert(call.call_id.as_str().to_string(), call.name.clone());
+                self.titles.insert(
+                    call.call_id.as_str().to_string(),
+                    tool_title(&call.name, &call.arguments),
+                );
                 out.push(EventBody::ToolStarted {
                     call_id: call.call_id.as_str().to_string(),
                     name: call.name.clone(),
@@ -182,10 +192,12 @@ impl Translator {
                     .and_then(|(path, old)| self.diff(path, old));
                 out.push(EventBody::ToolFinished {
                     call_id: result.call_id.as_str().to_string(),
-                    name: self
-                        .names
-                        .remove(result.call_id.as_str())
-                        .unwrap_or_default(),
+                    name: {
+                        self.titles.remove(result.call_id.as_str());
+                        self.names
+                            .remove(result.call_id.as_str())
+                            .unwrap_or_default()
+                    },
                     is_error: result.is_error,
                     output: result.text(),
                     diff,
@@ -247,6 +259,39 @@ impl Translator {
             _ => {}
         }
         out
+    }
+
+    /// The [`EventBody::Activity`] to tell after `bodies` (translated from
+    /// one log event of kind `kind`), when what the agent does changed.
+    pub(crate) fn activity_after(&mut self, kind: &str, bodies: &[EventBody]) -> Option<EventBody> {
+        let state = if kind == dsh_agent_loop::REQUEST_SENT_KIND {
+            "thinking"
+        } else {
+            match bodies.last()? {
+                EventBody::MessageDelta { .. } | EventBody::ReasoningDelta { .. } => "streaming",
+                EventBody::TurnEnded { .. } => "idle",
+                _ => return None,
+            }
+        };
+        self.tell((state.to_string(), None))
+    }
+
+    /// The [`EventBody::Activity`] of call `call_id` starting to run, or of
+    /// a question put (`waiting`).
+    pub(crate) fn activity_of(&mut self, state: &str, call_id: Option<&str>) -> Option<EventBody> {
+        let detail = call_id.and_then(|id| self.titles.get(id).cloned());
+        self.tell((state.to_string(), detail))
+    }
+
+    fn tell(&mut self, now: (String, Option<String>)) -> Option<EventBody> {
+        if self.activity.as_ref() == Some(&now) {
+            return None;
+        }
+        self.activity = Some(now.clone());
+        Some(EventBody::Activity {
+            state: now.0,
+            detail: now.1,
+        })
     }
 
     /// The change a call made to `path`: what an editor recorded, else

@@ -124,6 +124,29 @@ async fn a_turn_streams_as_typed_events_that_a_second_reader_sees_identically() 
         }
         other => panic!("{other:?}"),
     }
+    // What the agent does, told on each change: it thinks, streams, runs
+    // the tool (named), thinks and streams again, then idles.
+    let activity: Vec<(String, Option<String>)> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Activity { state, detail } => Some((state.clone(), detail.clone())),
+            _ => None,
+        })
+        .collect();
+    let states: Vec<&str> = activity.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(
+        states,
+        vec!["thinking", "streaming", "running", "thinking", "streaming"],
+        "{activity:?}"
+    );
+    assert_eq!(activity[2].1.as_deref(), Some("echo"));
+    let after = read_until(
+        &s,
+        events.last().unwrap().seq + 1,
+        |b| matches!(b, EventBody::Activity { state, .. } if state == "idle"),
+    )
+    .await;
+    assert!(!after.is_empty());
     // A reader that reconnects from the middle gets exactly the same events.
     let mid = events[events.len() / 2].seq;
     let again = read_until(&s, mid, turn_ended).await;
@@ -194,6 +217,16 @@ async fn an_approval_goes_to_every_watcher_and_the_first_answer_wins() {
     };
     assert_eq!(tool, "write");
     assert_eq!(detail.as_deref(), Some("approved\n"));
+    let waiting = read_until(
+        &s,
+        from,
+        |b| matches!(b, EventBody::Activity { state, .. } if state == "waiting"),
+    )
+    .await;
+    assert!(matches!(
+        &waiting.last().unwrap().body,
+        EventBody::Activity { detail: Some(d), .. } if d.starts_with("Write ")
+    ));
     assert_eq!(s.waiting_approvals(), vec![id.clone()]);
     s.answer(&id, Decision::AllowOnce).unwrap();
     // The second answer finds nothing to answer.

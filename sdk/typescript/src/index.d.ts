@@ -458,6 +458,13 @@ export interface Status extends EventBase {
   type: "status";
   status: "idle" | "running" | "disposed" | (string & {});
 }
+/** What the agent is doing now, told when it changes. */
+export interface Activity extends EventBase {
+  type: "activity";
+  state: "thinking" | "streaming" | "running" | "waiting" | "idle" | (string & {});
+  /** For `running`: the tool call's title. */
+  detail?: string;
+}
 /** A request's token usage. */
 export interface Usage extends EventBase {
   type: "usage";
@@ -541,6 +548,7 @@ export type Event =
   | ApprovalAsked
   | ApprovalDecided
   | Status
+  | Activity
   | Usage
   | Context
   | TurnEnded

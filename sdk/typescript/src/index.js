@@ -49,6 +49,7 @@ export const EVENT_TYPES = Object.freeze([
   "approval_asked",
   "approval_decided",
   "status",
+  "activity",
   "usage",
   "context",
   "turn_ended",

@@ -37,7 +37,7 @@ check("a failed start tells the exit status", /status 2/.test(badArgs.message), 
 
 const client = await Client.connect(url, token);
 check("initialize names every method", JSON.stringify(client.server.methods) === JSON.stringify(METHODS), client.server);
-check("25 event types known", EVENT_TYPES.length === 25, EVENT_TYPES);
+check("event types known, each once", EVENT_TYPES.includes("activity") && EVENT_TYPES.includes("turn_ended") && new Set(EVENT_TYPES).size === EVENT_TYPES.length, EVENT_TYPES);
 const { sessionId, info } = await client.createSession({ cwd: workspace });
 check("session created", info.model === "echo", info);
 check(

@@ -339,6 +339,19 @@ class Status(_EventBase):
     status: str
 
 
+class _ActivityBase(_EventBase):
+    type: Literal["activity"]
+    state: str
+
+
+class Activity(_ActivityBase, total=False):
+    """What the agent is doing now, told when it changes: `thinking`,
+    `streaming`, `running` (`detail`: the tool call's title), `waiting`
+    (for an approval), `idle`."""
+
+    detail: str
+
+
 class _UsageBase(_EventBase):
     type: Literal["usage"]
     inputTokens: int
@@ -466,6 +479,7 @@ Event = Union[
     ApprovalAsked,
     ApprovalDecided,
     Status,
+    Activity,
     Usage,
     Context,
     TurnEnded,
@@ -498,6 +512,7 @@ EVENT_TYPES: Tuple[str, ...] = (
     "approval_asked",
     "approval_decided",
     "status",
+    "activity",
     "usage",
     "context",
     "turn_ended",
