@@ -102,6 +102,14 @@ pub async fn serve_http(
         .fallback(get(asset))
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared);
+    // Small frames go out at once (a delta, an answer): without it each
+    // waits on the client's delayed ACK (~40 ms, measured in the serve
+    // bench).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(target: "dsh_server", "TCP_NODELAY not set: {e}");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(stop)
         .await
