@@ -197,6 +197,14 @@ fn a_signal_while_waiting_for_jobs_stops_them_and_exits_143() {
     wait_until("the job to run", Duration::from_secs(30), || {
         !sleeps_with(&m).is_empty()
     });
+    // The signal must come while dsh waits for the job: after the turn
+    // (whose end is flushed to the log), not while the call that starts
+    // the job is still returning.
+    wait_until("the turn to end", Duration::from_secs(30), || {
+        home.session_logs().iter().any(|p| {
+            std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"type\":\"turn/end\""))
+        })
+    });
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
