@@ -201,9 +201,9 @@ fn a_signal_while_waiting_for_jobs_stops_them_and_exits_143() {
     // (whose end is flushed to the log), not while the call that starts
     // the job is still returning.
     wait_until("the turn to end", Duration::from_secs(30), || {
-        home.session_logs().iter().any(|p| {
-            std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"type\":\"turn/end\""))
-        })
+        home.session_logs()
+            .iter()
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"type\":\"turn/end\"")))
     });
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
