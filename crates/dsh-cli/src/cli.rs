@@ -243,8 +243,9 @@ pub(crate) struct RunArgs {
     /// waiting for them.
     #[arg(long, conflicts_with = "wait_jobs")]
     pub(crate) no_wait: bool,
-    /// The prompt (several words are joined with spaces).
-    #[arg(required = true, num_args = 1.., value_name = "PROMPT")]
+    /// The prompt (several words are joined with spaces). `-`, or none at
+    /// all, reads it from stdin (a pipe or a file; not a terminal).
+    #[arg(num_args = 0.., value_name = "PROMPT")]
     pub(crate) prompt: Vec<String>,
 }
 

@@ -354,3 +354,37 @@ fn the_old_bash_job_tools_are_callable_but_not_offered() {
     assert!(!message.contains("bash_output"), "{message}");
     assert!(!message.contains("bash_kill"), "{message}");
 }
+
+/// `dsh run -` (or no prompt words) takes the prompt from stdin; an empty
+/// or non-UTF-8 stdin is a usage error (exit 2) saying so.
+#[test]
+fn the_prompt_can_come_from_stdin() {
+    let home = Home::new(DSH);
+    for args in [vec!["run", "-"], vec!["run"]] {
+        let mut cmd = home.dsh();
+        cmd.args(&args);
+        let out =
+            dsh_testkit::cli::output_within(cmd, Some("echo piped in\n"), Duration::from_secs(60));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stdout), "The echo tool says: piped in\n");
+    }
+    let mut cmd = home.dsh();
+    cmd.args(["run", "-"]);
+    let out = dsh_testkit::cli::output_within(cmd, Some(" \n"), Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no prompt: stdin was empty"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Words given: stdin is not read (it stays closed here).
+    let mut cmd = home.dsh();
+    cmd.args(["run", "echo", "words"]);
+    let out = dsh_testkit::cli::output_within(cmd, None, Duration::from_secs(60));
+    assert_eq!(text(&out.stdout), "The echo tool says: words\n");
+}

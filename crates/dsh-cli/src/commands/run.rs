@@ -1,6 +1,6 @@
 //! `dsh run [--model M] [--session-dir DIR] [--resume ID] [--json] PROMPT`
 //!
-//! One turn. With `--plan` the turn runs in plan mode ([`dsh::plan`]):
+//! One turn. `dsh run -` (or no prompt words) reads the prompt from stdin. With `--plan` the turn runs in plan mode ([`dsh::plan`]):
 //! changing tools are denied, and when the model presents its plan with
 //! `exit_plan_mode` the plan is printed (instead of the answer) and the run
 //! ends there, exit 0.
@@ -39,6 +39,13 @@ pub(crate) fn run(args: RunArgs) -> u8 {
 }
 
 async fn run_async(args: RunArgs) -> u8 {
+    let prompt = match prompt_of(&args.prompt) {
+        Ok(p) => p,
+        Err(message) => {
+            crate::output::say!("dsh: {message}");
+            return 2;
+        }
+    };
     let settings = crate::app::settings(&args.stack, dsh::ProjectTrust::Refuse);
     let controller = Controller::new(settings);
     // The flag decides the mode of this run, a resumed session's included.
@@ -61,7 +68,6 @@ async fn run_async(args: RunArgs) -> u8 {
         args.json,
         &written,
     );
-    let prompt = args.prompt.join(" ");
     let mut signals = crate::signals::get();
     let mut stopped = None;
     let reason = match session.prompt(&prompt).await {
@@ -143,6 +149,49 @@ async fn run_async(args: RunArgs) -> u8 {
     } else {
         code
     }
+}
+
+/// The longest prompt read from stdin.
+const STDIN_PROMPT_MAX: u64 = 16 * 1024 * 1024;
+
+/// The prompt: the words given, or (`-`, or no words) stdin's text.
+///
+/// # Errors
+/// What to tell the user (exit 2): stdin is a terminal, unreadable, not
+/// UTF-8, too long, or holds nothing but whitespace.
+fn prompt_of(words: &[String]) -> Result<String, String> {
+    use std::io::{IsTerminal, Read};
+    if !(words.is_empty() || (words.len() == 1 && words[0] == "-")) {
+        return Ok(words.join(" "));
+    }
+    if std::io::stdin().is_terminal() {
+        return Err(
+            "no prompt: give it as arguments, or pipe it in (`echo 'fix the test' | dsh run -`)"
+                .into(),
+        );
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(STDIN_PROMPT_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+    if bytes.len() as u64 > STDIN_PROMPT_MAX {
+        return Err(format!(
+            "the prompt on stdin is longer than {} MiB",
+            STDIN_PROMPT_MAX / (1024 * 1024)
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "the prompt on stdin is not UTF-8 (invalid byte at {})",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    if text.trim().is_empty() {
+        return Err("no prompt: stdin was empty".into());
+    }
+    Ok(text.trim_end_matches(['\n', '\r']).to_string())
 }
 
 /// What `dsh run` reads from the session's events, on a task of its own:
