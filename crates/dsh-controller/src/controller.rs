@@ -163,21 +163,7 @@ impl Controller {
         mut options: SessionOptions,
     ) -> Result<Arc<Session>, OpenError<std::convert::Infallible>> {
         let events = match self.find_open(id) {
-            Some(session) => session
-                .stack()
-                .ok()
-                .and_then(|stack| {
-                    let agent = stack.agents.get(dsh::MAIN_AGENT_ID)?;
-                    Some(
-                        agent
-                            .session()
-                            .events()
-                            .iter()
-                            .map(|e| (**e).clone())
-                            .collect(),
-                    )
-                })
-                .unwrap_or_default(),
+            Some(session) => session.log_events(),
             None => {
                 let resolved = dsh::resolve(&self.settings).map_err(OpenError::failed)?;
                 dsh_session::validate_session_id(id)
@@ -270,7 +256,8 @@ impl Controller {
                 return Err(OpenError::Failed { error, warnings });
             }
         };
-        let key = handle.agent().session().id().to_string();
+        let agent = handle.agent();
+        let key = agent.session().id().to_string();
         let cwd = stack.resolved.cwd.clone();
         let written = options
             .files
@@ -303,9 +290,7 @@ impl Controller {
         );
         session.publish_started(&stack, resumed, None);
         session.wire(&stack, &seed, cwd);
-        if let Some(agent) = stack.agents.get(dsh::MAIN_AGENT_ID) {
-            stack.announce_permission(agent.as_ref());
-        }
+        stack.announce_permission(agent.as_ref());
         if let Some((on, source)) = &options.plan_mode {
             let _ = session.set_plan_mode(*on, source);
         }

@@ -376,6 +376,14 @@ impl Session {
         self.stack().ok()?.plan.take_presented()
     }
 
+    /// The model's context window in tokens (what `ctx N%` is a share of).
+    ///
+    /// # Errors
+    /// `SESSION_CLOSED`.
+    pub fn context_window(&self) -> CommandResult<u64> {
+        Ok(self.stack()?.resolved.context_window)
+    }
+
     /// Compacts the history now, optionally focusing the summary.
     ///
     /// # Errors
@@ -671,7 +679,7 @@ impl Session {
                 let outcome = self.compact((!args.is_empty()).then_some(args)).await?;
                 Reply::Compacted {
                     outcome,
-                    window: self.stack()?.resolved.context_window,
+                    window: self.context_window()?,
                 }
             }
             "todo" => Reply::Todos(self.todos()),

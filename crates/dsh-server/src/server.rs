@@ -436,7 +436,7 @@ impl Connection {
                 let p: CompactParams = parse(params)?;
                 let session = c.get(&p.session_id)?;
                 let outcome = session.compact(p.focus.as_deref()).await?;
-                let window = session.info()?.context.map_or(0, |(_, w)| w);
+                let window = session.context_window()?;
                 reply(Text {
                     text: dsh_controller::commands::describe_compaction(&outcome, window),
                 })

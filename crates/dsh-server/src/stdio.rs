@@ -59,7 +59,7 @@ where
                     }
                     return Ok::<(), std::io::Error>(());
                 }
-                let (part, ended) = match memchr_newline(chunk) {
+                let (part, ended) = match memchr::memchr(b'\n', chunk) {
                     Some(at) => (&chunk[..at], Some(at + 1)),
                     None => (chunk, None),
                 };
@@ -121,8 +121,4 @@ fn take_line(conn: &Arc<Connection>, line: &[u8]) {
             conn.handle_raw_answer(frame.to_string());
         }
     }
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
 }
