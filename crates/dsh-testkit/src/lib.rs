@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod screen;
 pub mod procs;
 
 use std::collections::VecDeque;

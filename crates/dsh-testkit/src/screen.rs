@@ -1,0 +1,395 @@
+//! A program on a pseudo-terminal, its output parsed by a terminal
+//! emulator (`vt100`): tests look at the screen a person would see, send
+//! the keys a person would press, and resize the window.
+//!
+//! The program runs as `setsid -c PROGRAM…` (util-linux), so the
+//! pseudo-terminal is its controlling terminal: it gets `SIGWINCH` on a
+//! resize and `/dev/tty` works, as in a real terminal. A resize sets the
+//! window size with `stty` on the terminal's device (the kernel then
+//! signals the program), and the emulator's size follows.
+
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::cli::Home;
+
+/// Keys as the terminal sends them.
+pub mod key {
+    /// Enter (carriage return).
+    pub const ENTER: &str = "\r";
+    /// Ctrl-C.
+    pub const CTRL_C: &str = "\x03";
+    /// Ctrl-D.
+    pub const CTRL_D: &str = "\x04";
+    /// Ctrl-L.
+    pub const CTRL_L: &str = "\x0c";
+    /// Ctrl-O.
+    pub const CTRL_O: &str = "\x0f";
+    /// Ctrl-R.
+    pub const CTRL_R: &str = "\x12";
+    /// Escape.
+    pub const ESC: &str = "\x1b";
+    /// Alt-Enter (a new line in the composer).
+    pub const ALT_ENTER: &str = "\x1b\r";
+    /// Tab.
+    pub const TAB: &str = "\t";
+    /// Backspace (DEL, as terminals send it).
+    pub const BACKSPACE: &str = "\x7f";
+    /// Arrow up.
+    pub const UP: &str = "\x1b[A";
+    /// Arrow down.
+    pub const DOWN: &str = "\x1b[B";
+    /// Arrow right.
+    pub const RIGHT: &str = "\x1b[C";
+    /// Arrow left.
+    pub const LEFT: &str = "\x1b[D";
+
+    /// `text` as a bracketed paste.
+    pub fn paste(text: &str) -> String {
+        format!("\x1b[200~{text}\x1b[201~")
+    }
+}
+
+/// A program on a pseudo-terminal; killed when dropped.
+pub struct Screen {
+    parser: Arc<Mutex<vt100::Parser>>,
+    /// Every byte the program wrote, in order.
+    raw: Arc<Mutex<Vec<u8>>>,
+    master: std::fs::File,
+    device: PathBuf,
+    child: Child,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Lines kept above the screen by the emulator.
+const SCROLLBACK: usize = 5_000;
+
+/// How long [`Screen::wait_for`] waits.
+const WAIT: Duration = Duration::from_secs(30);
+
+impl Screen {
+    /// Starts `cmd` (its program, arguments, environment changes and
+    /// working directory; its stdio is replaced) with stdin, stdout and
+    /// stderr on a new `rows`×`cols` pseudo-terminal.
+    ///
+    /// # Panics
+    /// When the terminal or the program cannot be started.
+    pub fn spawn(cmd: &Command, rows: u16, cols: u16) -> Screen {
+        Self::start(cmd, rows, cols, true)
+    }
+
+    /// Starts `cmd` with only stderr on the pseudo-terminal: stdin empty,
+    /// stdout piped (read it with [`Screen::wait_output`]). The terminal is
+    /// not the program's controlling terminal.
+    ///
+    /// # Panics
+    /// As [`Screen::spawn`].
+    pub fn spawn_stderr(cmd: &Command, rows: u16, cols: u16) -> Screen {
+        Self::start(cmd, rows, cols, false)
+    }
+
+    /// `dsh chat ARGS…` in `home` (its environment, as [`Home::dsh`],
+    /// with `TERM=xterm-256color`, colour allowed) on a `rows`×`cols`
+    /// terminal.
+    ///
+    /// # Panics
+    /// As [`Screen::spawn`].
+    pub fn chat(home: &Home, args: &[&str], rows: u16, cols: u16) -> Screen {
+        let mut cmd = home.dsh();
+        cmd.arg("chat")
+            .args(args)
+            .env("TERM", "xterm-256color")
+            .env_remove("NO_COLOR")
+            .env_remove("COLORTERM");
+        Self::spawn(&cmd, rows, cols)
+    }
+
+    fn start(cmd: &Command, rows: u16, cols: u16, all: bool) -> Screen {
+        let size = nix::pty::Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+        let device = nix::unistd::ttyname(&pty.slave).expect("the terminal's device");
+        let mut c = Command::new("setsid");
+        if all {
+            c.arg("-c");
+        }
+        c.arg(cmd.get_program()).args(cmd.get_args());
+        for (name, value) in cmd.get_envs() {
+            match value {
+                Some(v) => c.env(name, v),
+                None => c.env_remove(name),
+            };
+        }
+        if let Some(dir) = cmd.get_current_dir() {
+            c.current_dir(dir);
+        }
+        let slave = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("the terminal's fd"));
+        c.stderr(slave(&pty.slave));
+        if all {
+            c.stdin(slave(&pty.slave)).stdout(slave(&pty.slave));
+        } else {
+            c.stdin(Stdio::null()).stdout(Stdio::piped());
+        }
+        let child = c
+            .spawn()
+            .expect("the program starts (setsid is util-linux)");
+        drop(pty.slave);
+        let master = std::fs::File::from(pty.master);
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, SCROLLBACK)));
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let mut input = master.try_clone().expect("the terminal's fd");
+        let (p, r) = (parser.clone(), raw.clone());
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 16 * 1024];
+            // EIO once the program and its children have all gone.
+            while let Ok(n) = input.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                lock(&p).process(&buf[..n]);
+                lock(&r).extend_from_slice(&buf[..n]);
+            }
+        });
+        Screen {
+            parser,
+            raw,
+            master,
+            device,
+            child,
+            reader: Some(reader),
+        }
+    }
+
+    /// Types `keys` (text and [`key`] sequences).
+    ///
+    /// # Panics
+    /// When the terminal is gone.
+    pub fn keys(&mut self, keys: &str) {
+        self.master
+            .write_all(keys.as_bytes())
+            .and_then(|()| self.master.flush())
+            .expect("keys reach the terminal");
+    }
+
+    /// The screen's rows as text, trailing spaces and trailing empty rows
+    /// dropped.
+    pub fn text(&self) -> String {
+        let p = lock(&self.parser);
+        tidy(&p.screen().contents())
+    }
+
+    /// Everything the terminal shows and keeps: the scrollback, then the
+    /// screen, as [`Screen::text`] tidies it.
+    pub fn history(&self) -> String {
+        let mut p = lock(&self.parser);
+        let (rows, _) = p.screen().size();
+        let rows = usize::from(rows);
+        p.screen_mut().set_scrollback(usize::MAX);
+        let kept = p.screen().scrollback();
+        let mut lines: Vec<String> = Vec::new();
+        let mut offset = kept;
+        while offset > 0 {
+            p.screen_mut().set_scrollback(offset);
+            let take = offset.min(rows);
+            lines.extend(
+                p.screen()
+                    .contents()
+                    .split('\n')
+                    .take(take)
+                    .map(str::to_string),
+            );
+            offset -= take;
+        }
+        p.screen_mut().set_scrollback(0);
+        lines.extend(p.screen().contents().split('\n').map(str::to_string));
+        tidy(&lines.join("\n"))
+    }
+
+    /// Calls `f` with the emulator's screen (for colours and attributes).
+    pub fn with_screen<T>(&self, f: impl FnOnce(&vt100::Screen) -> T) -> T {
+        f(lock(&self.parser).screen())
+    }
+
+    /// The cell where `needle` first appears on the screen (row, column),
+    /// searching row by row.
+    pub fn find(&self, needle: &str) -> Option<(u16, u16)> {
+        let p = lock(&self.parser);
+        let screen = p.screen();
+        let (rows, cols) = screen.size();
+        for (r, line) in screen.rows(0, cols).enumerate().take(usize::from(rows)) {
+            if let Some(byte) = line.find(needle) {
+                let col = line[..byte].chars().count();
+                return Some((r as u16, col as u16));
+            }
+        }
+        None
+    }
+
+    /// The foreground colour of the first cell of `needle` on the screen.
+    pub fn color_of(&self, needle: &str) -> Option<vt100::Color> {
+        let (r, c) = self.find(needle)?;
+        self.with_screen(|s| s.cell(r, c).map(vt100::Cell::fgcolor))
+    }
+
+    /// Every byte the program has written so far.
+    pub fn raw(&self) -> Vec<u8> {
+        lock(&self.raw).clone()
+    }
+
+    /// Waits (30 s at most) until the screen's text satisfies `pred`;
+    /// returns that text.
+    ///
+    /// # Panics
+    /// On time-out, naming `what` and showing the screen.
+    pub fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        self.wait_with(what, pred, Self::text)
+    }
+
+    /// [`Screen::wait_for`] on the [`Screen::history`].
+    ///
+    /// # Panics
+    /// As [`Screen::wait_for`].
+    pub fn wait_for_history(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        self.wait_with(what, pred, Self::history)
+    }
+
+    fn wait_with(
+        &self,
+        what: &str,
+        pred: impl Fn(&str) -> bool,
+        get: fn(&Self) -> String,
+    ) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let text = get(self);
+            if pred(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{}",
+                self.history()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Resizes the terminal to `rows`×`cols`: the emulator, then the
+    /// device (the program gets `SIGWINCH`).
+    ///
+    /// # Panics
+    /// When `stty` fails.
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        lock(&self.parser).screen_mut().set_size(rows, cols);
+        let device = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .open(&self.device)
+            .expect("the terminal's device");
+        let out = Command::new("stty")
+            .args(["rows", &rows.to_string(), "cols", &cols.to_string()])
+            .stdin(device)
+            .output()
+            .expect("stty runs");
+        assert!(
+            out.status.success(),
+            "stty: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Waits (at most `limit`) for the program to exit; its exit code
+    /// (128 + N for signal N).
+    ///
+    /// # Panics
+    /// When it does not exit in time (it is killed then).
+    pub fn wait_exit(&mut self, limit: Duration) -> i32 {
+        let code = crate::cli::wait_exit(&mut self.child, limit);
+        // The last output is parsed before anyone looks at it.
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        code
+    }
+
+    /// Whether the program still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The program's stdout to its end (for [`Screen::spawn_stderr`]).
+    ///
+    /// # Panics
+    /// When stdout is not piped.
+    pub fn stdout(&mut self) -> String {
+        let mut out = String::new();
+        if let Some(mut s) = self.child.stdout.take() {
+            let _ = s.read_to_string(&mut out);
+        }
+        out
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Rows with trailing spaces and trailing empty rows dropped.
+fn tidy(text: &str) -> String {
+    let lines: Vec<&str> = text.split('\n').map(str::trim_end).collect();
+    let end = lines
+        .iter()
+        .rposition(|l| !l.is_empty())
+        .map_or(0, |i| i + 1);
+    lines[..end].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_program_sees_a_terminal_and_its_resize() {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "stty size; printf '\\033[31mred\\033[0m\\n'; read x; stty size; echo \"got $x\"",
+        ]);
+        let mut s = Screen::spawn(&cmd, 24, 80);
+        s.wait_for("the size", |t| t.contains("24 80"));
+        assert_eq!(s.color_of("red"), Some(vt100::Color::Idx(1)));
+        s.resize(30, 100);
+        s.keys("hello\r");
+        s.wait_for("the new size", |t| {
+            t.contains("30 100") && t.contains("got hello")
+        });
+        assert_eq!(s.wait_exit(Duration::from_secs(5)), 0);
+    }
+
+    #[test]
+    fn history_holds_what_scrolled_off() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "for i in $(seq 1 40); do echo line$i; done"]);
+        let mut s = Screen::spawn(&cmd, 10, 40);
+        s.wait_exit(Duration::from_secs(5));
+        let h = s.history();
+        let want: Vec<String> = (1..=40).map(|i| format!("line{i}")).collect();
+        assert_eq!(h, want.join("\n"));
+        assert!(!s.text().contains("line1\n"));
+    }
+}
