@@ -12,4 +12,5 @@
 //! - [`composer`] and [`app`]: the inline chat UI.
 
 pub mod sanitize;
+pub mod status;
 pub mod text;
