@@ -57,6 +57,25 @@ pub fn changed_file(name: &str, arguments: &str, cwd: &Path) -> Option<PathBuf> 
     Some(cwd.join(args.get(key)?.as_str()?))
 }
 
+/// The UI events a saved log stands for, in order: numbered from 0, each
+/// stamped with its log event's time (so timings read as they happened).
+/// Diffs are not rebuilt (the files may have changed since); a renderer
+/// shows an edit from its arguments instead.
+pub fn replay(events: &[SessionEvent]) -> Vec<crate::Event> {
+    let mut translator = Translator::new(PathBuf::new(), false, None);
+    let mut out = Vec::new();
+    for event in events {
+        for body in translator.translate(event) {
+            out.push(crate::Event {
+                seq: out.len() as u64,
+                time: event.time,
+                body,
+            });
+        }
+    }
+    out
+}
+
 /// Changes written through an editor (`dsh acp` with a client that
 /// serves writes): the text before and after, by path, until a diff
 /// takes them.

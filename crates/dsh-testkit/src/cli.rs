@@ -450,7 +450,9 @@ impl Tmux {
 
     /// `dsh chat` in `home`'s working directory with its environment (as
     /// [`Home::dsh`], with `TERM=xterm-256color` and colour allowed) on a
-    /// 160×50 terminal; `tag` names the tmux socket (unique per test).
+    /// 160×50 terminal, in the plain line mode (`DSH_TUI=0`; the inline
+    /// UI is tested through [`crate::screen::Screen`]); `tag` names the
+    /// tmux socket (unique per test).
     ///
     /// # Panics
     /// When tmux cannot start the session.
@@ -464,7 +466,7 @@ impl Tmux {
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\nunset {unset} NO_COLOR\nexport HOME={h} XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data XDG_STATE_HOME={h}/state TERM=xterm-256color\ncd {cwd}\nexec {bin} chat\n",
+                "#!/bin/sh\nunset {unset} NO_COLOR\nexport HOME={h} XDG_CONFIG_HOME={h}/config XDG_DATA_HOME={h}/data XDG_STATE_HOME={h}/state TERM=xterm-256color DSH_TUI=0\ncd {cwd}\nexec {bin} chat\n",
                 unset = unset.join(" "),
                 h = q(home.path()),
                 cwd = q(home.cwd()),

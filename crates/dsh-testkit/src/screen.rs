@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::cli::Home;
 
+/// The terminal emulator, for its colours and cells.
+pub use vt100;
+
 /// Keys as the terminal sends them.
 pub mod key {
     /// Enter (carriage return).
@@ -27,6 +30,8 @@ pub mod key {
     pub const CTRL_D: &str = "\x04";
     /// Ctrl-L.
     pub const CTRL_L: &str = "\x0c";
+    /// Ctrl-U (cut to the line's start).
+    pub const CTRL_U: &str = "\x15";
     /// Ctrl-O.
     pub const CTRL_O: &str = "\x0f";
     /// Ctrl-R.
@@ -149,14 +154,16 @@ impl Screen {
         let (p, r) = (parser.clone(), raw.clone());
         let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 16 * 1024];
+            let mut frames = Frames::default();
             // EIO once the program and its children have all gone.
             while let Ok(n) = input.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                lock(&p).process(&buf[..n]);
                 lock(&r).extend_from_slice(&buf[..n]);
+                frames.feed(&buf[..n], &p);
             }
+            frames.flush(&p);
         });
         Screen {
             parser,
@@ -345,6 +352,62 @@ impl Drop for Screen {
     }
 }
 
+/// Output on its way to the emulator, shown as a terminal that honours
+/// synchronized updates (`CSI ? 2026 h` … `CSI ? 2026 l`) shows it: a
+/// frame reaches the screen whole, never half drawn.
+#[derive(Default)]
+struct Frames {
+    pending: Vec<u8>,
+    in_frame: bool,
+}
+
+const FRAME_START: &[u8] = b"\x1b[?2026h";
+const FRAME_END: &[u8] = b"\x1b[?2026l";
+
+impl Frames {
+    fn feed(&mut self, bytes: &[u8], parser: &Mutex<vt100::Parser>) {
+        self.pending.extend_from_slice(bytes);
+        loop {
+            if self.in_frame {
+                let Some(end) = find(&self.pending, FRAME_END) else {
+                    return;
+                };
+                let frame: Vec<u8> = self.pending.drain(..end + FRAME_END.len()).collect();
+                lock(parser).process(&frame);
+                self.in_frame = false;
+                continue;
+            }
+            match find(&self.pending, FRAME_START) {
+                Some(start) => {
+                    let before: Vec<u8> = self.pending.drain(..start).collect();
+                    lock(parser).process(&before);
+                    self.in_frame = true;
+                }
+                None => {
+                    // Keep only what could be the start of a marker.
+                    let keep = (1..FRAME_START.len())
+                        .rev()
+                        .find(|k| self.pending.ends_with(&FRAME_START[..*k]))
+                        .unwrap_or(0);
+                    let cut = self.pending.len() - keep;
+                    let done: Vec<u8> = self.pending.drain(..cut).collect();
+                    lock(parser).process(&done);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self, parser: &Mutex<vt100::Parser>) {
+        lock(parser).process(&self.pending);
+        self.pending.clear();
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -379,6 +442,21 @@ mod tests {
             t.contains("30 100") && t.contains("got hello")
         });
         assert_eq!(s.wait_exit(Duration::from_secs(5)), 0);
+    }
+
+    #[test]
+    fn a_synchronized_frame_shows_whole_or_not_at_all() {
+        let parser = Mutex::new(vt100::Parser::new(5, 20, 0));
+        let mut frames = Frames::default();
+        frames.feed(b"before\r\n\x1b[?20", &parser);
+        assert_eq!(tidy(&lock(&parser).screen().contents()), "before");
+        frames.feed(b"26hhalf", &parser);
+        assert_eq!(tidy(&lock(&parser).screen().contents()), "before");
+        frames.feed(b" done\x1b[?2026l after", &parser);
+        assert_eq!(
+            tidy(&lock(&parser).screen().contents()),
+            "before\nhalf done after"
+        );
     }
 
     #[test]

@@ -130,9 +130,8 @@ pub fn display_width(text: &str) -> usize {
 }
 
 fn char_width(c: char) -> usize {
-    if c == '\t' {
-        4
-    } else if c.is_control() {
+    if c.is_control() {
+        // A tab is written as four spaces; other controls as escapes.
         4
     } else {
         UnicodeWidthChar::width(c).unwrap_or(0)

@@ -67,6 +67,9 @@ async fn chat_session(settings: dsh::Settings, resume: Option<String>) -> u8 {
         Err(code) => return code,
     };
     let on_terminal = interactive && std::io::stdout().is_terminal();
+    if on_terminal && full_terminal() {
+        return tui_session(controller, session).await;
+    }
     // Said once per session, before anything else: an ignored config key,
     // fewer sandbox layers than asked, an MCP server that did not start.
     let from = crate::commands::say_open_warnings(&session);
@@ -109,6 +112,59 @@ async fn chat_session(settings: dsh::Settings, resume: Option<String>) -> u8 {
         _ if cleared_failed => 1,
         _ => printer.output_code(),
     }
+}
+
+/// Whether the terminal takes the inline UI: `TERM` is set and not
+/// `dumb` (a dumb terminal gets the plain line mode), and `DSH_TUI` is not
+/// `0` (the person asked for the line mode).
+fn full_terminal() -> bool {
+    let asked_plain = std::env::var("DSH_TUI").is_ok_and(|v| v == "0");
+    !asked_plain && std::env::var("TERM").is_ok_and(|t| !t.is_empty() && t != "dumb")
+}
+
+/// The chat on a full terminal: the inline UI ([`dsh_tui::app`]) until
+/// the person leaves or a signal (TERM, HUP, QUIT) ends it.
+async fn tui_session(controller: Controller, session: Arc<Session>) -> u8 {
+    let approver = session.attach_approver();
+    let config = dsh_tui::app::ChatConfig {
+        history: dsh_tui::composer::history_path(),
+        banner: vec![format!(
+            "dsh — model {} — session {} — /help for commands, Ctrl-D exits",
+            session.model().unwrap_or_default(),
+            session.id()
+        )],
+        resume_turns: dsh_tui::app::RESUME_TURNS,
+    };
+    let mut signals = crate::signals::get();
+    // Ctrl-C is a key in the UI; a SIGINT from elsewhere is not an exit.
+    let stop = async move {
+        loop {
+            let stop = signals.next().await;
+            if stop != Stop::Interrupt {
+                return stop;
+            }
+        }
+    };
+    let ending = dsh_tui::app::run(session.clone(), config, stop).await;
+    drop(approver);
+    let session_id = session.id();
+    crate::commands::shutdown_bounded(controller.shutdown("dsh chat ended")).await;
+    let (stopped, code) = match ending {
+        Ok(dsh_tui::app::Ending::Exit) => (None, 0),
+        Ok(dsh_tui::app::Ending::Ended) => return 1,
+        Ok(dsh_tui::app::Ending::Stopped(stop)) => (Some(stop), stop.exit_code()),
+        Err(e) => {
+            crate::output::say!("dsh: the terminal failed: {e}");
+            (None, 1)
+        }
+    };
+    if let Some(stop) = stopped {
+        crate::output::say!("dsh: {}", stop.reason());
+    }
+    crate::output::say!(
+        "session saved: {session_id} (resume with `dsh chat --resume {session_id}`)"
+    );
+    code
 }
 
 /// The session's events on their way to the terminal, on a task of its

@@ -1,0 +1,939 @@
+//! The one renderer of a session's events into lines: the live chat, a
+//! resumed chat's earlier conversation and `dsh session show` all go
+//! through [`Transcript`], so they read the same.
+//!
+//! [`Transcript::on_event`] returns the lines that are final (they go to
+//! the terminal's scrollback once and are never redrawn);
+//! [`Transcript::live`] renders what is still moving (the open markdown
+//! block, reasoning as it streams, the tool calls running) for a live
+//! area that is redrawn.
+//!
+//! What is shown:
+//! - the user's messages as `› text`; a message that was not the user's
+//!   (a background job woke the agent) as `↻ first line`;
+//! - the answer as rendered markdown ([`crate::markdown`]), settled block
+//!   by block as it streams;
+//! - reasoning dimmed, collapsed to its first lines unless
+//!   [`Options::reasoning`];
+//! - each tool call as one line with its outcome (`● Bash cargo test —
+//!   exit 0, 3.1s`, `● Read src/main.rs (lines 1-200)`, `● Edit
+//!   src/lib.rs (+3 −1)`, `● Grep "fn main" in src — 14 matches`, MCP
+//!   calls as `server · tool(args…)`), its result folded to a few lines
+//!   with `… +N lines` (whole with [`Options::full`]), file changes as
+//!   red/green diffs with line numbers;
+//! - the todo list as a checklist, approval answers, compactions, and the
+//!   end of a turn (the context meter, or why it stopped).
+
+use std::collections::HashMap;
+
+use dsh_controller::{ApprovalKind, Decision, Event, EventBody, FileDiff, TodoEntry};
+use dsh_protocol::TurnEndReason;
+use serde_json::Value;
+
+use crate::markdown::{self, MarkdownStream};
+use crate::status::{count, seconds};
+use crate::text::{wrap, Color, Line, Modifier, Span, Style};
+
+/// How a transcript is rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Columns to wrap at.
+    pub width: usize,
+    /// Show reasoning whole (`/reasoning on`), else its first lines.
+    pub reasoning: bool,
+    /// Show tool results whole (`dsh session show --full`), else folded.
+    pub full: bool,
+}
+
+impl Options {
+    /// Folded results and collapsed reasoning at `width` columns.
+    pub fn new(width: usize) -> Self {
+        Options {
+            width,
+            reasoning: false,
+            full: false,
+        }
+    }
+}
+
+/// Lines of a tool result shown under its call when folded.
+pub const RESULT_LINES: usize = 4;
+/// Lines of a diff shown when folded.
+pub const DIFF_LINES: usize = 24;
+/// Lines of reasoning shown when collapsed.
+pub const REASONING_LINES: usize = 3;
+/// Characters of a call's arguments shown on its line.
+const ARGS_CHARS: usize = 80;
+
+/// Tools whose call shows no line of its own: what matters is shown
+/// otherwise (the checklist, the plan in its question).
+const QUIET: [&str; 2] = ["todo_write", "exit_plan_mode"];
+
+/// A tool call seen and not finished.
+#[derive(Debug, Clone)]
+struct Call {
+    id: String,
+    name: String,
+    arguments: String,
+    title: String,
+    started: u64,
+}
+
+/// The renderer's state across a session's events (see the module doc).
+pub struct Transcript {
+    opts: Options,
+    /// The answer being streamed (`None` between messages).
+    answer: Option<MarkdownStream>,
+    /// Reasoning streamed and not yet shown.
+    reasoning: String,
+    calls: Vec<Call>,
+    /// Questions put and not answered: their one-line summary and call.
+    questions: HashMap<String, (String, String)>,
+    /// The last tool result, whole (Ctrl-O shows it).
+    last_output: Option<(String, String)>,
+    /// The last context reading: (tokens, window).
+    context: Option<(u64, u64)>,
+    /// The workspace, to show paths relative to it.
+    cwd: String,
+    /// The last line given out was blank (or nothing was given out yet).
+    blank: bool,
+}
+
+impl Transcript {
+    /// A transcript rendered with `opts`.
+    pub fn new(opts: Options) -> Self {
+        Transcript {
+            opts,
+            answer: None,
+            reasoning: String::new(),
+            calls: Vec::new(),
+            questions: HashMap::new(),
+            last_output: None,
+            context: None,
+            cwd: String::new(),
+            blank: true,
+        }
+    }
+
+    /// The options in use.
+    pub fn options(&self) -> Options {
+        self.opts
+    }
+
+    /// Changes the width (what is rendered from now on) and whether
+    /// reasoning is shown whole.
+    pub fn set_options(&mut self, opts: Options) {
+        self.opts = opts;
+        if let Some(md) = &mut self.answer {
+            md.set_width(opts.width);
+        }
+    }
+
+    /// Renders a whole saved session (its events replayed,
+    /// [`dsh_controller::translate::replay`]).
+    pub fn render_all(events: &[Event], opts: Options) -> Vec<Line> {
+        let mut t = Transcript::new(opts);
+        let mut lines = Vec::new();
+        for e in events {
+            lines.extend(t.on_event(e));
+        }
+        lines.extend(t.flush());
+        lines
+    }
+
+    /// The last tool call's title and its whole result, if one finished.
+    pub fn last_output(&self) -> Option<(&str, &str)> {
+        self.last_output
+            .as_ref()
+            .map(|(t, o)| (t.as_str(), o.as_str()))
+    }
+
+    /// The lines of the last tool result, whole (for Ctrl-O).
+    pub fn expand_last_output(&self) -> Vec<Line> {
+        let Some((title, output)) = &self.last_output else {
+            return vec![Line::styled("  (no tool output yet)", dim())];
+        };
+        let mut out = vec![Line::styled(format!("  ⎿ {title} (whole output)"), dim())];
+        for l in output.trim_end().lines() {
+            out.extend(wrap(
+                &[Span::plain(l.to_string())],
+                self.opts.width,
+                &[Span::plain("    ")],
+                &[Span::plain("    ")],
+            ));
+        }
+        out
+    }
+
+    /// Whether something is still open: an answer or reasoning streaming,
+    /// a call running.
+    pub fn is_open(&self) -> bool {
+        self.answer.is_some() || !self.reasoning.is_empty() || !self.calls.is_empty()
+    }
+
+    /// Settles whatever is open (the answer streamed so far, reasoning)
+    /// and returns it; for the end of a replay or a chat.
+    pub fn flush(&mut self) -> Vec<Line> {
+        let mut out = Vec::new();
+        self.settle_reasoning(&mut out);
+        self.settle_answer(&mut out);
+        out
+    }
+
+    /// Feeds one event; returns the lines that became final with it.
+    pub fn on_event(&mut self, event: &Event) -> Vec<Line> {
+        let mut out = Vec::new();
+        match &event.body {
+            EventBody::SessionStarted {
+                cwd,
+                cleared,
+                session_id,
+                ..
+            } => {
+                self.cwd = cwd.clone();
+                if cleared.is_some() {
+                    self.push(
+                        &mut out,
+                        Line::styled(format!("── cleared: new session {session_id} ──"), dim()),
+                    );
+                }
+            }
+            EventBody::Warning { message } => {
+                self.push(
+                    &mut out,
+                    Line::styled(format!("⚠ {message}"), Style::new().fg(Color::Yellow)),
+                );
+            }
+            EventBody::UserMessage {
+                text,
+                source,
+                steering,
+            } => {
+                self.flush_into(&mut out);
+                self.user_message(&mut out, text, source, *steering);
+            }
+            EventBody::ReasoningDelta { text } => self.reasoning.push_str(text),
+            EventBody::MessageDelta { text } => {
+                self.settle_reasoning(&mut out);
+                if self.answer.is_none() {
+                    self.gap(&mut out);
+                    self.answer = Some(MarkdownStream::new(self.opts.width));
+                }
+                let Some(md) = self.answer.as_mut() else {
+                    return out;
+                };
+                let lines = md.push(text);
+                self.extend(&mut out, lines);
+            }
+            EventBody::MessageCompleted { text } => {
+                self.settle_reasoning(&mut out);
+                if self.answer.is_some() {
+                    self.settle_answer(&mut out);
+                } else if !text.trim().is_empty() {
+                    let lines = markdown::render(text, self.opts.width);
+                    self.gap(&mut out);
+                    self.extend(&mut out, lines);
+                }
+            }
+            EventBody::ToolStarted {
+                call_id,
+                name,
+                arguments,
+                title,
+            } => {
+                self.flush_into(&mut out);
+                self.calls.push(Call {
+                    id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                    title: title.clone(),
+                    started: event.time,
+                });
+            }
+            EventBody::ToolRunning { call_id } => {
+                // The clock of a call runs from when it runs (an approval
+                // question may have held it).
+                if let Some(c) = self.calls.iter_mut().find(|c| &c.id == call_id) {
+                    c.started = event.time;
+                }
+            }
+            EventBody::ToolFinished {
+                call_id,
+                name,
+                is_error,
+                output,
+                diff,
+            } => {
+                let call = match self.calls.iter().position(|c| &c.id == call_id) {
+                    Some(i) => self.calls.remove(i),
+                    None => Call {
+                        id: call_id.clone(),
+                        name: name.clone(),
+                        arguments: String::new(),
+                        title: name.clone(),
+                        started: event.time,
+                    },
+                };
+                let took = event.time.saturating_sub(call.started);
+                self.finished(&mut out, &call, *is_error, output, diff.as_ref(), took);
+            }
+            EventBody::Todos { items } => {
+                let lines = checklist(items);
+                self.extend(&mut out, lines);
+            }
+            EventBody::ApprovalAsked {
+                approval_id,
+                kind,
+                summary,
+                call_id,
+                ..
+            } => {
+                let what = match kind {
+                    ApprovalKind::Plan => "the plan".to_string(),
+                    ApprovalKind::Tool => summary.clone(),
+                };
+                self.questions
+                    .insert(approval_id.clone(), (what, call_id.clone()));
+            }
+            EventBody::ApprovalDecided {
+                approval_id,
+                decision,
+            } => {
+                let (what, _) = self.questions.remove(approval_id).unwrap_or_default();
+                let line = decided(&what, decision);
+                let lines = wrap(
+                    &line.spans,
+                    self.opts.width,
+                    &[Span::styled("  ? ", dim())],
+                    &[Span::plain("    ")],
+                );
+                self.extend(&mut out, lines);
+            }
+            EventBody::Context { tokens, window } => self.context = Some((*tokens, *window)),
+            EventBody::Compacted { tokens_after } => {
+                self.push(
+                    &mut out,
+                    Line::styled(
+                        format!("· context compacted ({} tokens now)", count(*tokens_after)),
+                        dim(),
+                    ),
+                );
+            }
+            EventBody::TurnEnded { reason, .. } => {
+                self.flush_into(&mut out);
+                // Calls without a result are over with the turn.
+                self.calls.clear();
+                self.turn_ended(&mut out, reason);
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// What is still moving, for a live area redrawn at `now_ms`: the
+    /// reasoning streaming (its last lines), the open markdown block, each
+    /// running call with its elapsed time.
+    pub fn live(&mut self, now_ms: u64) -> Vec<Line> {
+        let mut out = Vec::new();
+        if !self.reasoning.is_empty() {
+            let lines = wrap(
+                &[Span::styled(
+                    last_lines(&self.reasoning, REASONING_LINES).to_string(),
+                    reasoning_style(),
+                )],
+                self.opts.width,
+                &[Span::styled("✻ ", reasoning_style())],
+                &[Span::styled("  ", reasoning_style())],
+            );
+            let skip = lines.len().saturating_sub(REASONING_LINES);
+            out.extend(lines.into_iter().skip(skip));
+        }
+        if let Some(md) = &mut self.answer {
+            out.extend(md.pending().iter().cloned());
+        }
+        for call in &self.calls {
+            if QUIET.contains(&call.name.as_str()) {
+                continue;
+            }
+            let secs = now_ms.saturating_sub(call.started) / 1000;
+            let head = headline(&call.name, &call.arguments, &call.title, &self.cwd);
+            let asked = self.questions.values().any(|(_, id)| id == &call.id);
+            let state = if asked {
+                " — waiting for approval".to_string()
+            } else {
+                format!(" — running {secs}s")
+            };
+            let line = Line::new(vec![
+                Span::styled("○ ", Style::new().fg(Color::Cyan)),
+                Span::styled(head, Style::new().add_modifier(Modifier::BOLD)),
+                Span::styled(state, dim()),
+            ]);
+            out.push(line.truncated(self.opts.width));
+        }
+        out
+    }
+
+    // ---- the parts ----
+
+    fn user_message(
+        &mut self,
+        out: &mut Vec<Line>,
+        text: &str,
+        source: &dsh_protocol::MessageSource,
+        steering: bool,
+    ) {
+        if *source != dsh_protocol::MessageSource::User {
+            let first = text.lines().next().unwrap_or_default();
+            self.gap(out);
+            let line = Line::styled(format!("↻ {first}"), dim()).truncated(self.opts.width);
+            self.push(out, line);
+            return;
+        }
+        self.gap(out);
+        let style = Style::new().add_modifier(Modifier::BOLD);
+        let mut lines = Vec::new();
+        for (i, l) in text.lines().enumerate() {
+            let first = if i == 0 { "› " } else { "  " };
+            lines.extend(wrap(
+                &[Span::styled(l.to_string(), style)],
+                self.opts.width,
+                &[Span::styled(first, Style::new().fg(Color::Cyan))],
+                &[Span::plain("  ")],
+            ));
+        }
+        if steering {
+            if let Some(last) = lines.last_mut() {
+                last.spans
+                    .push(Span::styled(" (while the turn ran)", dim()));
+            }
+        }
+        self.extend(out, lines);
+    }
+
+    fn finished(
+        &mut self,
+        out: &mut Vec<Line>,
+        call: &Call,
+        is_error: bool,
+        output: &str,
+        diff: Option<&FileDiff>,
+        took: u64,
+    ) {
+        let head = headline(&call.name, &call.arguments, &call.title, &self.cwd);
+        self.last_output = Some((head.clone(), output.to_string()));
+        if QUIET.contains(&call.name.as_str()) && !is_error {
+            return;
+        }
+        let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        let changes = if is_error {
+            None
+        } else {
+            change_of(&call.name, &args, diff)
+        };
+        let outcome = outcome(&call.name, &args, is_error, output, changes.as_ref(), took);
+        let bullet = if is_error {
+            Style::new().fg(Color::Red)
+        } else {
+            Style::new().fg(Color::Green)
+        };
+        let mut spans = vec![
+            Span::styled("● ", bullet),
+            Span::styled(head, Style::new().add_modifier(Modifier::BOLD)),
+        ];
+        if !outcome.is_empty() {
+            spans.push(Span::styled(outcome, dim()));
+        }
+        self.gap(out);
+        let header = wrap(&spans, self.opts.width, &[], &[Span::plain("  ")]);
+        self.extend(out, header);
+        let fold = if self.opts.full {
+            usize::MAX
+        } else {
+            RESULT_LINES
+        };
+        let body = if let Some(change) = &changes {
+            let limit = if self.opts.full {
+                usize::MAX
+            } else {
+                DIFF_LINES
+            };
+            diff_lines(change, self.opts.width, limit)
+        } else if is_error {
+            self.body(output, fold, Style::new().fg(Color::Red))
+        } else if shows_output(&call.name) {
+            self.body(output, fold, dim())
+        } else {
+            Vec::new()
+        };
+        self.extend(out, body);
+    }
+
+    /// A result's text folded to `fold` lines under its call.
+    fn body(&self, output: &str, fold: usize, style: Style) -> Vec<Line> {
+        let text = output.trim_end();
+        if text.is_empty() {
+            return vec![Line::styled("  ⎿ (no output)", dim())];
+        }
+        let all: Vec<&str> = text.lines().collect();
+        let mut out = Vec::new();
+        for (i, l) in all.iter().take(fold).enumerate() {
+            let first = if i == 0 { "  ⎿ " } else { "    " };
+            let mut rows = wrap(
+                &[Span::styled(l.to_string(), style)],
+                self.opts.width,
+                &[Span::styled(first, dim())],
+                &[Span::plain("    ")],
+            );
+            // A very long line (minified, base64) is one row when folded.
+            if fold != usize::MAX && rows.len() > 2 {
+                rows.truncate(2);
+                if let Some(last) = rows.last_mut() {
+                    *last = last.clone().with(Span::styled("…", dim()));
+                    *last = last.truncated(self.opts.width);
+                }
+            }
+            out.extend(rows);
+        }
+        if all.len() > fold {
+            out.push(Line::styled(
+                format!("    … +{} lines (ctrl+o to expand)", all.len() - fold),
+                dim(),
+            ));
+        }
+        out
+    }
+
+    fn turn_ended(&mut self, out: &mut Vec<Line>, reason: &TurnEndReason) {
+        let meter = self
+            .context
+            .take()
+            .map(|(t, w)| Line::styled(dsh_session::format_usage(t, w), dim()));
+        let red = Style::new().fg(Color::Red);
+        let line = match reason {
+            TurnEndReason::Completed => None,
+            TurnEndReason::Aborted { reason } => Some(Line::styled(
+                format!("[aborted: {}]", reason.as_deref().unwrap_or("aborted")),
+                red,
+            )),
+            TurnEndReason::Error { message, code } => Some(Line::styled(
+                format!(
+                    "[error{}: {message}]",
+                    code.as_deref().map(|c| format!(" {c}")).unwrap_or_default()
+                ),
+                red,
+            )),
+            TurnEndReason::MaxSteps => {
+                Some(Line::styled("[stopped: the turn hit the step limit]", red))
+            }
+            other => Some(Line::styled(
+                format!("[turn ended: {}]", other.kind()),
+                dim(),
+            )),
+        };
+        self.gap(out);
+        if let Some(line) = line {
+            let lines = wrap(&line.spans, self.opts.width, &[], &[]);
+            self.extend(out, lines);
+        }
+        if let Some(m) = meter {
+            self.push(out, m);
+        }
+    }
+
+    fn settle_reasoning(&mut self, out: &mut Vec<Line>) {
+        if self.reasoning.trim().is_empty() {
+            self.reasoning.clear();
+            return;
+        }
+        let text = std::mem::take(&mut self.reasoning);
+        let mut lines = Vec::new();
+        for (i, l) in text.trim().lines().enumerate() {
+            let first = if i == 0 { "✻ " } else { "  " };
+            lines.extend(wrap(
+                &[Span::styled(l.to_string(), reasoning_style())],
+                self.opts.width,
+                &[Span::styled(first, reasoning_style())],
+                &[Span::styled("  ", reasoning_style())],
+            ));
+        }
+        if !self.opts.reasoning && lines.len() > REASONING_LINES {
+            let more = lines.len() - REASONING_LINES;
+            lines.truncate(REASONING_LINES);
+            lines.push(Line::styled(
+                format!("  … +{more} lines of reasoning (/reasoning on shows it all)"),
+                dim(),
+            ));
+        }
+        self.gap(out);
+        self.extend(out, lines);
+    }
+
+    fn settle_answer(&mut self, out: &mut Vec<Line>) {
+        if let Some(mut md) = self.answer.take() {
+            let lines = md.finish();
+            self.extend(out, lines);
+        }
+    }
+
+    fn flush_into(&mut self, out: &mut Vec<Line>) {
+        let lines = self.flush();
+        out.extend(lines);
+    }
+
+    /// A blank line before a new block, unless one was just given.
+    fn gap(&mut self, out: &mut Vec<Line>) {
+        if !self.blank {
+            out.push(Line::blank());
+            self.blank = true;
+        }
+    }
+
+    fn push(&mut self, out: &mut Vec<Line>, line: Line) {
+        self.blank = line.width() == 0;
+        out.push(line);
+    }
+
+    fn extend(&mut self, out: &mut Vec<Line>, lines: Vec<Line>) {
+        for line in lines {
+            // Never two blank lines in a row.
+            if line.width() == 0 && self.blank {
+                continue;
+            }
+            self.push(out, line);
+        }
+    }
+}
+
+// ---- tool lines ----
+
+/// The one line naming a call: `Bash cargo test`, `Read src/main.rs`,
+/// `Edit src/lib.rs`, `Grep "fn main" in src`, `Subagent "research X"`,
+/// `server · tool(args…)` for an MCP tool, `name(args…)` otherwise.
+pub fn headline(name: &str, arguments: &str, title: &str, cwd: &str) -> String {
+    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let s = |k: &str| {
+        args.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let path = |k: &str| relative(&s(k), cwd);
+    match name {
+        "bash" => format!("Bash {}", one_line(&s("command"), ARGS_CHARS)),
+        "read" => format!("Read {}", path("file_path")),
+        "write" => format!("Write {}", path("file_path")),
+        "edit" | "multi_edit" => format!("Edit {}", path("file_path")),
+        "str_replace_editor" => match s("command").as_str() {
+            "view" => format!("Read {}", path("path")),
+            "create" => format!("Write {}", path("path")),
+            _ => format!("Edit {}", path("path")),
+        },
+        "grep" => {
+            let within = s("path");
+            let within = if within.is_empty() || within == "." {
+                String::new()
+            } else {
+                format!(" in {}", relative(&within, cwd))
+            };
+            format!("Grep \"{}\"{within}", one_line(&s("pattern"), ARGS_CHARS))
+        }
+        "glob" => format!("Glob \"{}\"", one_line(&s("pattern"), ARGS_CHARS)),
+        "subagent" | "subagent_fork" | "task" => {
+            format!("Subagent \"{}\"", one_line(&s("description"), ARGS_CHARS))
+        }
+        "todo_write" => "Update todos".to_string(),
+        "exit_plan_mode" => "Present the plan".to_string(),
+        _ => {
+            if let Some(rest) = name.strip_prefix("mcp__") {
+                if let Some((server, tool)) = rest.split_once("__") {
+                    return format!("{server} · {tool}({})", short_args(&args));
+                }
+            }
+            if title != name && !title.is_empty() {
+                return one_line(title, ARGS_CHARS);
+            }
+            format!("{name}({})", short_args(&args))
+        }
+    }
+}
+
+/// The arguments as `key: value, …`, cut to a line.
+fn short_args(args: &Value) -> String {
+    let text = match args {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => format!("{k}: {s}"),
+                other => format!("{k}: {other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    one_line(&text, ARGS_CHARS)
+}
+
+/// The first line of `text`, at most `max` characters, `…` when cut.
+fn one_line(text: &str, max: usize) -> String {
+    let mut lines = text.trim().lines();
+    let first = lines.next().unwrap_or_default();
+    let more = lines.next().is_some();
+    match first.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &first[..i]),
+        None if more => format!("{first} …"),
+        None => first.to_string(),
+    }
+}
+
+/// `path` relative to `cwd` when inside it.
+fn relative(path: &str, cwd: &str) -> String {
+    if cwd.is_empty() {
+        return path.to_string();
+    }
+    match path.strip_prefix(cwd) {
+        Some(rest) if rest.starts_with('/') => rest.trim_start_matches('/').to_string(),
+        Some("") => ".".to_string(),
+        _ => path.to_string(),
+    }
+}
+
+/// What a call did, after its headline: ` — exit 0, 3.1s`, ` (lines
+/// 1-200)`, ` (+3 −1)`, ` — 14 matches`, ` — error`.
+fn outcome(
+    name: &str,
+    args: &Value,
+    is_error: bool,
+    output: &str,
+    change: Option<&Change>,
+    took_ms: u64,
+) -> String {
+    let secs = seconds(took_ms);
+    if is_error {
+        return format!(" — error, {secs}");
+    }
+    match name {
+        "bash" => {
+            let code = exit_code(output).unwrap_or(0);
+            format!(" — exit {code}, {secs}")
+        }
+        "read" => {
+            let start = args
+                .get("offset")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1);
+            let n = output.lines().count() as u64;
+            if n == 0 {
+                " (empty)".to_string()
+            } else {
+                format!(" (lines {start}-{})", start + n - 1)
+            }
+        }
+        "write" | "edit" | "multi_edit" | "str_replace_editor" => match change {
+            Some(c) => format!(" (+{} −{})", c.added, c.removed),
+            None => String::new(),
+        },
+        "grep" => {
+            let n = output.lines().filter(|l| !l.trim().is_empty()).count();
+            if n == 0 || output.trim().starts_with("No matches") {
+                " — no matches".to_string()
+            } else {
+                format!(" — {n} {}", if n == 1 { "match" } else { "matches" })
+            }
+        }
+        "glob" => {
+            let n = output.lines().filter(|l| !l.trim().is_empty()).count();
+            format!(" — {n} {}", if n == 1 { "file" } else { "files" })
+        }
+        "todo_write" | "exit_plan_mode" => String::new(),
+        _ => format!(" — {secs}"),
+    }
+}
+
+/// Whether a successful result of `name` is shown under its line (a
+/// read's text is not: the line says what was read).
+fn shows_output(name: &str) -> bool {
+    !matches!(
+        name,
+        "read" | "write" | "edit" | "multi_edit" | "str_replace_editor"
+    )
+}
+
+/// The `[exit code: N]` bash reports for a failing command.
+fn exit_code(output: &str) -> Option<i64> {
+    let at = output.rfind("[exit code: ")?;
+    let rest = &output[at + "[exit code: ".len()..];
+    rest[..rest.find(']')?].trim().parse().ok()
+}
+
+// ---- diffs ----
+
+/// A file change to show: the text before and after.
+struct Change {
+    old: String,
+    new: String,
+    /// The line of the file where `old`/`new` start (1 for a whole file).
+    first_line: usize,
+    added: usize,
+    removed: usize,
+}
+
+/// The change a successful call made: its diff when the controller read
+/// one, else what its arguments say (a replayed edit: `old_string` →
+/// `new_string`; a write: the content).
+fn change_of(name: &str, args: &Value, diff: Option<&FileDiff>) -> Option<Change> {
+    let s = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+    let (_path, old, new) = match diff {
+        Some(d) => (
+            d.path.clone(),
+            d.old_text.clone().unwrap_or_default(),
+            d.new_text.clone(),
+        ),
+        None => match name {
+            "edit" => (s("file_path")?, s("old_string")?, s("new_string")?),
+            "write" => (s("file_path")?, String::new(), s("content")?),
+            "str_replace_editor" => match s("command")?.as_str() {
+                "str_replace" => (s("path")?, s("old_str")?, s("new_str").unwrap_or_default()),
+                "create" => (s("path")?, String::new(), s("file_text")?),
+                "insert" => (s("path")?, String::new(), s("new_str")?),
+                _ => return None,
+            },
+            _ => return None,
+        },
+    };
+    let (added, removed) = count_changes(&old, &new);
+    Some(Change {
+        old,
+        new,
+        first_line: 1,
+        added,
+        removed,
+    })
+}
+
+fn count_changes(old: &str, new: &str) -> (usize, usize) {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut added = 0;
+    let mut removed = 0;
+    for op in diff.ops() {
+        for change in diff.iter_changes(op) {
+            match change.tag() {
+                similar::ChangeTag::Insert => added += 1,
+                similar::ChangeTag::Delete => removed += 1,
+                similar::ChangeTag::Equal => {}
+            }
+        }
+    }
+    (added, removed)
+}
+
+/// The change as unified-diff hunks (3 lines of context) with line
+/// numbers: removed lines red `-`, added lines green `+`, at most `limit`
+/// lines then `… +N lines`.
+fn diff_lines(change: &Change, width: usize, limit: usize) -> Vec<Line> {
+    let diff = similar::TextDiff::from_lines(&change.old, &change.new);
+    let mut rows: Vec<Line> = Vec::new();
+    let number_width = (change.first_line
+        + change.old.lines().count().max(change.new.lines().count()))
+    .to_string()
+    .len()
+    .max(3);
+    let red = Style::new().fg(Color::Red);
+    let green = Style::new().fg(Color::Green);
+    for (i, group) in diff.grouped_ops(3).iter().enumerate() {
+        if i > 0 {
+            rows.push(Line::styled(format!("    {:>number_width$} ⋮", ""), dim()));
+        }
+        for op in group {
+            for c in diff.iter_changes(op) {
+                let (mark, style, number) = match c.tag() {
+                    similar::ChangeTag::Delete => ("-", red, c.old_index()),
+                    similar::ChangeTag::Insert => ("+", green, c.new_index()),
+                    similar::ChangeTag::Equal => (" ", dim(), c.new_index()),
+                };
+                let number = number.map_or(String::new(), |n| (n + change.first_line).to_string());
+                let text = c.value().trim_end_matches(['\n', '\r']).to_string();
+                let prefix = vec![
+                    Span::plain("    "),
+                    Span::styled(format!("{number:>number_width$} "), dim()),
+                    Span::styled(format!("{mark} "), style),
+                ];
+                let rest = vec![Span::plain(" ".repeat(4 + number_width + 3))];
+                rows.extend(wrap(&[Span::styled(text, style)], width, &prefix, &rest));
+            }
+        }
+    }
+    if rows.len() > limit {
+        let more = rows.len() - limit;
+        rows.truncate(limit);
+        rows.push(Line::styled(
+            format!("    … +{more} lines (ctrl+o to expand)"),
+            dim(),
+        ));
+    }
+    rows
+}
+
+// ---- small pieces ----
+
+/// The todo list: `  ⎿ Todo list (1/3 completed)`, then one line per
+/// item, the one in progress bold, the done ones dim.
+pub fn checklist(items: &[TodoEntry]) -> Vec<Line> {
+    if items.is_empty() {
+        return vec![Line::styled("  ⎿ Todo list cleared", dim())];
+    }
+    let done = items.iter().filter(|t| t.status == "completed").count();
+    let mut out = vec![Line::styled(
+        format!("  ⎿ Todo list ({done}/{} completed)", items.len()),
+        dim(),
+    )];
+    for t in items {
+        let (glyph, style) = match t.status.as_str() {
+            "completed" => ("[x]", dim()),
+            "in_progress" => ("[~]", Style::new().add_modifier(Modifier::BOLD)),
+            _ => ("[ ]", Style::new()),
+        };
+        out.push(Line::styled(format!("    {glyph} {}", t.content), style));
+    }
+    out
+}
+
+/// The line saying how a question was answered (after a `  ? ` prefix).
+fn decided(what: &str, decision: &Decision) -> Line {
+    let (text, style) = match decision {
+        Decision::AllowOnce => ("allowed once".to_string(), Style::new().fg(Color::Green)),
+        Decision::AllowAlways => (
+            "allowed for the session".to_string(),
+            Style::new().fg(Color::Green),
+        ),
+        Decision::Reject { note: Some(n) } => (format!("denied: {n}"), Style::new().fg(Color::Red)),
+        Decision::Reject { note: None } => ("denied".to_string(), Style::new().fg(Color::Red)),
+        Decision::Cancelled => ("cancelled".to_string(), dim()),
+    };
+    Line::new(vec![
+        Span::styled(one_line(what, ARGS_CHARS), dim()),
+        Span::styled(" — ", dim()),
+        Span::styled(text, style),
+    ])
+}
+
+fn last_lines(text: &str, n: usize) -> &str {
+    let trimmed = text.trim_end();
+    let mut idx = trimmed.len();
+    for _ in 0..n {
+        match trimmed[..idx].rfind('\n') {
+            Some(i) => idx = i,
+            None => return trimmed.trim_start(),
+        }
+    }
+    trimmed[idx..].trim_start()
+}
+
+fn dim() -> Style {
+    Style::new().add_modifier(Modifier::DIM)
+}
+
+fn reasoning_style() -> Style {
+    Style::new().add_modifier(Modifier::DIM | Modifier::ITALIC)
+}
