@@ -175,6 +175,12 @@ impl Status {
             EventBody::ToolFinished { call_id, .. } => {
                 if let Some(turn) = &mut self.turn {
                     turn.calls.retain(|c| c.id != *call_id);
+                    // The step's calls are done: the next request starts
+                    // (its `thinking` is not told again when the calls
+                    // never ran, e.g. denied ones).
+                    if turn.calls.is_empty() {
+                        turn.next_request(time);
+                    }
                 }
             }
             EventBody::Context { tokens, window } => self.context = Some((*tokens, *window)),
@@ -332,12 +338,10 @@ impl Status {
         let turn = self.turn_at(time);
         let doing = match state {
             "thinking" => {
-                // A new request: what the last one streamed without a
-                // report stays counted, as an estimate.
-                turn.reported += turn.streamed_tokens();
-                turn.streamed_chars = 0;
-                turn.stream_started = None;
-                Doing::Thinking
+                if turn.doing != Doing::Thinking {
+                    turn.next_request(time);
+                }
+                return;
             }
             "streaming" => Doing::Streaming,
             "running" => Doing::Running(detail.clone()),
@@ -366,6 +370,16 @@ impl Turn {
             stream_started: None,
             calls: Vec::new(),
         }
+    }
+
+    /// A model request begins at `time`: a step of its own. What the last
+    /// one streamed without a report stays counted, as an estimate.
+    fn next_request(&mut self, time: u64) {
+        self.reported += self.streamed_tokens();
+        self.streamed_chars = 0;
+        self.stream_started = None;
+        self.doing = Doing::Thinking;
+        self.step_started = time;
     }
 
     fn streamed_tokens(&self) -> u64 {
@@ -699,6 +713,37 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("tok/s"), "{text}");
+    }
+
+    #[test]
+    fn a_step_whose_calls_never_ran_ends_when_they_finish() {
+        // A denied call: started and finished without running; the next
+        // request's `thinking` is not told again (it did not change).
+        let status = fed(&[
+            (0, EventBody::TurnStarted { turn: 1 }),
+            (0, activity("thinking", None)),
+            (
+                1_000,
+                EventBody::ToolStarted {
+                    call_id: "c".into(),
+                    name: "edit".into(),
+                    arguments: r#"{"file_path":"a.rs"}"#.into(),
+                    title: "Edit a.rs".into(),
+                },
+            ),
+            (
+                5_000,
+                EventBody::ToolFinished {
+                    call_id: "c".into(),
+                    name: "edit".into(),
+                    is_error: true,
+                    output: "denied".into(),
+                    diff: None,
+                },
+            ),
+        ]);
+        let text = status.line(7_000, 200).text();
+        assert!(text.contains(" thinking · 2s · turn 7s"), "{text}");
     }
 
     #[test]
