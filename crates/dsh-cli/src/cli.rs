@@ -227,9 +227,20 @@ pub(crate) struct RunArgs {
     /// Continue the saved session ID (its log is replayed, new events are appended).
     #[arg(long, value_name = "ID")]
     pub(crate) resume: Option<String>,
-    /// Print every session event as one JSON line instead of the answer.
+    /// What goes to stdout: `text`, the answer (the default); `json`, one
+    /// JSON object at the end (`{"type":"result","subtype","is_error",
+    /// "result","session_id","num_turns","duration_ms","usage"}`, and
+    /// `error` on an error); `stream-json`, every session event as one
+    /// JSON line as it happens.
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub(crate) output_format: Option<OutputFormat>,
+    /// Print every session event as one JSON line instead of the answer
+    /// (`--output-format stream-json`).
     #[arg(long)]
     pub(crate) json: bool,
+    /// No progress on stderr (warnings and errors still print).
+    #[arg(long, short = 'q')]
+    pub(crate) quiet: bool,
     /// Plan only: commands and file changes are denied; the plan the model
     /// presents (exit_plan_mode) is printed and the run ends.
     #[arg(long)]
@@ -244,9 +255,22 @@ pub(crate) struct RunArgs {
     #[arg(long, conflicts_with = "wait_jobs")]
     pub(crate) no_wait: bool,
     /// The prompt (several words are joined with spaces). `-`, or none at
-    /// all, reads it from stdin (a pipe or a file; not a terminal).
+    /// all, reads it from stdin (a pipe or a file; not a terminal). Words
+    /// and a piped stdin (a pipe or a file) send both: the input follows
+    /// the words as a fenced block.
     #[arg(num_args = 0.., value_name = "PROMPT")]
     pub(crate) prompt: Vec<String>,
+}
+
+/// What `dsh run` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// The answer (or the plan) as text.
+    Text,
+    /// One JSON object at the end: the result, the session, the usage.
+    Json,
+    /// Every session event as one JSON line as it happens.
+    StreamJson,
 }
 
 /// The default of `dsh acp --max-line-bytes`: 64 MiB (the ACP server's

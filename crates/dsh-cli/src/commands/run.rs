@@ -1,6 +1,15 @@
-//! `dsh run [--model M] [--session-dir DIR] [--resume ID] [--json] PROMPT`
+//! `dsh run [--model M] [--session-dir DIR] [--resume ID]
+//! [--output-format text|json|stream-json] [--json] [--quiet] PROMPT`
 //!
-//! One turn. `dsh run -` (or no prompt words) reads the prompt from stdin. With `--plan` the turn runs in plan mode ([`dsh::plan`]):
+//! One turn. `dsh run -` (or no prompt words) reads the prompt from stdin.
+//! Prompt words and a stdin that is a pipe or a regular file send both: the
+//! words, a blank line, and stdin's text in a fenced block (a fence longer
+//! than any backtick run in it); an empty stdin adds nothing. Any other
+//! stdin (a terminal, `/dev/null`, a socket) is not read. A pipe that
+//! brings nothing at all, not even its end, within 3 s is given up on with
+//! a warning (`dsh: nothing came on stdin in 3s; going on without it …`):
+//! a stdin inherited from a shell that never closes it must not hang the
+//! run. With `--plan` the turn runs in plan mode ([`dsh::plan`]):
 //! changing tools are denied, and when the model presents its plan with
 //! `exit_plan_mode` the plan is printed (instead of the answer) and the run
 //! ends there, exit 0.
@@ -12,24 +21,55 @@
 //! one stderr line per job (`dsh: stopped job bash-1 (sleep 100) after
 //! waiting 10m`).
 //!
-//! Prints the final answer of the last turn (or, with `--json`, every
-//! session event as one JSON line as it happens, the JSONL log format).
+//! stdout, by `--output-format`: `text` (the default) the final answer of
+//! the last turn (or the plan); `stream-json` (or `--json`) every session
+//! event as one JSON line as it happens, the JSONL log format; `json` one
+//! JSON object at the end, Claude Code's shape:
+//! `{"type":"result","subtype":"success"|"error"|"aborted","is_error":…,
+//! "result":"<the answer or plan>","session_id":…,"num_turns":…,
+//! "duration_ms":…,"usage":{"input_tokens":…,"output_tokens":…,
+//! "cache_read_input_tokens":…}}`, with `"error":{"code":…,"message":…}`
+//! when the subtype is `error` (`code` left out when the error has none).
+//!
+//! Progress goes to stderr (not with `--quiet`; warnings and errors
+//! always do):
+//! - when stderr is a terminal (and `TERM` is not `dumb`), the live status
+//!   line ([`dsh_tui::status`]) redrawn in place 12 times a second, cleared
+//!   before anything else is written to stderr and at the end;
+//! - otherwise one line per tool call as it finishes and one for a step
+//!   that answers: `dsh: step 2 · bash cargo test (exit 0, 3.1s)`, `dsh:
+//!   step 1 · read src/main.rs (ok, 0.0s)`, `dsh: step 3 · edit src/lib.rs
+//!   (error, 0.1s)`, `dsh: step 4 · answered (1.2k tokens, 2.3s)`. The step
+//!   counts the turn's model requests; after the run's first turn (the
+//!   wake-up turns of background jobs) the line starts `dsh: turn 2 · step
+//!   1 · …`. A bash call says `exit N`, `killed by SIGNAL`, `timed out`
+//!   or `started bash-1` (a background task); other tools `ok` or `error`;
+//!   the time is the call's run (or the step's, for an answer), and the
+//!   tokens are the step's reported output tokens (`~N`: estimated from
+//!   the text, 4 characters a token, when the provider reported none). A
+//!   wait for background jobs says so once: `dsh: waiting for 1 background
+//!   job (at most 10m)`.
+//!
 //! Exit codes: 0 the turn completed, 1 it ended in error (message with code
 //! on stderr) or its output could not be written, 2 usage or configuration
 //! error; a signal aborts the turn (open tool calls answered, processes
 //! killed, log flushed) and exits 130 (SIGINT), 143 (SIGTERM), 129 (SIGHUP)
 //! or 131 (SIGQUIT).
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use dsh_controller::{Controller, EventBody, Session, SessionOptions, Subscription};
+use dsh_controller::{Controller, Event, EventBody, Session, SessionOptions, Subscription};
 use dsh_kernel::sync::lock;
 use dsh_session::TurnEndReason;
+use dsh_tui::status::{call_subject, count, seconds, Status};
+use dsh_tui::text::Paint;
+use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch, Notify};
 
-use crate::cli::RunArgs;
+use crate::cli::{OutputFormat, RunArgs};
 use crate::commands::{block_on, exit_code_for, open_session};
 use crate::output::WriteFailure;
 
@@ -39,6 +79,14 @@ pub(crate) fn run(args: RunArgs) -> u8 {
 }
 
 async fn run_async(args: RunArgs) -> u8 {
+    let started = Instant::now();
+    let format = match format_of(&args) {
+        Ok(format) => format,
+        Err(message) => {
+            crate::output::say!("dsh: {message}");
+            return 2;
+        }
+    };
     let prompt = match prompt_of(&args.prompt) {
         Ok(p) => p,
         Err(message) => {
@@ -61,12 +109,15 @@ async fn run_async(args: RunArgs) -> u8 {
         Err(code) => return code,
     };
     let written = Arc::new(WriteFailure::default());
+    let streaming = format == OutputFormat::StreamJson;
     // Everything from the open on (a resumed session's history is not
-    // printed again): warnings, the JSONL events with --json, turn ends.
+    // printed again): warnings, the JSONL events with stream-json, turn
+    // ends, the progress.
     let reader = Reader::start(
         session.subscribe(Some(session.live_from())),
-        args.json,
+        streaming,
         &written,
+        Progress::new(args.quiet, &session),
     );
     let mut signals = crate::signals::get();
     let mut stopped = None;
@@ -112,8 +163,11 @@ async fn run_async(args: RunArgs) -> u8 {
         (None, Waiting::For(limit)) => format!(" after waiting {}", format_duration(limit)),
     };
     reader.caught_up(&session).await;
-    if !args.json && stopped.is_none() {
-        let mut answer = presented.unwrap_or_else(|| reader.last_answer());
+    // The status line goes before anything else is written.
+    reader.finish_progress();
+    let answer = presented.unwrap_or_else(|| reader.last_answer());
+    if format == OutputFormat::Text && stopped.is_none() {
+        let mut answer = answer.clone();
         if !answer.ends_with('\n') && !answer.is_empty() {
             answer.push('\n');
         }
@@ -130,39 +184,130 @@ async fn run_async(args: RunArgs) -> u8 {
         controller.shutdown("dsh run ended").await;
     })
     .await;
+    let mut outcome = Outcome::of(stopped, reason.as_ref());
     let code = match stopped {
         Some(stop) => {
             crate::output::say!("dsh: aborted: {}", stop.reason());
-            return stop.exit_code();
+            stop.exit_code()
         }
-        None => exit_code_for(reason.as_ref()),
+        None => {
+            let code = exit_code_for(reason.as_ref());
+            if code == 0 && written.code() != 0 {
+                written.code()
+            } else {
+                let failures = reader.persistence_errors();
+                for (code, message) in &failures {
+                    crate::output::say!("dsh: session log not saved: error [{code}]: {message}");
+                }
+                match failures.into_iter().next() {
+                    Some((code, message)) if outcome.subtype == "success" => {
+                        outcome = Outcome::error(Some(code), message);
+                        1
+                    }
+                    _ => code,
+                }
+            }
+        }
     };
-    if code == 0 && written.code() != 0 {
-        return written.code();
+    if format == OutputFormat::Json {
+        let result = reader.result(&outcome, &answer, &session.id(), started.elapsed());
+        let written = crate::output::emit(&format!("{result}\n"));
+        if code == 0 && written != 0 {
+            return written;
+        }
     }
-    let failures = reader.persistence_errors();
-    for f in &failures {
-        crate::output::say!("dsh: session log not saved: error {f}");
-    }
-    if code == 0 && !failures.is_empty() {
-        1
-    } else {
-        code
+    code
+}
+
+/// The output format: `--output-format`, `--json` (`stream-json`), or
+/// `text`.
+///
+/// # Errors
+/// `--json` with an `--output-format` other than `stream-json`.
+fn format_of(args: &RunArgs) -> Result<OutputFormat, String> {
+    match (args.json, args.output_format) {
+        (false, format) => Ok(format.unwrap_or(OutputFormat::Text)),
+        (true, None | Some(OutputFormat::StreamJson)) => Ok(OutputFormat::StreamJson),
+        (true, Some(other)) => {
+            use clap::ValueEnum;
+            let name = other
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
+            Err(format!(
+                "--json is --output-format stream-json; it conflicts with --output-format {name}"
+            ))
+        }
     }
 }
 
-/// The longest prompt read from stdin.
+/// How a run ended, for `--output-format json`.
+struct Outcome {
+    /// `success`, `error` or `aborted`.
+    subtype: &'static str,
+    /// For `error`: the code (when it has one) and the message.
+    error: Option<(Option<String>, String)>,
+}
+
+impl Outcome {
+    fn error(code: Option<String>, message: String) -> Self {
+        Outcome {
+            subtype: "error",
+            error: Some((code, message)),
+        }
+    }
+
+    /// The outcome of a run stopped by `stopped`, or whose turn ended for
+    /// `reason` (`None`: the agent stopped before the turn ended).
+    fn of(stopped: Option<crate::signals::Stop>, reason: Option<&TurnEndReason>) -> Self {
+        let aborted = Outcome {
+            subtype: "aborted",
+            error: None,
+        };
+        if stopped.is_some() {
+            return aborted;
+        }
+        match reason {
+            Some(TurnEndReason::Completed) => Outcome {
+                subtype: "success",
+                error: None,
+            },
+            Some(TurnEndReason::Aborted { .. } | TurnEndReason::Disposed) => aborted,
+            Some(TurnEndReason::Error { message, code }) => {
+                Self::error(code.clone(), message.clone())
+            }
+            Some(TurnEndReason::MaxSteps) => Self::error(
+                Some(dsh_protocol::codes::MAX_STEPS.to_string()),
+                "the turn hit the step limit".to_string(),
+            ),
+            Some(other) => Self::error(None, format!("turn ended: {}", other.kind())),
+            None => Self::error(None, "the agent stopped before the turn ended".to_string()),
+        }
+    }
+}
+
+/// The longest prompt (or piped input) read from stdin.
 const STDIN_PROMPT_MAX: u64 = 16 * 1024 * 1024;
 
-/// The prompt: the words given, or (`-`, or no words) stdin's text.
+/// How long a pipe on stdin may stay silent (no byte, no end) before the
+/// run goes on without it.
+const STDIN_QUIET_MAX: Duration = Duration::from_secs(3);
+
+/// The prompt: the words given, or (`-`, or no words) stdin's text; words
+/// with a piped stdin: both ([`with_input`]).
 ///
 /// # Errors
 /// What to tell the user (exit 2): stdin is a terminal, unreadable, not
-/// UTF-8, too long, or holds nothing but whitespace.
+/// UTF-8, too long, or holds nothing but whitespace (when it is the
+/// prompt).
 fn prompt_of(words: &[String]) -> Result<String, String> {
     use std::io::{IsTerminal, Read};
     if !(words.is_empty() || (words.len() == 1 && words[0] == "-")) {
-        return Ok(words.join(" "));
+        let prompt = words.join(" ");
+        return Ok(match piped_input()? {
+            Some(input) => with_input(&prompt, &input),
+            None => prompt,
+        });
     }
     if std::io::stdin().is_terminal() {
         return Err(
@@ -176,28 +321,134 @@ fn prompt_of(words: &[String]) -> Result<String, String> {
         .take(STDIN_PROMPT_MAX + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
-    if bytes.len() as u64 > STDIN_PROMPT_MAX {
-        return Err(format!(
-            "the prompt on stdin is longer than {} MiB",
-            STDIN_PROMPT_MAX / (1024 * 1024)
-        ));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "the prompt on stdin is not UTF-8 (invalid byte at {})",
-            e.utf8_error().valid_up_to()
-        )
-    })?;
+    let text = stdin_text(bytes, "the prompt")?;
     if text.trim().is_empty() {
         return Err("no prompt: stdin was empty".into());
     }
     Ok(text.trim_end_matches(['\n', '\r']).to_string())
 }
 
+/// `bytes` read from stdin as text; `what` names it in the errors (too
+/// long, not UTF-8).
+fn stdin_text(bytes: Vec<u8>, what: &str) -> Result<String, String> {
+    if bytes.len() as u64 > STDIN_PROMPT_MAX {
+        return Err(format!(
+            "{what} on stdin is longer than {} MiB",
+            STDIN_PROMPT_MAX / (1024 * 1024)
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{what} on stdin is not UTF-8 (invalid byte at {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// stdin's text when it is a pipe or a regular file and holds more than
+/// whitespace; `None` for any other stdin (a terminal, `/dev/null`, a
+/// socket: never read), an empty one, or a pipe silent for
+/// [`STDIN_QUIET_MAX`] (with a warning).
+///
+/// # Errors
+/// stdin unreadable, not UTF-8, or too long.
+fn piped_input() -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(|fd| std::fs::File::from(fd).metadata())
+        .map(|m| m.file_type());
+    let bytes = match kind {
+        Ok(t) if t.is_file() => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(STDIN_PROMPT_MAX + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("cannot read stdin: {e}"))?;
+            bytes
+        }
+        Ok(t) if t.is_fifo() => match read_pipe() {
+            Some(read) => read.map_err(|e| format!("cannot read stdin: {e}"))?,
+            None => {
+                crate::output::say!(
+                    "dsh: nothing came on stdin in {}s; going on without it (`< /dev/null` skips the wait)",
+                    STDIN_QUIET_MAX.as_secs()
+                );
+                return Ok(None);
+            }
+        },
+        _ => return Ok(None),
+    };
+    let text = stdin_text(bytes, "the input")?;
+    Ok((!text.trim().is_empty()).then_some(text))
+}
+
+/// Reads the pipe on stdin to its end (at most one byte past
+/// [`STDIN_PROMPT_MAX`]) on a thread of its own; `None` when neither a
+/// byte nor the end came within [`STDIN_QUIET_MAX`] (the thread is left
+/// blocked in its read; it ends with the process).
+fn read_pipe() -> Option<std::io::Result<Vec<u8>>> {
+    use std::io::Read;
+    enum PipeRead {
+        Started,
+        Done(std::io::Result<Vec<u8>>),
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut bytes = Vec::new();
+        let mut first = [0u8; 8192];
+        let n = loop {
+            match stdin.read(&mut first) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        let _ = tx.send(PipeRead::Started);
+        let done = n.and_then(|n| {
+            bytes.extend_from_slice(&first[..n]);
+            if n > 0 {
+                stdin
+                    .take(STDIN_PROMPT_MAX + 1 - n as u64)
+                    .read_to_end(&mut bytes)?;
+            }
+            Ok(bytes)
+        });
+        let _ = tx.send(PipeRead::Done(done));
+    });
+    match rx.recv_timeout(STDIN_QUIET_MAX) {
+        Ok(PipeRead::Started) => match rx.recv() {
+            Ok(PipeRead::Done(done)) => Some(done),
+            _ => Some(Err(std::io::Error::other("the reading thread ended"))),
+        },
+        Ok(PipeRead::Done(done)) => Some(done),
+        Err(_) => None,
+    }
+}
+
+/// `prompt`, a blank line, and `input` in a fenced block whose fence is
+/// longer than any run of backticks in it.
+fn with_input(prompt: &str, input: &str) -> String {
+    let input = input.trim_end_matches(['\n', '\r']);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in input.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat((longest + 1).max(3));
+    format!("{prompt}\n\n{fence}\n{input}\n{fence}")
+}
+
 /// What `dsh run` reads from the session's events, on a task of its own:
-/// it prints warnings on stderr and (with `--json`) each log event as a
-/// JSON line on stdout as it happens, passes turn ends and status
-/// changes on, and keeps the last answer and the log's write failures.
+/// it prints warnings on stderr and (with stream-json) each log event as a
+/// JSON line on stdout as it happens, shows the progress, passes turn
+/// ends and status changes on, and keeps the last answer, the usage and
+/// the log's write failures.
 struct Reader {
     turn_ends: tokio::sync::Mutex<mpsc::UnboundedReceiver<Option<TurnEndReason>>>,
     /// Status changes of the agent (a stored permit: none is lost).
@@ -206,6 +457,8 @@ struct Reader {
     position: watch::Receiver<u64>,
     state: Arc<ReaderState>,
     task: tokio::task::JoinHandle<()>,
+    /// Redraws the status line (on a terminal).
+    ticker: Option<tokio::task::JoinHandle<()>>,
 }
 
 #[derive(Default)]
@@ -213,15 +466,36 @@ struct ReaderState {
     /// JSON lines are printed while set.
     json: std::sync::atomic::AtomicBool,
     last_answer: Mutex<String>,
-    /// `[CODE]: message` of each `SESSION_*` error logged.
-    persistence_errors: Mutex<Vec<String>>,
+    /// The code and message of each `SESSION_*` error logged.
+    persistence_errors: Mutex<Vec<(String, String)>>,
+    /// Turns and usage seen, for `--output-format json`.
+    totals: Mutex<Totals>,
+    progress: Mutex<Progress>,
+}
+
+/// What the run's turns used.
+#[derive(Default)]
+struct Totals {
+    turns: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cache_read_tokens: u64,
 }
 
 impl Reader {
-    fn start(events: Subscription, json: bool, written: &Arc<WriteFailure>) -> Self {
+    fn start(
+        events: Subscription,
+        json: bool,
+        written: &Arc<WriteFailure>,
+        progress: Progress,
+    ) -> Self {
         let (turn_tx, turn_rx) = mpsc::unbounded_channel();
         let changed = Arc::new(Notify::new());
-        let state = Arc::new(ReaderState::default());
+        let live = matches!(progress, Progress::Live(_));
+        let state = Arc::new(ReaderState {
+            progress: Mutex::new(progress),
+            ..ReaderState::default()
+        });
         state.json.store(json, std::sync::atomic::Ordering::SeqCst);
         let mut events = events.with_log(json);
         let position = events.handled();
@@ -230,18 +504,20 @@ impl Reader {
             let mut events = events;
             while let Some(item) = events.next().await {
                 if let Ok(event) = item {
-                    st.take(&event.body, &written, &turn_tx, &notify);
+                    st.take(&event, &written, &turn_tx, &notify);
                 }
             }
             // Closed: nobody waits for a turn end any more.
             let _ = turn_tx.send(None);
         });
+        let ticker = live.then(|| tokio::spawn(tick(state.clone())));
         Self {
             turn_ends: tokio::sync::Mutex::new(turn_rx),
             changed,
             position,
             state,
             task,
+            ticker,
         }
     }
 
@@ -265,30 +541,74 @@ impl Reader {
             .store(false, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// The run waits for `jobs` background jobs, for at most `limit`.
+    fn waiting_for_jobs(&self, jobs: usize, limit: Duration) {
+        lock(&self.state.progress).waiting_for_jobs(jobs, limit);
+    }
+
+    /// Clears the status line for good (nothing more is drawn).
+    fn finish_progress(&self) {
+        if let Some(ticker) = &self.ticker {
+            ticker.abort();
+        }
+        lock(&self.state.progress).finish();
+    }
+
     fn last_answer(&self) -> String {
         lock(&self.state.last_answer).clone()
     }
 
-    fn persistence_errors(&self) -> Vec<String> {
+    fn persistence_errors(&self) -> Vec<(String, String)> {
         lock(&self.state.persistence_errors).clone()
+    }
+
+    /// The `--output-format json` object of a run that ended as `outcome`
+    /// with `answer`, in session `session_id`, after `took`.
+    fn result(&self, outcome: &Outcome, answer: &str, session_id: &str, took: Duration) -> String {
+        let totals = lock(&self.state.totals);
+        let mut result = json!({
+            "type": "result",
+            "subtype": outcome.subtype,
+            "is_error": outcome.subtype != "success",
+            "result": answer,
+            "session_id": session_id,
+            "num_turns": totals.turns,
+            "duration_ms": u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            "usage": {
+                "input_tokens": totals.input_tokens,
+                "output_tokens": totals.output_tokens,
+                "cache_read_input_tokens": totals.cache_read_tokens,
+            },
+        });
+        if let Some((code, message)) = &outcome.error {
+            let mut error = json!({ "message": message });
+            if let Some(code) = code {
+                error["code"] = Value::String(code.clone());
+            }
+            result["error"] = error;
+        }
+        crate::sanitize::json_visible(&result.to_string()).into_owned()
     }
 }
 
 impl Drop for Reader {
     fn drop(&mut self) {
         self.task.abort();
+        // A status line is never left behind (nor a hidden cursor).
+        self.finish_progress();
     }
 }
 
 impl ReaderState {
     fn take(
         &self,
-        body: &EventBody,
+        event: &Event,
         written: &WriteFailure,
         turn_ends: &mpsc::UnboundedSender<Option<TurnEndReason>>,
         changed: &Notify,
     ) {
-        match body {
+        lock(&self.progress).on_event(event);
+        match &event.body {
             EventBody::Log { event }
                 if self.json.load(std::sync::atomic::Ordering::SeqCst) && !written.failed() =>
             {
@@ -301,13 +621,24 @@ impl ReaderState {
             }
             // Said once per session: an ignored config key, an MCP server
             // that did not start, fewer sandbox layers than asked.
-            EventBody::Warning { message } => crate::output::say!("dsh: {message}"),
+            EventBody::Warning { message } => lock(&self.progress).say(&format!("dsh: {message}")),
             EventBody::MessageCompleted { text } => *lock(&self.last_answer) = text.clone(),
             EventBody::Error {
                 code: Some(code),
                 message,
             } if code.starts_with("SESSION_") => {
-                lock(&self.persistence_errors).push(format!("[{code}]: {message}"));
+                lock(&self.persistence_errors).push((code.clone(), message.clone()));
+            }
+            EventBody::TurnStarted { .. } => lock(&self.totals).turns += 1,
+            EventBody::Usage {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+            } => {
+                let mut totals = lock(&self.totals);
+                totals.input_tokens += input_tokens;
+                totals.output_tokens += output_tokens;
+                totals.cache_read_tokens += cache_read_tokens.unwrap_or(0);
             }
             EventBody::TurnEnded { reason, .. } => {
                 let _ = turn_ends.send(Some(reason.clone()));
@@ -316,6 +647,385 @@ impl ReaderState {
             _ => {}
         }
     }
+}
+
+/// How often the status line is redrawn (a spinner frame).
+const TICK: Duration = Duration::from_millis(80);
+
+/// Redraws the status line every [`TICK`] (and at once on a resize) until
+/// the progress is finished.
+async fn tick(state: Arc<ReaderState>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interval = tokio::time::interval(TICK);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut resized = signal(SignalKind::window_change()).ok();
+    loop {
+        let resize = async {
+            match &mut resized {
+                Some(s) => s.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = interval.tick() => {}
+            Some(()) = resize => {
+                if let Progress::Live(live) = &mut *lock(&state.progress) {
+                    live.width = stderr_columns();
+                }
+            }
+        }
+        if !lock(&state.progress).draw() {
+            return;
+        }
+    }
+}
+
+/// How the run shows its progress on stderr.
+#[derive(Default)]
+enum Progress {
+    /// `--quiet`: nothing.
+    #[default]
+    Quiet,
+    /// Not a terminal: a line per tool call and answer.
+    Lines(Steps),
+    /// A terminal: the live status line.
+    Live(Box<Live>),
+}
+
+impl Progress {
+    /// The progress for a run of `session`: quiet, the live line when
+    /// stderr is a terminal (`TERM` not `dumb`), else lines.
+    fn new(quiet: bool, session: &Session) -> Self {
+        use std::io::IsTerminal;
+        if quiet {
+            return Progress::Quiet;
+        }
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        if !std::io::stderr().is_terminal() || dumb {
+            return Progress::Lines(Steps::default());
+        }
+        let model = session.model().unwrap_or_default();
+        let permission = session
+            .permission()
+            .map(|m| m.as_str().to_string())
+            .unwrap_or_default();
+        let mut status = Status::new(&model, &permission);
+        status.set_plan_mode(session.plan_mode());
+        // Hidden while the line is drawn: no cursor blinking over it.
+        write_stderr("\x1b[?25l");
+        Progress::Live(Box::new(Live {
+            status,
+            paint: Paint::detect(true),
+            width: stderr_columns(),
+            shown: None,
+            turn_running: false,
+            waiting_jobs: false,
+            finished: false,
+        }))
+    }
+
+    fn on_event(&mut self, event: &Event) {
+        match self {
+            Progress::Quiet => {}
+            Progress::Lines(steps) => steps.on_event(event),
+            Progress::Live(live) => live.on_event(event),
+        }
+    }
+
+    /// Writes `line` on stderr (sanitised), clearing the status line first.
+    fn say(&mut self, line: &str) {
+        if let Progress::Live(live) = self {
+            live.clear();
+        }
+        crate::output::say_line(line);
+    }
+
+    fn waiting_for_jobs(&mut self, jobs: usize, limit: Duration) {
+        match self {
+            Progress::Quiet => {}
+            Progress::Lines(steps) => {
+                if !steps.said_waiting {
+                    steps.said_waiting = true;
+                    let s = if jobs == 1 { "" } else { "s" };
+                    crate::output::say!(
+                        "dsh: waiting for {jobs} background job{s} (at most {})",
+                        format_duration(limit)
+                    );
+                }
+            }
+            Progress::Live(live) => {
+                live.waiting_jobs = true;
+                live.override_jobs();
+            }
+        }
+    }
+
+    /// Draws the status line if it changed; `false` once finished.
+    fn draw(&mut self) -> bool {
+        match self {
+            Progress::Live(live) if !live.finished => {
+                live.draw(now_ms());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Progress::Live(live) = self {
+            if !live.finished {
+                live.clear();
+                live.finished = true;
+                write_stderr("\x1b[?25h");
+            }
+        }
+    }
+}
+
+/// The status line on a terminal's stderr.
+struct Live {
+    status: Status,
+    paint: Paint,
+    /// stderr's columns.
+    width: usize,
+    /// The line on the screen now, as written.
+    shown: Option<String>,
+    turn_running: bool,
+    /// The run waits for background jobs (shown while no turn runs).
+    waiting_jobs: bool,
+    finished: bool,
+}
+
+impl Live {
+    fn on_event(&mut self, event: &Event) {
+        self.status.on_event(event);
+        match &event.body {
+            EventBody::TurnStarted { .. } => self.turn_running = true,
+            EventBody::TurnEnded { .. } | EventBody::Closed { .. } => self.turn_running = false,
+            _ => return,
+        }
+        self.override_jobs();
+    }
+
+    /// Says "waiting for background jobs" while the run waits and no
+    /// (wake-up) turn runs.
+    fn override_jobs(&mut self) {
+        let what = (self.waiting_jobs && !self.turn_running)
+            .then(|| "waiting for background jobs".to_string());
+        self.status.set_override(what);
+    }
+
+    fn draw(&mut self, now_ms: u64) {
+        if self.finished {
+            return;
+        }
+        // One column spare: a line filling the last column would wrap on
+        // some terminals.
+        let line = self.status.line(now_ms, self.width.saturating_sub(1));
+        let text = self.paint.line(&line);
+        if self.shown.as_deref() == Some(text.as_str()) {
+            return;
+        }
+        write_stderr(&format!("\r{text}\x1b[K"));
+        self.shown = Some(text);
+    }
+
+    fn clear(&mut self) {
+        if self.shown.take().is_some() {
+            write_stderr("\r\x1b[K");
+        }
+    }
+}
+
+/// The columns of the terminal stderr is on (80 when unknown).
+fn stderr_columns() -> usize {
+    dsh_tui::status::terminal_columns()
+        .or_else(|| std::env::var("COLUMNS").ok()?.parse().ok())
+        .unwrap_or(80)
+}
+
+/// Writes `text` (dsh's own escapes: it is not sanitised) to stderr.
+fn write_stderr(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The progress lines without a terminal: what the current turn and step
+/// did, to say when a call finishes or the step answers.
+#[derive(Default)]
+struct Steps {
+    /// Turns the run saw start.
+    turns: u64,
+    /// The current turn's number in the session.
+    turn: u64,
+    /// The current step (model request) of the turn, from 1.
+    step: u64,
+    /// When it began.
+    step_started: u64,
+    /// Tool calls it made.
+    step_calls: usize,
+    /// Its answer's text and when it was complete.
+    answer: Option<(String, u64)>,
+    /// Output tokens its usage report gave.
+    step_tokens: u64,
+    /// Calls without a result: tool, arguments, since when they run.
+    calls: HashMap<String, (String, String, u64)>,
+    /// When the next step begins, once the turn started or the step's
+    /// calls all finished (until the next request shows).
+    next: Option<u64>,
+    /// The wait for background jobs was told.
+    said_waiting: bool,
+}
+
+impl Steps {
+    fn on_event(&mut self, event: &Event) {
+        let time = event.time;
+        match &event.body {
+            EventBody::TurnStarted { turn } => {
+                self.turns += 1;
+                self.turn = *turn;
+                self.step = 0;
+                self.next = Some(time);
+            }
+            EventBody::Activity { state, .. } if state == "thinking" => {
+                self.step += 1;
+                let started = self.next.take().unwrap_or(time);
+                self.new_step(started);
+            }
+            EventBody::MessageDelta { .. }
+            | EventBody::ReasoningDelta { .. }
+            | EventBody::MessageCompleted { .. } => {
+                // A request whose `thinking` was not told again (the last
+                // step's calls never ran: it was `thinking` still). Every
+                // step completes a message before its calls start.
+                if let Some(since) = self.next.take() {
+                    self.step += 1;
+                    self.new_step(since);
+                }
+            }
+            _ => {}
+        }
+        match &event.body {
+            EventBody::MessageCompleted { text } => self.answer = Some((text.clone(), time)),
+            EventBody::Usage { output_tokens, .. } => self.step_tokens += output_tokens,
+            EventBody::ToolStarted {
+                call_id,
+                name,
+                arguments,
+                ..
+            } => {
+                self.step_calls += 1;
+                self.calls
+                    .insert(call_id.clone(), (name.clone(), arguments.clone(), time));
+            }
+            EventBody::ToolRunning { call_id } => {
+                if let Some(call) = self.calls.get_mut(call_id) {
+                    call.2 = time;
+                }
+            }
+            EventBody::ToolFinished {
+                call_id,
+                is_error,
+                output,
+                ..
+            } => {
+                if self.calls.len() == 1 && self.calls.contains_key(call_id) {
+                    // The step's last call: the next request follows.
+                    self.next = Some(time);
+                }
+                if let Some((name, arguments, since)) = self.calls.remove(call_id) {
+                    let subject = call_subject(&name, &arguments);
+                    let what = if subject.is_empty() {
+                        name.clone()
+                    } else {
+                        format!("{name} {subject}")
+                    };
+                    let how = call_outcome(&name, *is_error, output);
+                    let took = seconds(time.saturating_sub(since));
+                    crate::output::say!("{}{what} ({how}, {took})", self.prefix());
+                }
+            }
+            EventBody::TurnEnded { reason, .. } => {
+                let answered = self.step > 0
+                    && self.step_calls == 0
+                    && matches!(reason, TurnEndReason::Completed);
+                if let (true, Some((text, at))) = (answered, &self.answer) {
+                    let tokens = if self.step_tokens > 0 {
+                        count(self.step_tokens)
+                    } else {
+                        format!("~{}", count(text.chars().count().div_ceil(4) as u64))
+                    };
+                    let took = seconds(at.saturating_sub(self.step_started));
+                    crate::output::say!("{}answered ({tokens} tokens, {took})", self.prefix());
+                }
+                self.calls.clear();
+            }
+            _ => {}
+        }
+    }
+
+    fn new_step(&mut self, time: u64) {
+        self.step_started = time;
+        self.step_calls = 0;
+        self.answer = None;
+        self.step_tokens = 0;
+    }
+
+    /// `dsh: step 2 · `, or `dsh: turn 5 · step 2 · ` after the run's
+    /// first turn.
+    fn prefix(&self) -> String {
+        if self.turns > 1 {
+            format!("dsh: turn {} · step {} · ", self.turn, self.step)
+        } else {
+            format!("dsh: step {} · ", self.step)
+        }
+    }
+}
+
+/// How a call ended, in a word or two: a bash call's `exit N` (from the
+/// `[exit code: N]` marker its result ends with; none is `exit 0`),
+/// `killed by SIGNAL`, `timed out`, `started bash-1` (a background task);
+/// `error` for an error result; `ok` for any other tool.
+fn call_outcome(name: &str, is_error: bool, output: &str) -> String {
+    if is_error {
+        return "error".to_string();
+    }
+    if name != "bash" {
+        return "ok".to_string();
+    }
+    if let Some(task) = output.trim().strip_prefix("started background task ") {
+        return format!("started {}", task.split_whitespace().next().unwrap_or(""));
+    }
+    // The markers are the result's last lines.
+    let (mut exit, mut killed, mut timed_out) = (None, None, false);
+    for line in output.lines().rev().take(6) {
+        let line = line.trim();
+        if let Some(code) = marker(line, "[exit code: ") {
+            exit.get_or_insert(code);
+        } else if let Some(signal) = marker(line, "[killed by signal: ") {
+            killed.get_or_insert(signal);
+        } else if line.starts_with("[timed out after ") {
+            timed_out = true;
+        }
+    }
+    if timed_out {
+        "timed out".to_string()
+    } else if let Some(signal) = killed {
+        format!("killed by {signal}")
+    } else {
+        format!("exit {}", exit.unwrap_or("0"))
+    }
+}
+
+/// The value of `[label value]`.
+fn marker<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    line.strip_prefix(label)?.strip_suffix(']')
 }
 
 /// How long `dsh run` waits for the turn's background jobs.
@@ -360,6 +1070,9 @@ async fn settle(
         let running = session.running_jobs();
         if running.is_empty() && !session.has_work() {
             return Settled::Done(running);
+        }
+        if !running.is_empty() {
+            reader.waiting_for_jobs(running.len(), limit);
         }
         // Aborted when dropped: a wait outlives no iteration.
         let mut waits = tokio::task::JoinSet::new();
