@@ -474,3 +474,162 @@ fn a_resumed_chat_shows_the_last_turns_first() {
     assert!(history.contains("› echo turn 3"), "{history}");
     assert_eq!(exit(&mut s), 0);
 }
+
+#[test]
+fn the_composer_completes_recalls_and_takes_several_lines() {
+    let home = Home::new(DSH);
+    std::fs::write(home.cwd().join("alpha_notes.md"), "x").unwrap();
+    let mut s = Screen::chat(&home, &[], 30, 100);
+    s.wait_for("the composer", idle);
+    // `/` lists the matching commands with their descriptions.
+    s.keys("/per");
+    let screen = s.wait_for("the popup", |t| t.contains("▸ /permission"));
+    assert!(screen.contains("Show the permission mode"), "{screen}");
+    s.keys(key::TAB);
+    s.wait_for("the completion", |t| {
+        t.contains("› /permission") && !t.contains("▸")
+    });
+    s.keys("read-only");
+    s.keys(key::ENTER);
+    s.wait_for("the new mode", |t| {
+        idle(t) && t.lines().last().is_some_and(|l| l.contains("read-only"))
+    });
+    // `@` lists the workspace's files, matched fuzzily.
+    s.keys("look at @alnot");
+    s.wait_for("the file popup", |t| t.contains("▸ alpha_notes.md"));
+    s.keys(key::TAB);
+    s.wait_for("the path", |t| t.contains("› look at @alpha_notes.md"));
+    // Alt-Enter and a trailing backslash make new lines; Enter sends.
+    s.keys(key::ALT_ENTER);
+    s.keys("second line\\");
+    s.keys(key::ENTER);
+    s.keys("third");
+    let screen = s.wait_for("three lines", |t| t.contains("\n  third"));
+    assert!(
+        screen.contains("› look at @alpha_notes.md\n  second line\n  third"),
+        "{screen}"
+    );
+    s.keys(key::ENTER);
+    s.wait_for_history("the message", |t| {
+        t.contains("› look at @alpha_notes.md\n  second line\n  third") && idle(t)
+    });
+    // Up recalls it whole.
+    s.keys(key::UP);
+    s.wait_for("the recalled message", |t| {
+        !idle(t) && t.lines().rev().nth(1).is_some_and(|l| l == "  third")
+    });
+    s.keys(key::CTRL_C);
+    s.wait_for("an empty composer", idle);
+    // Ctrl-R finds an older entry.
+    s.keys(key::CTRL_R);
+    s.keys("permis");
+    s.wait_for("the search", |t| {
+        t.contains("(reverse-i-search)'permis': /permission read-only")
+    });
+    s.keys(key::ENTER);
+    s.wait_for("the found entry", |t| t.contains("› /permission read-only"));
+    s.keys(key::CTRL_C);
+    s.wait_for("an empty composer", idle);
+    // A bracketed paste keeps its new lines and is not sent.
+    s.keys(&key::paste("pasted\nblock"));
+    let screen = s.wait_for("the paste", |t| t.contains("› pasted\n  block"));
+    assert!(!screen.contains("Calling"), "{screen}");
+    s.keys(key::CTRL_C);
+    s.wait_for("an empty composer", idle);
+    assert_eq!(exit(&mut s), 0);
+    let history = std::fs::read_to_string(home.path().join("state/dsh/history")).unwrap();
+    assert!(history.starts_with("#V2\n"), "{history}");
+    assert!(history.contains("/permission read-only\n"), "{history}");
+    assert!(
+        history.contains("look at @alpha_notes.md \\nsecond line\\nthird\n"),
+        "{history}"
+    );
+}
+
+/// A DeepSeek reply that reasons, says a line and calls one tool.
+fn calls(
+    reasoning: &str,
+    text: &str,
+    id: &str,
+    tool: &str,
+    arguments: &serde_json::Value,
+) -> ScriptedResponse {
+    let delta = |d: serde_json::Value| {
+        json!({"choices":[{"index":0,"delta":d,"finish_reason":null}]}).to_string()
+    };
+    ScriptedResponse::sse(&[
+        delta(json!({"role":"assistant","reasoning_content":reasoning})),
+        delta(json!({"content":text})),
+        delta(json!({"tool_calls":[{"index":0,"id":id,"type":"function","function":{"name":tool,"arguments":arguments.to_string()}}]})),
+        json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":5200,"completion_tokens":60}}).to_string(),
+        "[DONE]".to_string(),
+    ])
+}
+
+/// A whole session with the scripted model: reasoning, a failing test
+/// run, a read, an edit shown as a diff, a markdown answer. Its screen is
+/// the README's screenshot: `DSH_WRITE_SCREENSHOT=1 cargo test -p dsh-cli
+/// --test tui -- a_session_reads_as` writes `docs/tui-screenshot.svg`.
+#[test]
+fn a_session_reads_as_a_person_follows_it() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt
+        .block_on(LoopbackServer::start([
+            calls(
+                "The user says the last line goes missing. Run the tests first.",
+                "Let me run the tests first.",
+                "call_1",
+                "bash",
+                &json!({"command":"printf 'running 3 tests\\ntest parse ... ok\\ntest render_keeps_last_line ... FAILED\\ntest wrap ... ok\\n\\nfailures:\\n    render_keeps_last_line\\n'; exit 101","description":"Run the tests"}),
+            ),
+            calls("", "One test fails; reading the renderer.", "call_2", "read", &json!({"file_path":"render.rs"})),
+            calls(
+                "",
+                "The loop stops one line early.",
+                "call_3",
+                "edit",
+                &json!({"file_path":"render.rs","old_string":"for i in 0..lines.len() - 1 {","new_string":"for i in 0..lines.len() {"}),
+            ),
+            streamed(
+                "## Fixed\n\nThe loop in `render` stopped **one line early**, so the last line never reached the screen:\n\n```rust\nfor i in 0..lines.len() {\n    out.push(wrap(&lines[i], width));\n}\n```\n\n- `render_keeps_last_line` passes now\n- no other caller depended on the old bound\n",
+                9,
+            ),
+            streamed("\"Fixing the missing last line\"", 50),
+        ]))
+        .unwrap();
+    let home = home_with_model(&server);
+    std::fs::write(
+        home.cwd().join("render.rs"),
+        "pub fn render(lines: &[String], width: usize) -> Vec<String> {\n    let mut out = Vec::new();\n    for i in 0..lines.len() - 1 {\n        out.push(wrap(&lines[i], width));\n    }\n    out\n}\n",
+    )
+    .unwrap();
+    let mut s = Screen::chat(&home, &[], 44, 100);
+    s.wait_for("the composer", idle);
+    s.keys("the last line of the output goes missing; fix it");
+    s.keys(key::ENTER);
+    let screen = s.wait_for("the answer", |t| t.contains("no other caller") && idle(t));
+    for part in [
+        "✻ The user says the last line goes missing. Run the tests first.",
+        "● Bash printf",
+        "— exit 101, ",
+        "● Read render.rs (lines 1-7)",
+        "● Edit render.rs (+1 −1)",
+        "3 - ",
+        "3 + ",
+        "• render_keeps_last_line passes now",
+    ] {
+        assert!(screen.contains(part), "{part:?} missing:\n{screen}");
+    }
+    let (r, c) = s.find("Fixed").unwrap();
+    assert!(
+        s.with_screen(|sc| sc.cell(r, c).unwrap().bold()),
+        "the heading is bold"
+    );
+    if std::env::var_os("DSH_WRITE_SCREENSHOT").is_some() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tui-screenshot.svg");
+        std::fs::write(path, s.svg()).unwrap();
+    }
+    assert!(s.svg().contains("Edit render.rs"));
+    assert_eq!(exit(&mut s), 0);
+}

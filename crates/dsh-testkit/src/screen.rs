@@ -246,6 +246,73 @@ impl Screen {
         self.with_screen(|s| s.cell(r, c).map(vt100::Cell::fgcolor))
     }
 
+    /// The screen as an SVG image (a dark terminal, monospace text in the
+    /// cells' colours, bold and dim kept), for documentation.
+    pub fn svg(&self) -> String {
+        use std::fmt::Write as _;
+        const CELL_W: f32 = 8.4;
+        const CELL_H: f32 = 18.0;
+        let p = lock(&self.parser);
+        let screen = p.screen();
+        let (rows, cols) = screen.size();
+        let used = (0..rows)
+            .rev()
+            .find(|r| (0..cols).any(|c| screen.cell(*r, c).is_some_and(vt100::Cell::has_contents)))
+            .map_or(1, |r| r + 1);
+        let width = f32::from(cols) * CELL_W + 24.0;
+        let height = f32::from(used) * CELL_H + 24.0;
+        let mut out = String::new();
+        let _ = write!(
+            out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\">\n\
+             <rect width=\"100%\" height=\"100%\" rx=\"8\" fill=\"#1d1f21\"/>\n\
+             <g font-family=\"DejaVu Sans Mono, Menlo, Consolas, monospace\" font-size=\"14\" xml:space=\"preserve\" style=\"white-space:pre\">\n"
+        );
+        for r in 0..used {
+            let mut c = 0;
+            while c < cols {
+                let Some(cell) = screen.cell(r, c) else { break };
+                let style = (cell.fgcolor(), cell.bold(), cell.dim());
+                let start = c;
+                let mut text = String::new();
+                while c < cols {
+                    let Some(cell) = screen.cell(r, c) else { break };
+                    if (cell.fgcolor(), cell.bold(), cell.dim()) != style {
+                        break;
+                    }
+                    if !cell.is_wide_continuation() {
+                        let t = cell.contents();
+                        text.push_str(if t.is_empty() { " " } else { t });
+                    }
+                    c += 1;
+                }
+                if text.trim().is_empty() {
+                    continue;
+                }
+                let x = 12.0 + f32::from(start) * CELL_W;
+                let y = 12.0 + f32::from(r) * CELL_H + 14.0;
+                let mut attrs = format!("fill=\"{}\"", svg_color(style.0));
+                if style.1 {
+                    attrs.push_str(" font-weight=\"bold\"");
+                }
+                if style.2 {
+                    attrs.push_str(" opacity=\"0.6\"");
+                }
+                let text = text
+                    .trim_end()
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;");
+                let _ = writeln!(
+                    out,
+                    "<text x=\"{x}\" y=\"{y}\" xml:space=\"preserve\" {attrs}>{text}</text>"
+                );
+            }
+        }
+        out.push_str("</g>\n</svg>\n");
+        out
+    }
+
     /// Every byte the program has written so far.
     pub fn raw(&self) -> Vec<u8> {
         lock(&self.raw).clone()
@@ -406,6 +473,33 @@ impl Frames {
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A terminal colour as SVG shows it (the xterm palette).
+fn svg_color(color: vt100::Color) -> String {
+    const BASE: [&str; 16] = [
+        "#1d1f21", "#cc6666", "#b5bd68", "#f0c674", "#81a2be", "#b294bb", "#8abeb7", "#c5c8c6",
+        "#969896", "#d54e53", "#b9ca4a", "#e7c547", "#7aa6da", "#c397d8", "#70c0b1", "#eaeaea",
+    ];
+    match color {
+        vt100::Color::Default => "#c5c8c6".to_string(),
+        vt100::Color::Rgb(r, g, b) => format!("#{r:02x}{g:02x}{b:02x}"),
+        vt100::Color::Idx(i) if i < 16 => BASE[usize::from(i)].to_string(),
+        vt100::Color::Idx(i) if i < 232 => {
+            let i = i - 16;
+            let level = |v: u8| if v == 0 { 0 } else { 55 + v * 40 };
+            format!(
+                "#{:02x}{:02x}{:02x}",
+                level(i / 36),
+                level(i / 6 % 6),
+                level(i % 6)
+            )
+        }
+        vt100::Color::Idx(i) => {
+            let v = 8 + (i - 232) * 10;
+            format!("#{v:02x}{v:02x}{v:02x}")
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -165,13 +165,15 @@ pub fn wrap(spans: &[Span], width: usize, first: &[Span], rest: &[Span]) -> Vec<
     let width = width.max(rest_width + 1).max(used + 1);
     // Whether the current row holds text besides its prefix.
     let mut has_text = false;
+    // Whether a row was broken: spaces at a break are dropped, the text's
+    // own leading spaces (an indent) are kept.
+    let mut broke = false;
     for span in spans {
         for piece in split_words(&span.text) {
             let is_space = piece.starts_with(' ');
             let w = display_width(piece);
             if is_space {
-                // Spaces go in only when followed by a word on the same row.
-                if has_text && used + w < width {
+                if (has_text || !broke) && used + w < width {
                     push_text(&mut current, piece, span);
                     used += w;
                 }
@@ -181,6 +183,7 @@ pub fn wrap(spans: &[Span], width: usize, first: &[Span], rest: &[Span]) -> Vec<
                 trim_trailing_spaces(&mut current);
                 lines.push(std::mem::replace(&mut current, Line::new(rest.to_vec())));
                 used = rest_width;
+                broke = true;
             }
             let mut word = piece;
             loop {
@@ -206,6 +209,7 @@ pub fn wrap(spans: &[Span], width: usize, first: &[Span], rest: &[Span]) -> Vec<
                 }
                 lines.push(std::mem::replace(&mut current, Line::new(rest.to_vec())));
                 used = rest_width;
+                broke = true;
             }
             has_text = true;
         }
@@ -426,6 +430,12 @@ mod tests {
             texts(&lines),
             ["- the quick", "  brown fox", "  jumps over"]
         );
+    }
+
+    #[test]
+    fn keeps_an_indent_but_not_the_spaces_at_a_break() {
+        let lines = wrap(&[Span::plain("    let x = one two")], 12, &[], &[]);
+        assert_eq!(texts(&lines), ["    let x =", "one two"]);
     }
 
     #[test]

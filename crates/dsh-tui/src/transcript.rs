@@ -436,6 +436,13 @@ impl Transcript {
         } else {
             Style::new().fg(Color::Green)
         };
+        // The headline gives way so the outcome stays on its line.
+        let room = self
+            .opts
+            .width
+            .saturating_sub(2 + crate::text::display_width(&outcome))
+            .max(12);
+        let head = Line::plain(head).truncated(room).text();
         let mut spans = vec![
             Span::styled("● ", bullet),
             Span::styled(head, Style::new().add_modifier(Modifier::BOLD)),
