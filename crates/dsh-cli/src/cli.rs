@@ -435,14 +435,22 @@ pub(crate) struct SessionArgs {
 /// The subcommands of `dsh session`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum SessionCommand {
-    /// Print a human-readable timeline of a session log: turns, steps, tool
-    /// calls and results, errors, usage totals.
+    /// Print a session as the chat showed it (messages, rendered answers,
+    /// tool calls with folded results and diffs, usage totals); with
+    /// --timeline, every logged event with its time instead.
     Show {
         /// The session log (`<id>.jsonl`), or the id of a session in the
         /// session directory.
         #[arg(value_name = "FILE|ID")]
         file: String,
-        /// Also print every raw stream chunk.
+        /// Print tool results and reasoning whole instead of folded.
+        #[arg(long, conflicts_with_all = ["timeline", "requests"])]
+        full: bool,
+        /// Print the event timeline (turns, steps, calls, results, errors,
+        /// usage, each with its sequence number and time).
+        #[arg(long)]
+        timeline: bool,
+        /// Also print every raw stream chunk (in the timeline).
         #[arg(long)]
         chunks: bool,
         /// Print the exact request body of every step instead, rebuilt

@@ -239,7 +239,7 @@ fn spill_files_live_with_the_session_until_cleaned() {
     assert!(String::from_utf8_lossy(&clean.stdout).contains("removed 1 file(s)"));
     assert!(!spilled[0].exists());
     assert!(path.exists(), "the log stays");
-    let show = home.run(&["session", "show", path.to_str().unwrap()]);
+    let show = home.run(&["session", "show", "--timeline", path.to_str().unwrap()]);
     let shown = String::from_utf8_lossy(&show.stdout);
     assert!(
         shown.contains(&format!("[{named} was removed (dsh session clean)]")),

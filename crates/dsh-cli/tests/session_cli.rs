@@ -140,7 +140,10 @@ fn missing_file_exits_2() {
 fn show_prints_the_timeline_and_totals() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_log(dir.path(), "s-1.jsonl", LOG);
-    let out = dsh(&["session", "show", path.to_str().unwrap()], &[]);
+    let out = dsh(
+        &["session", "show", "--timeline", path.to_str().unwrap()],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     for needle in [
@@ -303,7 +306,10 @@ fn a_failed_call_logs_its_violations_and_show_lists_them() {
         v["data"]["violations"],
         serde_json::json!([r#""text" must be a string"#])
     );
-    let shown = dsh(&["session", "show", log.to_str().unwrap()], &[]);
+    let shown = dsh(
+        &["session", "show", "--timeline", log.to_str().unwrap()],
+        &[],
+    );
     let s = stdout(&shown);
     assert!(
         s.contains("violations:") && s.contains(r#"- "text" must be a string"#),
@@ -639,16 +645,63 @@ fn sub_agent_sessions_show_as_links_and_as_a_tree() {
     assert!(flat.lines().skip(1).all(|l| !l.starts_with(' ')), "{flat}");
 
     // The parent's timeline links to the child's session.
-    let out = dsh_in(home.path(), &["session", "show", ids[0]]);
+    let out = dsh_in(home.path(), &["session", "show", "--timeline", ids[0]]);
     let show = stdout(&out);
     let link = show
         .lines()
         .find(|l| l.contains("↳ subagent agent-1 \"outer\""))
         .unwrap_or_else(|| panic!("{show}"));
     assert!(link.contains(&format!("session {}", ids[1])), "{link}");
-    let child = stdout(&dsh_in(home.path(), &["session", "show", ids[1]]));
+    let child = stdout(&dsh_in(
+        home.path(),
+        &["session", "show", "--timeline", ids[1]],
+    ));
     assert!(
         child.contains(&format!("subagent of session {}", ids[0])),
         "{child}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// dsh session show: the chat's transcript
+
+#[test]
+fn show_prints_the_session_as_the_chat_showed_it() {
+    let home = dsh_testkit::cli::Home::new(DSH);
+    let (out, _) = home.run(
+        &["run", "--model", "echo", "run seq 1 30"],
+        std::time::Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = home.only_session();
+    let (out, _) = home.run(
+        &["session", "show", &id],
+        std::time::Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("› run seq 1 30"), "{text}");
+    assert!(text.contains("● Bash seq 1 30 — exit 0, "), "{text}");
+    assert!(text.contains("  ⎿ 1\n"), "{text}");
+    assert!(text.contains("… +26 lines"), "folded:\n{text}");
+    assert!(!text.contains("\n    30\n"), "folded:\n{text}");
+    assert!(text.contains("totals: 1 turns"), "{text}");
+    assert!(
+        !text.contains('\x1b'),
+        "no escape codes in a pipe:\n{text:?}"
+    );
+    // --full: the result whole.
+    let (out, _) = home.run(
+        &["session", "show", "--full", &id],
+        std::time::Duration::from_secs(30),
+    );
+    let full = stdout(&out);
+    assert!(full.contains("\n    30\n"), "{full}");
+    assert!(!full.contains("+26 lines"), "{full}");
+    // --full and --timeline are different views.
+    let (out, _) = home.run(
+        &["session", "show", "--full", "--timeline", &id],
+        std::time::Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(2));
 }

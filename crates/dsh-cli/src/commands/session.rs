@@ -25,6 +25,8 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
     match args.command {
         SessionCommand::Show {
             file,
+            full,
+            timeline,
             chunks,
             requests,
             session_dir,
@@ -33,10 +35,11 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
             .and_then(|f| load(&f).map(|l| (f, l)))
         {
             Ok((_, log)) if requests => show_requests(&log.events),
-            Ok((file, log)) => {
+            Ok((file, log)) if timeline || chunks => {
                 let text = render_timeline(&file, &log.events, chunks);
                 crate::output::emit(&crate::sanitize::visible(&text))
             }
+            Ok((file, log)) => show_transcript(&file, &log.events, full),
             Err(code) => code,
         },
         SessionCommand::Replay { file, session_dir } => {
@@ -559,6 +562,51 @@ struct Totals {
     cache_read: i64,
     cache_write: i64,
     reasoning: i64,
+}
+
+/// Prints a log as the chat shows a session ([`dsh_tui::transcript`]):
+/// colour and terminal width on a terminal, plain text 100 columns wide
+/// otherwise (`COLUMNS` overrides the width); then the totals.
+fn show_transcript(file: &Path, events: &[SessionEvent], full: bool) -> u8 {
+    use std::io::IsTerminal;
+    let terminal = std::io::stdout().is_terminal();
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .filter(|c| *c >= 20)
+        .or_else(|| terminal.then(dsh_tui::status::terminal_columns).flatten())
+        .unwrap_or(100);
+    let opts = dsh_tui::transcript::Options {
+        width,
+        reasoning: full,
+        full,
+    };
+    let ui_events = dsh_controller::translate::replay(events);
+    let lines = dsh_tui::transcript::Transcript::render_all(&ui_events, opts);
+    let paint = dsh_tui::text::Paint::detect(terminal);
+    let name = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut text = paint.line(&dsh_tui::text::Line::styled(
+        format!(
+            "session {name}: {} events, started {}",
+            events.len(),
+            format_utc(events.first().map_or(0, |e| e.time))
+        ),
+        dsh_tui::text::Style::new().add_modifier(dsh_tui::text::Modifier::DIM),
+    ));
+    text.push('\n');
+    text.push_str(&paint.lines(&lines));
+    let timeline = render_timeline(file, events, false);
+    // The totals: the timeline's last two lines.
+    let totals: Vec<&str> = timeline.lines().rev().take(2).collect();
+    text.push('\n');
+    for line in totals.iter().rev() {
+        text.push_str(&crate::sanitize::visible(line));
+        text.push('\n');
+    }
+    crate::output::emit(&text)
 }
 
 /// The human-readable timeline of a log (every line ends with a newline).
