@@ -633,3 +633,40 @@ fn a_session_reads_as_a_person_follows_it() {
     assert!(s.svg().contains("Edit render.rs"));
     assert_eq!(exit(&mut s), 0);
 }
+
+#[test]
+fn a_plan_is_asked_about_in_a_dialog_and_approving_it_ends_plan_mode() {
+    let home = Home::new(DSH);
+    let mut s = Screen::chat(&home, &[], 30, 100);
+    s.wait_for("the composer", idle);
+    s.keys("/plan");
+    s.keys(key::ENTER);
+    s.wait_for("plan mode", |t| {
+        t.contains("plan › ") && t.lines().last().is_some_and(|l| l.contains("plan"))
+    });
+    s.keys(r###"call exit_plan_mode {"plan":"## Plan\n\n1. Read **main.rs**\n2. Fix the loop"}"###);
+    s.keys(key::ENTER);
+    let screen = s.wait_for("the plan dialog", |t| {
+        t.contains("Approve the plan?") && t.lines().last().is_some_and(|l| l.contains("waiting"))
+    });
+    assert!(
+        screen.contains("1. Read main.rs"),
+        "rendered markdown:\n{screen}"
+    );
+    let dialog = &screen[screen.find("Approve the plan?").unwrap()..];
+    assert!(
+        !dialog.contains("## Plan") && !dialog.contains("**"),
+        "{screen}"
+    );
+    assert!(screen.contains("y approve and leave plan mode"), "{screen}");
+    s.keys("y");
+    let screen = s.wait_for("the approval", |t| {
+        t.contains("the plan — approved") && idle(t)
+    });
+    assert!(
+        screen.contains("› type a message"),
+        "the plan prompt is gone:\n{screen}"
+    );
+    assert!(!screen.lines().last().unwrap().contains("plan"), "{screen}");
+    assert_eq!(exit(&mut s), 0);
+}

@@ -653,11 +653,7 @@ impl Ui {
     }
 
     fn run_command<T>(&mut self, name: String, rest: String) -> Option<Ending<T>> {
-        let say = |ui: &mut Ui, text: String| {
-            for l in text.lines() {
-                ui.out.push(Line::plain(l.to_string()));
-            }
-        };
+        let say = |ui: &mut Ui, text: String| ui.say(&text, Style::new());
         match name.as_str() {
             "exit" | "quit" => return Some(Ending::Exit),
             "reasoning" => {
@@ -708,6 +704,20 @@ impl Ui {
         None
     }
 
+    /// Lines of dsh's own for the scrollback (a command's reply), wrapped
+    /// at the width.
+    fn say(&mut self, text: &str, style: Style) {
+        for l in text.lines() {
+            let rows = wrap(
+                &[Span::styled(l.to_string(), style)],
+                self.width,
+                &[],
+                &[Span::plain("  ")],
+            );
+            self.out.extend(rows);
+        }
+    }
+
     fn command_done<T>(&mut self, done: CommandDone) -> Option<Ending<T>> {
         self.command = None;
         self.status.set_override(None);
@@ -737,10 +747,7 @@ impl Ui {
                 return Some(Ending::Ended);
             }
             other => {
-                let text = other.text();
-                for l in text.lines() {
-                    self.out.push(Line::plain(l.to_string()));
-                }
+                self.say(&other.text(), Style::new());
                 if matches!(other, Reply::Help) {
                     for l in [
                         "  /reasoning [on|off]  Show the model's reasoning whole, or its first lines",
@@ -938,7 +945,15 @@ impl Ui {
             &[],
             &[],
         ));
-        if let Some(detail) = &q.detail {
+        if let (Some(plan), ApprovalKind::Plan) = (&q.detail, q.kind) {
+            let limit = self.height.saturating_sub(10).clamp(3, 30);
+            let rendered = crate::markdown::render(plan, inner);
+            let more = rendered.len().saturating_sub(limit);
+            body.extend(rendered.into_iter().take(limit));
+            if more > 0 {
+                body.push(Line::styled(format!("… +{more} lines"), dim()));
+            }
+        } else if let Some(detail) = &q.detail {
             let limit = self.height.saturating_sub(10).clamp(3, 30);
             let all: Vec<&str> = detail.lines().collect();
             for l in all.iter().take(limit) {

@@ -651,10 +651,11 @@ pub fn headline(name: &str, arguments: &str, title: &str, cwd: &str) -> String {
         "todo_write" => "Update todos".to_string(),
         "exit_plan_mode" => "Present the plan".to_string(),
         _ => {
-            if let Some(rest) = name.strip_prefix("mcp__") {
-                if let Some((server, tool)) = rest.split_once("__") {
-                    return format!("{server} · {tool}({})", short_args(&args));
-                }
+            // MCP tools: `mcp__<server>__<tool>`, or `<server>__<tool>`
+            // with an empty tool prefix.
+            let rest = name.strip_prefix("mcp__").unwrap_or(name);
+            if let Some((server, tool)) = rest.split_once("__") {
+                return format!("{server} · {tool}({})", short_args(&args));
             }
             if title != name && !title.is_empty() {
                 return one_line(title, ARGS_CHARS);
@@ -908,7 +909,17 @@ pub fn checklist(items: &[TodoEntry]) -> Vec<Line> {
 
 /// The line saying how a question was answered (after a `  ? ` prefix).
 fn decided(what: &str, decision: &Decision) -> Line {
+    let plan = what == "the plan";
     let (text, style) = match decision {
+        Decision::AllowOnce if plan => ("approved".to_string(), Style::new().fg(Color::Green)),
+        Decision::Reject { note: Some(n) } if plan => (
+            format!("not approved, planning goes on: {n}"),
+            Style::new().fg(Color::Yellow),
+        ),
+        Decision::Reject { note: None } if plan => (
+            "not approved, planning goes on".to_string(),
+            Style::new().fg(Color::Yellow),
+        ),
         Decision::AllowOnce => ("allowed once".to_string(), Style::new().fg(Color::Green)),
         Decision::AllowAlways => (
             "allowed for the session".to_string(),
