@@ -62,6 +62,8 @@ pub mod key {
 /// A program on a pseudo-terminal; killed when dropped.
 pub struct Screen {
     parser: Arc<Mutex<vt100::Parser>>,
+    /// Synchronized frames shown so far.
+    frames: Arc<std::sync::atomic::AtomicUsize>,
     /// Every byte the program wrote, in order.
     raw: Arc<Mutex<Vec<u8>>>,
     master: std::fs::File,
@@ -151,10 +153,14 @@ impl Screen {
         let parser = Arc::new(Mutex::new(vt100::Parser::new(rows, cols, SCROLLBACK)));
         let raw = Arc::new(Mutex::new(Vec::new()));
         let mut input = master.try_clone().expect("the terminal's fd");
+        let shown = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (p, r) = (parser.clone(), raw.clone());
+        let mut frames = Frames {
+            shown: shown.clone(),
+            ..Frames::default()
+        };
         let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 16 * 1024];
-            let mut frames = Frames::default();
             // EIO once the program and its children have all gone.
             while let Ok(n) = input.read(&mut buf) {
                 if n == 0 {
@@ -167,6 +173,7 @@ impl Screen {
         });
         Screen {
             parser,
+            frames: shown,
             raw,
             master,
             device,
@@ -313,6 +320,17 @@ impl Screen {
         out
     }
 
+    /// How many synchronized frames (`CSI ? 2026 h` … `l`) have reached
+    /// the screen: a program's redraws, for timing them.
+    pub fn frames(&self) -> usize {
+        self.frames.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The program's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Every byte the program has written so far.
     pub fn raw(&self) -> Vec<u8> {
         lock(&self.raw).clone()
@@ -426,6 +444,8 @@ impl Drop for Screen {
 struct Frames {
     pending: Vec<u8>,
     in_frame: bool,
+    /// Frames shown so far.
+    shown: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 const FRAME_START: &[u8] = b"\x1b[?2026h";
@@ -441,6 +461,7 @@ impl Frames {
                 };
                 let frame: Vec<u8> = self.pending.drain(..end + FRAME_END.len()).collect();
                 lock(parser).process(&frame);
+                self.shown.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 self.in_frame = false;
                 continue;
             }

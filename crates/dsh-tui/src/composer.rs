@@ -589,15 +589,20 @@ pub fn load_history(file: &Path) -> Vec<String> {
 }
 
 /// Writes `entries` to `file` in the same format, atomically (a private
-/// temporary file renamed over it), the file private (0600).
+/// temporary file renamed over it), the file private (0600) and a
+/// directory it has to make private too (0700).
 ///
 /// # Errors
 /// When the directory cannot be made or the file written.
 pub fn save_history(file: &Path, entries: &[String]) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = file.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    // A directory made here is private; an existing one is left as it is.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
     let mut body = String::from("#V2\n");
     for e in entries {
         body.push_str(&escape(e));
