@@ -11,6 +11,8 @@
 //!   tokens, context, model, mode);
 //! - [`composer`] and [`app`]: the inline chat UI.
 
+pub mod highlight;
+pub mod markdown;
 pub mod sanitize;
 pub mod status;
 pub mod text;
