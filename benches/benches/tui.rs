@@ -5,6 +5,15 @@
 //! rendered whole; and the load of syntect's bundled syntaxes and themes,
 //! which the first highlighted line pays.
 //!
+//! Then the TUI as a whole: the recorded 2,000-event DeepSeek fixture
+//! replayed into the transcript and status line with a frame after every
+//! event (target < 100 ms for all of it), and the release `dsh chat` on a
+//! pseudo-terminal: a key press until the frame showing it reached the
+//! terminal (target < 5 ms), the idle chat's CPU over 5 s (target < 1% of
+//! a core) and its memory next to the line mode's (target within 5 MB).
+//! The last part needs the release binary (`cargo build --release -p
+//! dsh-cli`) and says so when it is missing.
+//!
 //! `cargo bench -p dsh-benches --bench tui`
 
 // A benchmark panics on a broken set-up; that is its failure report.
@@ -13,7 +22,12 @@
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use dsh_testkit::screen::{key, Screen};
 use dsh_tui::markdown::{render, MarkdownStream};
+use dsh_tui::status::Status;
+use dsh_tui::text::Paint;
+use dsh_tui::transcript::{Options as TranscriptOptions, Transcript};
+use std::hint::black_box;
 
 const WIDTH: usize = 120;
 const CHUNKS: usize = 2000;
@@ -228,5 +242,206 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+// ---- the TUI as a whole (the lead's part) ----
+
+/// The recorded 2,000-event fixture as the UI events a live chat gets:
+/// the user's message, every reasoning and text delta, the tool call and
+/// a result, the turn's end.
+fn fixture_events() -> Vec<dsh_controller::Event> {
+    use dsh_controller::{Event, EventBody};
+    use dsh_llm::StreamChunk;
+    let mut bodies = vec![
+        EventBody::TurnStarted { turn: 1 },
+        EventBody::UserMessage {
+            text: "Explain the parser and fix the failing test".into(),
+            source: dsh_llm::MessageSource::User,
+            steering: false,
+        },
+    ];
+    let mut text = String::new();
+    let mut call: Option<(String, String, String)> = None;
+    for chunk in dsh_benches::fixture_chunks() {
+        match chunk {
+            StreamChunk::TextDelta { text: t, .. } => {
+                text.push_str(&t);
+                bodies.push(EventBody::MessageDelta { text: t });
+            }
+            StreamChunk::ReasoningDelta { text: t, .. } => {
+                bodies.push(EventBody::ReasoningDelta { text: t });
+            }
+            StreamChunk::ToolCallDelta {
+                id,
+                name,
+                arguments_delta,
+                ..
+            } => {
+                let c = call.get_or_insert_with(Default::default);
+                c.0 = id;
+                if let Some(name) = name {
+                    c.1 = name;
+                }
+                c.2.push_str(&arguments_delta);
+            }
+            _ => {}
+        }
+    }
+    bodies.push(EventBody::MessageCompleted { text });
+    if let Some((id, name, arguments)) = call {
+        bodies.push(EventBody::ToolStarted {
+            call_id: id.clone(),
+            title: dsh_controller::translate::tool_title(&name, &arguments),
+            name: name.clone(),
+            arguments,
+        });
+        bodies.push(EventBody::ToolRunning {
+            call_id: id.clone(),
+        });
+        bodies.push(EventBody::ToolFinished {
+            call_id: id,
+            name,
+            is_error: false,
+            output: (1..=40)
+                .map(|i| format!("line {i} of the result\n"))
+                .collect(),
+            diff: None,
+        });
+    }
+    bodies.push(EventBody::TurnEnded {
+        turn: 1,
+        reason: dsh_protocol::TurnEndReason::Completed,
+        finish: Some("stop".into()),
+        duration_ms: 9_100,
+        first_token_ms: Some(400),
+        output_tokens: 1_800,
+        tokens_per_second: Some(210.0),
+        cache_hit_rate: None,
+    });
+    bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| Event {
+            seq: i as u64,
+            time: 1_796_000_000_000 + i as u64 * 5,
+            body,
+        })
+        .collect()
+}
+
+/// The fixture replayed into the TUI's renderers as a live chat would
+/// take it, with a frame (the live area and the status line rendered)
+/// after every event: the worst case, since the chat draws once per batch.
+fn bench_replay(c: &mut Criterion) {
+    let events = fixture_events();
+    let mut g = c.benchmark_group("tui");
+    g.sample_size(20);
+    g.bench_function(
+        format!(
+            "replay the fixture into the TUI ({} events, a frame each)",
+            events.len()
+        ),
+        |b| {
+            b.iter(|| {
+                let mut transcript = Transcript::new(TranscriptOptions::new(120));
+                let mut status = Status::new("deepseek-v4-flash", "workspace-write");
+                let paint = Paint {
+                    color: true,
+                    links: true,
+                };
+                let mut written = 0usize;
+                for e in &events {
+                    status.on_event(e);
+                    for line in transcript.on_event(e) {
+                        written += paint.line(&line).len();
+                    }
+                    for line in transcript.live(e.time) {
+                        written += paint.line(&line).len();
+                    }
+                    written += paint.line(&status.line(e.time, 120)).len();
+                }
+                black_box(written)
+            })
+        },
+    );
+    g.finish();
+}
+
+/// The release `dsh chat` on a pseudo-terminal: a key typed into the
+/// composer until the frame that shows it has reached the terminal
+/// (parsed by the emulator). Also prints the idle chat's CPU use and its
+/// memory next to the line mode's. Needs the release binary
+/// (`cargo build --release -p dsh-cli`); skipped with a note without it.
+fn bench_keypress(c: &mut Criterion) {
+    let bin = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/dsh");
+    if !bin.is_file() {
+        eprintln!("tui keypress: skipped, build the release binary first (cargo build --release -p dsh-cli)");
+        return;
+    }
+    let home = dsh_testkit::cli::Home::new(&bin);
+    let chat = |tui: bool| {
+        let mut cmd = home.dsh();
+        cmd.arg("chat").env("TERM", "xterm-256color");
+        if !tui {
+            cmd.env("DSH_TUI", "0");
+        }
+        Screen::spawn(&cmd, 40, 120)
+    };
+    let mut s = chat(true);
+    s.wait_for("the composer", |t| t.contains("type a message"));
+    let mut g = c.benchmark_group("tui");
+    g.sample_size(50);
+    g.bench_function(
+        "key press to screen update (release dsh chat on a pty)",
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for i in 0..iters {
+                    let before = s.frames();
+                    let started = Instant::now();
+                    // Typing and erasing keep the composer short.
+                    s.keys(if i % 2 == 0 { "x" } else { key::BACKSPACE });
+                    while s.frames() == before {
+                        std::hint::spin_loop();
+                    }
+                    total += started.elapsed();
+                }
+                total
+            })
+        },
+    );
+    g.finish();
+    // Idle: CPU over 5 s with nothing happening, and memory.
+    std::thread::sleep(Duration::from_millis(500));
+    let cpu = |pid: u32| -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit(')').next().unwrap_or("");
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks: f64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+            + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        ticks / 100.0
+    };
+    let rss = |pid: u32| -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let start = cpu(s.pid());
+    std::thread::sleep(Duration::from_secs(5));
+    let idle = (cpu(s.pid()) - start) / 5.0 * 100.0;
+    let tui_rss = rss(s.pid());
+    let line = chat(false);
+    line.wait_for("the line editor's prompt", |t| t.lines().any(|l| l == "›"));
+    std::thread::sleep(Duration::from_millis(500));
+    let line_rss = rss(line.pid());
+    println!(
+        "tui idle: {idle:.2}% of one core over 5 s; RSS {} KiB (line mode {} KiB, {:+} KiB)",
+        tui_rss,
+        line_rss,
+        tui_rss as i64 - line_rss as i64
+    );
+}
+
+criterion_group!(benches, bench, bench_replay, bench_keypress);
 criterion_main!(benches);

@@ -94,6 +94,8 @@ pub async fn run<T>(
     config: ChatConfig,
     stop: impl Future<Output = T>,
 ) -> std::io::Result<Ending<T>> {
+    // The first code block would otherwise wait for the syntaxes to load.
+    std::thread::spawn(crate::highlight::preload);
     let guard = TerminalGuard::enter()?;
     let (input_tx, mut input) = mpsc::unbounded_channel();
     let reader = std::thread::spawn(move || read_input(input_tx));

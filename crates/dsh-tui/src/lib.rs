@@ -11,8 +11,11 @@
 //!   tokens, context, model, mode);
 //! - [`composer`] and [`app`]: the inline chat UI.
 
+pub mod app;
+pub mod composer;
 pub mod highlight;
 pub mod markdown;
 pub mod sanitize;
 pub mod status;
 pub mod text;
+pub mod transcript;

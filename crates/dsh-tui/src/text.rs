@@ -168,23 +168,30 @@ pub fn wrap(spans: &[Span], width: usize, first: &[Span], rest: &[Span]) -> Vec<
     // Whether a row was broken: spaces at a break are dropped, the text's
     // own leading spaces (an indent) are kept.
     let mut broke = false;
+    // A space did not fit on the row: the next word starts a new one.
+    let mut full = false;
     for span in spans {
         for piece in split_words(&span.text) {
             let is_space = piece.starts_with(' ');
             let w = display_width(piece);
             if is_space {
-                if (has_text || !broke) && used + w < width {
-                    push_text(&mut current, piece, span);
-                    used += w;
+                if has_text || !broke {
+                    if used + w < width {
+                        push_text(&mut current, piece, span);
+                        used += w;
+                    } else if has_text {
+                        full = true;
+                    }
                 }
                 continue;
             }
-            if used + w > width && has_text {
+            if has_text && (full || used + w > width) {
                 trim_trailing_spaces(&mut current);
                 lines.push(std::mem::replace(&mut current, Line::new(rest.to_vec())));
                 used = rest_width;
                 broke = true;
             }
+            full = false;
             let mut word = piece;
             loop {
                 let room = width - used;
@@ -298,10 +305,11 @@ impl Paint {
     /// `line` as text (no trailing newline): control characters in span
     /// text shown as escapes ([`crate::sanitize::visible`]), styles as SGR
     /// codes when `color`, links as OSC 8 when `links` (else ` (target)`
-    /// after the text when the target differs from it).
+    /// after the link's last span on the line, when the target differs
+    /// from its text).
     pub fn line(&self, line: &Line) -> String {
         let mut out = String::new();
-        for span in &line.spans {
+        for (i, span) in line.spans.iter().enumerate() {
             let text = visible(&span.text);
             let text = untab(&text);
             let link = span.link.as_deref().map(visible);
@@ -317,8 +325,13 @@ impl Paint {
             if self.color && span.style != Style::new() {
                 out.push_str("\x1b[0m");
             }
+            // Without hyperlinks the target follows the link's last span.
+            let run_ends = line
+                .spans
+                .get(i + 1)
+                .is_none_or(|next| next.link != span.link);
             if let Some(target) = link {
-                if !self.links && *target != *text {
+                if !self.links && run_ends && *target != *text {
                     let _ = write!(out, " ({target})");
                 }
             }
@@ -430,6 +443,14 @@ mod tests {
             texts(&lines),
             ["- the quick", "  brown fox", "  jumps over"]
         );
+    }
+
+    #[test]
+    fn a_space_at_the_row_end_breaks_before_the_next_word() {
+        let lines = wrap(&[Span::plain("aaaa b")], 5, &[], &[]);
+        assert_eq!(texts(&lines), ["aaaa", "b"]);
+        let lines = wrap(&[Span::plain("aaa bb")], 5, &[], &[]);
+        assert_eq!(texts(&lines), ["aaa", "bb"]);
     }
 
     #[test]
