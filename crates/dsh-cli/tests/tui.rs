@@ -269,8 +269,16 @@ fn an_approval_question_is_a_dialog_answered_n_with_a_note() {
         "the note reached the model:\n{screen}"
     );
     assert!(!home.cwd().join("made.txt").exists());
+    // Ctrl-C withdraws an open question: the call is denied, the chat goes on.
+    s.keys(r#"call bash {"command":"touch other.txt","description":"another file","sandbox_permissions":"workspace-write","justification":"again"}"#);
+    s.keys(key::ENTER);
+    s.wait_for("the second dialog", |t| t.contains("Allow bash?"));
+    s.keys(key::CTRL_C);
+    s.wait_for("the withdrawal", |t| t.contains("— cancelled") && idle(t));
+    assert!(s.alive());
+    assert!(!home.cwd().join("other.txt").exists());
     let decided = home.of_type("approval/decided");
-    assert_eq!(decided.len(), 1);
+    assert_eq!(decided.len(), 2);
     assert!(
         decided[0].to_string().contains("use the scratch dir"),
         "{decided:?}"
