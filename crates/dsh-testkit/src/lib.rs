@@ -17,8 +17,8 @@
 #![warn(missing_docs)]
 
 pub mod cli;
-pub mod screen;
 pub mod procs;
+pub mod screen;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
