@@ -547,18 +547,14 @@ impl Tmux {
         pred: impl Fn(&str) -> bool,
         capture: fn(&Self) -> String,
     ) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = capture(self);
-            if pred(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        poll_screen(
+            what,
+            Duration::from_secs(30),
+            Duration::from_millis(50),
+            || capture(self),
+            pred,
+            || capture(self),
+        )
     }
 
     /// Types `keys` (tmux `send-keys` names: text, `Enter`, `C-c`…).
@@ -580,5 +576,33 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+/// Reads a screen with `get` every `every` until `pred` holds, for at
+/// most `limit`; returns that screen.
+///
+/// # Panics
+/// On time-out, naming `what` and showing what `shown` reads then.
+pub(crate) fn poll_screen(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut get: impl FnMut() -> String,
+    pred: impl Fn(&str) -> bool,
+    shown: impl Fn() -> String,
+) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        let screen = get();
+        if pred(&screen) {
+            return screen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; screen:\n{}",
+            shown()
+        );
+        std::thread::sleep(every);
     }
 }

@@ -13,7 +13,7 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cli::Home;
 
@@ -90,7 +90,7 @@ impl Screen {
     }
 
     /// Starts `cmd` with only stderr on the pseudo-terminal: stdin empty,
-    /// stdout piped (read it with [`Screen::wait_output`]). The terminal is
+    /// stdout piped (read it with [`Screen::stdout`]). The terminal is
     /// not the program's controlling terminal.
     ///
     /// # Panics
@@ -359,19 +359,14 @@ impl Screen {
         pred: impl Fn(&str) -> bool,
         get: fn(&Self) -> String,
     ) -> String {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let text = get(self);
-            if pred(&text) {
-                return text;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{}",
-                self.history()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::cli::poll_screen(
+            what,
+            WAIT,
+            Duration::from_millis(20),
+            || get(self),
+            pred,
+            || self.history(),
+        )
     }
 
     /// Resizes the terminal to `rows`×`cols`: the emulator, then the

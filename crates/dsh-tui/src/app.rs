@@ -343,24 +343,13 @@ impl Ui {
                 }
                 event = input.recv() => {
                     let Some(event) = event else { return Ok(Ending::Exit) };
-                    if let Some(ending) = self.on_input(event).await {
-                        if self.session.is_running() {
-                            self.session.abort("user exit");
-                            self.wait_turn_end(&mut events).await;
-                        }
-                        self.draw()?;
-                        return Ok(ending);
-                    }
                     // Keys typed quickly (a paste without brackets) in one draw.
-                    while let Ok(event) = input.try_recv() {
+                    let mut next = Some(event);
+                    while let Some(event) = next.take() {
                         if let Some(ending) = self.on_input(event).await {
-                            if self.session.is_running() {
-                                self.session.abort("user exit");
-                                self.wait_turn_end(&mut events).await;
-                            }
-                            self.draw()?;
-                            return Ok(ending);
+                            return self.leave(&mut events, ending).await;
                         }
+                        next = input.try_recv().ok();
                     }
                 }
                 item = events.next() => {
@@ -378,8 +367,7 @@ impl Ui {
                 done = self.commands_rx.recv() => {
                     if let Some(done) = done {
                         if let Some(ending) = self.command_done(done) {
-                            self.draw()?;
-                            return Ok(ending);
+                            return self.leave(&mut events, ending).await;
                         }
                     }
                 }
@@ -449,6 +437,21 @@ impl Ui {
         }
         let rest = self.transcript.flush();
         self.out.extend(rest);
+    }
+
+    /// The person leaves: a running turn is aborted and waited for, the
+    /// last frame drawn.
+    async fn leave<T>(
+        &mut self,
+        events: &mut dsh_controller::Subscription,
+        ending: Ending<T>,
+    ) -> std::io::Result<Ending<T>> {
+        if self.session.is_running() {
+            self.session.abort("user exit");
+            self.wait_turn_end(events).await;
+        }
+        self.draw()?;
+        Ok(ending)
     }
 
     async fn wait_turn_end(&mut self, events: &mut dsh_controller::Subscription) {
