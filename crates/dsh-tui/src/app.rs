@@ -941,15 +941,17 @@ impl Ui {
             ApprovalKind::Plan => " Approve the plan? ".to_string(),
             ApprovalKind::Tool => format!(" Allow {}? ", q.tool),
         };
-        body.extend(wrap(
-            &[Span::styled(
-                q.summary.clone(),
-                Style::new().add_modifier(Modifier::BOLD),
-            )],
-            inner,
-            &[],
-            &[],
-        ));
+        for l in q.summary.lines() {
+            body.extend(wrap(
+                &[Span::styled(
+                    l.to_string(),
+                    Style::new().add_modifier(Modifier::BOLD),
+                )],
+                inner,
+                &[],
+                &[],
+            ));
+        }
         if let (Some(plan), ApprovalKind::Plan) = (&q.detail, q.kind) {
             let limit = self.height.saturating_sub(10).clamp(3, 30);
             let rendered = crate::markdown::render(plan, inner);
@@ -981,7 +983,7 @@ impl Ui {
         if let Some(why) = &q.justification {
             body.extend(wrap(
                 &[Span::styled(
-                    why.clone(),
+                    why.lines().collect::<Vec<_>>().join(" "),
                     Style::new().add_modifier(Modifier::ITALIC),
                 )],
                 inner,

@@ -350,10 +350,12 @@ impl Paint {
     }
 }
 
-/// Tabs as four spaces (a terminal's tab stops would break the widths).
+/// Text for one row: tabs as four spaces (a terminal's tab stops would
+/// break the widths), a stray new line as a space (a line is one row; a
+/// renderer that let one through must not break the layout).
 fn untab(text: &str) -> Cow<'_, str> {
-    if text.contains('\t') {
-        Cow::Owned(text.replace('\t', "    "))
+    if text.contains(['\t', '\n']) {
+        Cow::Owned(text.replace('\t', "    ").replace('\n', " "))
     } else {
         Cow::Borrowed(text)
     }
@@ -495,6 +497,14 @@ mod tests {
         }
         .line(&Line::styled("x\x1b[2J", Style::new().fg(Color::Red)));
         assert_eq!(coloured, "\x1b[31mx\\x1b[2J\x1b[0m");
+    }
+
+    #[test]
+    fn a_line_is_one_row_whatever_its_spans_hold() {
+        let out = Paint::PLAIN.line(&Line::plain("a\nb\tc"));
+        assert_eq!(out, "a b    c");
+        let r = to_ratatui(&Line::plain("x\ny"));
+        assert_eq!(r.spans[0].content, "x y");
     }
 
     #[test]

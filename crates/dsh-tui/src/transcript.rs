@@ -199,10 +199,13 @@ impl Transcript {
                 }
             }
             EventBody::Warning { message } => {
-                self.push(
-                    &mut out,
-                    Line::styled(format!("⚠ {message}"), Style::new().fg(Color::Yellow)),
+                let lines = rows(
+                    message,
+                    Style::new().fg(Color::Yellow),
+                    self.opts.width,
+                    "⚠ ",
                 );
+                self.extend(&mut out, lines);
             }
             EventBody::UserMessage {
                 text,
@@ -336,15 +339,19 @@ impl Transcript {
     pub fn live(&mut self, now_ms: u64) -> Vec<Line> {
         let mut out = Vec::new();
         if !self.reasoning.is_empty() {
-            let lines = wrap(
-                &[Span::styled(
-                    last_lines(&self.reasoning, REASONING_LINES).to_string(),
-                    reasoning_style(),
-                )],
-                self.opts.width,
-                &[Span::styled("✻ ", reasoning_style())],
-                &[Span::styled("  ", reasoning_style())],
-            );
+            let mut lines = Vec::new();
+            for (i, l) in last_lines(&self.reasoning, REASONING_LINES)
+                .lines()
+                .enumerate()
+            {
+                let first = if i == 0 { "✻ " } else { "  " };
+                lines.extend(wrap(
+                    &[Span::styled(l.to_string(), reasoning_style())],
+                    self.opts.width,
+                    &[Span::styled(first, reasoning_style())],
+                    &[Span::styled("  ", reasoning_style())],
+                ));
+            }
             let skip = lines.len().saturating_sub(REASONING_LINES);
             out.extend(lines.into_iter().skip(skip));
         }
@@ -539,7 +546,8 @@ impl Transcript {
         };
         self.gap(out);
         if let Some(line) = line {
-            let lines = wrap(&line.spans, self.opts.width, &[], &[]);
+            let style = line.spans.first().map(|s| s.style).unwrap_or_default();
+            let lines = rows(&line.text(), style, self.opts.width, "");
             self.extend(out, lines);
         }
         if let Some(m) = meter {
@@ -721,10 +729,7 @@ fn outcome(
         return format!(" — error, {secs}");
     }
     match name {
-        "bash" => {
-            let code = exit_code(output).unwrap_or(0);
-            format!(" — exit {code}, {secs}")
-        }
+        "bash" => format!(" — {}, {secs}", call_outcome(name, false, output)),
         "read" => {
             let start = args
                 .get("offset")
@@ -759,6 +764,46 @@ fn outcome(
     }
 }
 
+/// How a call ended, in a word or two: a bash call's `exit N` (from the
+/// `[exit code: N]` marker its result ends with; none is `exit 0`),
+/// `killed by SIGNAL`, `timed out`, `started bash-1` (a background task);
+/// `error` for an error result; `ok` for any other tool.
+pub fn call_outcome(name: &str, is_error: bool, output: &str) -> String {
+    if is_error {
+        return "error".to_string();
+    }
+    if name != "bash" {
+        return "ok".to_string();
+    }
+    if let Some(task) = output.trim().strip_prefix("started background task ") {
+        return format!("started {}", task.split_whitespace().next().unwrap_or(""));
+    }
+    // The markers are the result's last lines.
+    let (mut exit, mut killed, mut timed_out) = (None, None, false);
+    for line in output.lines().rev().take(6) {
+        let line = line.trim();
+        if let Some(code) = marker(line, "[exit code: ") {
+            exit.get_or_insert(code);
+        } else if let Some(signal) = marker(line, "[killed by signal: ") {
+            killed.get_or_insert(signal);
+        } else if line.starts_with("[timed out after ") {
+            timed_out = true;
+        }
+    }
+    if timed_out {
+        "timed out".to_string()
+    } else if let Some(signal) = killed {
+        format!("killed by {signal}")
+    } else {
+        format!("exit {}", exit.unwrap_or("0"))
+    }
+}
+
+/// The value of `[label value]`.
+fn marker<'a>(line: &'a str, label: &str) -> Option<&'a str> {
+    line.strip_prefix(label)?.strip_suffix(']')
+}
+
 /// Whether a successful result of `name` is shown under its line (a
 /// read's text is not: the line says what was read).
 fn shows_output(name: &str) -> bool {
@@ -766,13 +811,6 @@ fn shows_output(name: &str) -> bool {
         name,
         "read" | "write" | "edit" | "multi_edit" | "str_replace_editor"
     )
-}
-
-/// The `[exit code: N]` bash reports for a failing command.
-fn exit_code(output: &str) -> Option<i64> {
-    let at = output.rfind("[exit code: ")?;
-    let rest = &output[at + "[exit code: ".len()..];
-    rest[..rest.find(']')?].trim().parse().ok()
 }
 
 // ---- diffs ----
@@ -936,6 +974,23 @@ fn decided(what: &str, decision: &Decision) -> Line {
     ])
 }
 
+/// `text` in `style`, each of its lines wrapped at `width`: the first
+/// row after `first`, every other one indented as deep.
+fn rows(text: &str, style: Style, width: usize, first: &str) -> Vec<Line> {
+    let indent = " ".repeat(crate::text::display_width(first));
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let head = if i == 0 { first } else { indent.as_str() };
+        out.extend(wrap(
+            &[Span::styled(l.to_string(), style)],
+            width,
+            &[Span::styled(head.to_string(), style)],
+            &[Span::plain(indent.clone())],
+        ));
+    }
+    out
+}
+
 fn last_lines(text: &str, n: usize) -> &str {
     let trimmed = text.trim_end();
     let mut idx = trimmed.len();
@@ -954,4 +1009,193 @@ fn dim() -> Style {
 
 fn reasoning_style() -> Style {
     Style::new().add_modifier(Modifier::DIM | Modifier::ITALIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64, body: EventBody) -> Event {
+        Event {
+            seq,
+            time: 1_000 + seq * 100,
+            body,
+        }
+    }
+
+    fn texts(lines: &[Line]) -> Vec<String> {
+        lines.iter().map(Line::text).collect()
+    }
+
+    fn call(
+        t: &mut Transcript,
+        name: &str,
+        args: &str,
+        output: &str,
+        is_error: bool,
+    ) -> Vec<String> {
+        let mut out = t.on_event(&event(
+            1,
+            EventBody::ToolStarted {
+                call_id: "c1".into(),
+                name: name.into(),
+                arguments: args.into(),
+                title: name.into(),
+            },
+        ));
+        out.extend(t.on_event(&event(
+            32,
+            EventBody::ToolFinished {
+                call_id: "c1".into(),
+                name: name.into(),
+                is_error,
+                output: output.into(),
+                diff: None,
+            },
+        )));
+        // From the call's line on (a blank line may come first).
+        texts(&out)
+            .into_iter()
+            .skip_while(String::is_empty)
+            .collect()
+    }
+
+    #[test]
+    fn headlines_say_what_a_call_does() {
+        let h = |n: &str, a: &str| headline(n, a, n, "/w");
+        assert_eq!(
+            h("bash", r#"{"command":"cargo test\necho"}"#),
+            "Bash cargo test …"
+        );
+        assert_eq!(
+            h("read", r#"{"file_path":"/w/src/main.rs"}"#),
+            "Read src/main.rs"
+        );
+        assert_eq!(
+            h("grep", r#"{"pattern":"fn main","path":"/w/src"}"#),
+            "Grep \"fn main\" in src"
+        );
+        assert_eq!(
+            h("subagent", r#"{"description":"research X"}"#),
+            "Subagent \"research X\""
+        );
+        assert_eq!(
+            h("mcp__git__status", r#"{"repo":"."}"#),
+            "git · status(repo: .)"
+        );
+        assert_eq!(h("frob", r#"{"n":1}"#), "frob(n: 1)");
+    }
+
+    #[test]
+    fn outcomes_read_the_bash_markers() {
+        assert_eq!(call_outcome("bash", false, "x\n[exit code: 3]"), "exit 3");
+        assert_eq!(call_outcome("bash", false, "done\n"), "exit 0");
+        assert_eq!(
+            call_outcome("bash", false, "[killed by signal: SIGTERM]"),
+            "killed by SIGTERM"
+        );
+        assert_eq!(
+            call_outcome("bash", false, "[timed out after 10s]"),
+            "timed out"
+        );
+        assert_eq!(
+            call_outcome("bash", false, "started background task bash-1 (x)"),
+            "started bash-1"
+        );
+        assert_eq!(call_outcome("read", false, "..."), "ok");
+        assert_eq!(call_outcome("bash", true, "..."), "error");
+    }
+
+    #[test]
+    fn a_result_is_folded_unless_full() {
+        let output: String = (1..=10).map(|i| format!("row {i}\n")).collect();
+        let mut t = Transcript::new(Options::new(80));
+        let lines = call(&mut t, "bash", r#"{"command":"seq 10"}"#, &output, false);
+        assert_eq!(lines[0], "● Bash seq 10 — exit 0, 3.1s");
+        assert_eq!(lines[1], "  ⎿ row 1");
+        assert_eq!(lines[4], "    row 4");
+        assert_eq!(lines[5], "    … +6 lines (ctrl+o to expand)");
+        assert_eq!(lines.len(), 6);
+        let whole = t.expand_last_output();
+        assert_eq!(whole.len(), 11);
+        let mut full = Transcript::new(Options {
+            full: true,
+            ..Options::new(80)
+        });
+        let lines = call(&mut full, "bash", r#"{"command":"seq 10"}"#, &output, false);
+        assert_eq!(lines.len(), 11);
+        assert_eq!(lines[10], "    row 10");
+    }
+
+    #[test]
+    fn a_replayed_edit_shows_its_diff_from_the_arguments() {
+        let mut t = Transcript::new(Options::new(80));
+        let lines = call(
+            &mut t,
+            "edit",
+            r#"{"file_path":"a.rs","old_string":"let x = 1;","new_string":"let x = 2;\nlet y = 3;"}"#,
+            "Edited a.rs",
+            false,
+        );
+        assert_eq!(lines[0], "● Edit a.rs (+2 −1)");
+        assert!(
+            lines.iter().any(|l| l.contains("1 - let x = 1;")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("2 + let y = 3;")),
+            "{lines:?}"
+        );
+        // An error shows the error, no diff.
+        let lines = call(
+            &mut t,
+            "edit",
+            r#"{"file_path":"a.rs"}"#,
+            "Error: stale",
+            true,
+        );
+        assert_eq!(lines[0], "● Edit a.rs — error, 3.1s");
+        assert_eq!(lines[1], "  ⎿ Error: stale");
+    }
+
+    #[test]
+    fn reasoning_is_collapsed_to_its_first_lines() {
+        let mut t = Transcript::new(Options::new(80));
+        let text: String = (1..=6).map(|i| format!("thought {i}\n")).collect();
+        t.on_event(&event(1, EventBody::ReasoningDelta { text }));
+        assert!(
+            texts(&t.live(0)).contains(&"  thought 6".to_string()),
+            "{:?}",
+            texts(&t.live(0))
+        );
+        let lines = texts(&t.on_event(&event(
+            2,
+            EventBody::MessageDelta {
+                text: "Done.\n\n".into(),
+            },
+        )));
+        assert_eq!(lines[0], "✻ thought 1");
+        assert_eq!(lines[2], "  thought 3");
+        assert_eq!(
+            lines[3],
+            "  … +3 lines of reasoning (/reasoning on shows it all)"
+        );
+        assert!(lines.contains(&"Done.".to_string()), "{lines:?}");
+    }
+
+    #[test]
+    fn a_running_call_shows_in_the_live_area_with_its_time() {
+        let mut t = Transcript::new(Options::new(80));
+        t.on_event(&event(
+            1,
+            EventBody::ToolStarted {
+                call_id: "c1".into(),
+                name: "bash".into(),
+                arguments: r#"{"command":"cargo test"}"#.into(),
+                title: "Run".into(),
+            },
+        ));
+        assert_eq!(texts(&t.live(13_200)), ["○ Bash cargo test — running 12s"]);
+        assert!(t.is_open());
+    }
 }

@@ -946,7 +946,7 @@ impl Steps {
                     } else {
                         format!("{name} {subject}")
                     };
-                    let how = call_outcome(&name, *is_error, output);
+                    let how = dsh_tui::transcript::call_outcome(&name, *is_error, output);
                     let took = seconds(time.saturating_sub(since));
                     crate::output::say!("{}{what} ({how}, {took})", self.prefix());
                 }
@@ -986,46 +986,6 @@ impl Steps {
             format!("dsh: step {} · ", self.step)
         }
     }
-}
-
-/// How a call ended, in a word or two: a bash call's `exit N` (from the
-/// `[exit code: N]` marker its result ends with; none is `exit 0`),
-/// `killed by SIGNAL`, `timed out`, `started bash-1` (a background task);
-/// `error` for an error result; `ok` for any other tool.
-fn call_outcome(name: &str, is_error: bool, output: &str) -> String {
-    if is_error {
-        return "error".to_string();
-    }
-    if name != "bash" {
-        return "ok".to_string();
-    }
-    if let Some(task) = output.trim().strip_prefix("started background task ") {
-        return format!("started {}", task.split_whitespace().next().unwrap_or(""));
-    }
-    // The markers are the result's last lines.
-    let (mut exit, mut killed, mut timed_out) = (None, None, false);
-    for line in output.lines().rev().take(6) {
-        let line = line.trim();
-        if let Some(code) = marker(line, "[exit code: ") {
-            exit.get_or_insert(code);
-        } else if let Some(signal) = marker(line, "[killed by signal: ") {
-            killed.get_or_insert(signal);
-        } else if line.starts_with("[timed out after ") {
-            timed_out = true;
-        }
-    }
-    if timed_out {
-        "timed out".to_string()
-    } else if let Some(signal) = killed {
-        format!("killed by {signal}")
-    } else {
-        format!("exit {}", exit.unwrap_or("0"))
-    }
-}
-
-/// The value of `[label value]`.
-fn marker<'a>(line: &'a str, label: &str) -> Option<&'a str> {
-    line.strip_prefix(label)?.strip_suffix(']')
 }
 
 /// How long `dsh run` waits for the turn's background jobs.
