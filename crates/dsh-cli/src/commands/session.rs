@@ -564,6 +564,50 @@ struct Totals {
     reasoning: i64,
 }
 
+impl Totals {
+    /// The totals of a log's events.
+    fn of(events: &[SessionEvent]) -> Self {
+        let mut t = Totals::default();
+        for event in events {
+            match &event.data {
+                EventPayload::TurnStart(_) => t.turns += 1,
+                EventPayload::StepStart(_) => t.steps += 1,
+                EventPayload::AssistantChunk(_) => t.chunks += 1,
+                EventPayload::ToolCall(_) => t.tool_calls += 1,
+                EventPayload::ToolResult(r) if r.result.is_error => t.tool_errors += 1,
+                EventPayload::Usage(UsageEvent { usage, .. }) => {
+                    t.usage_reports += 1;
+                    add_usage(&mut t, usage);
+                }
+                EventPayload::Error(_) => t.errors += 1,
+                _ => {}
+            }
+        }
+        t
+    }
+
+    /// The two lines that end `dsh session show` (`totals: …`, `usage
+    /// (…)`), each ending with a newline.
+    fn lines(&self) -> String {
+        format!(
+            "totals: {} turns, {} steps, {} tool calls ({} failed), {} errors, {} chunks\n\
+             usage ({} reports): input {}, output {}, cache read {}, cache write {}, reasoning {}\n",
+            self.turns,
+            self.steps,
+            self.tool_calls,
+            self.tool_errors,
+            self.errors,
+            self.chunks,
+            self.usage_reports,
+            self.input,
+            self.output,
+            self.cache_read,
+            self.cache_write,
+            self.reasoning
+        )
+    }
+}
+
 /// Prints a log as the chat shows a session ([`dsh_tui::transcript`]):
 /// colour and terminal width on a terminal, plain text 100 columns wide
 /// otherwise (`COLUMNS` overrides the width); then the totals.
@@ -584,48 +628,38 @@ fn show_transcript(file: &Path, events: &[SessionEvent], full: bool) -> u8 {
     let ui_events = dsh_controller::translate::replay(events);
     let lines = dsh_tui::transcript::Transcript::render_all(&ui_events, opts);
     let paint = dsh_tui::text::Paint::detect(terminal);
-    let name = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let mut text = paint.line(&dsh_tui::text::Line::styled(
-        format!(
-            "session {name}: {} events, started {}",
-            events.len(),
-            format_utc(events.first().map_or(0, |e| e.time))
-        ),
+        header(file, events),
         dsh_tui::text::Style::new().add_modifier(dsh_tui::text::Modifier::DIM),
     ));
     text.push('\n');
     text.push_str(&paint.lines(&lines));
-    let timeline = render_timeline(file, events, false);
-    // The totals: the timeline's last two lines.
-    let totals: Vec<&str> = timeline.lines().rev().take(2).collect();
     text.push('\n');
-    for line in totals.iter().rev() {
-        text.push_str(&crate::sanitize::visible(line));
-        text.push('\n');
-    }
+    text.push_str(&Totals::of(events).lines());
     crate::output::emit(&text)
 }
 
-/// The human-readable timeline of a log (every line ends with a newline).
-fn render_timeline(file: &Path, events: &[SessionEvent], show_chunks: bool) -> String {
-    let mut out = String::new();
-    let start = events.first().map_or(0, |e| e.time);
-    let mut totals = Totals::default();
+/// The first line of `dsh session show`: `session <name>: N events,
+/// started <UTC time>` (no newline).
+fn header(file: &Path, events: &[SessionEvent]) -> String {
     let name = file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let _ = writeln!(
-        out,
+    format!(
         "session {name}: {} events, started {}",
         events.len(),
-        format_utc(start)
-    );
+        format_utc(events.first().map_or(0, |e| e.time))
+    )
+}
+
+/// The human-readable timeline of a log (every line ends with a newline).
+fn render_timeline(file: &Path, events: &[SessionEvent], show_chunks: bool) -> String {
+    let mut out = header(file, events);
+    out.push('\n');
+    let start = events.first().map_or(0, |e| e.time);
     for event in events {
-        let Some((indent, text)) = describe(event, &mut totals, show_chunks) else {
+        let Some((indent, text)) = describe(event, show_chunks) else {
             continue;
         };
         let rel = event.time.saturating_sub(start);
@@ -643,34 +677,14 @@ fn render_timeline(file: &Path, events: &[SessionEvent], show_chunks: bool) -> S
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "totals: {} turns, {} steps, {} tool calls ({} failed), {} errors, {} chunks",
-        totals.turns,
-        totals.steps,
-        totals.tool_calls,
-        totals.tool_errors,
-        totals.errors,
-        totals.chunks
-    );
-    let _ = writeln!(
-        out,
-        "usage ({} reports): input {}, output {}, cache read {}, cache write {}, reasoning {}",
-        totals.usage_reports,
-        totals.input,
-        totals.output,
-        totals.cache_read,
-        totals.cache_write,
-        totals.reasoning
-    );
+    out.push_str(&Totals::of(events).lines());
     out
 }
 
 /// `(indent, text)` of one event, `None` to skip it; updates the totals.
-fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(usize, String)> {
+fn describe(event: &SessionEvent, show_chunks: bool) -> Option<(usize, String)> {
     Some(match &event.data {
         EventPayload::TurnStart(TurnStartEvent { turn, trigger }) => {
-            t.turns += 1;
             let why = match trigger {
                 TurnTrigger::Message { source } => format!("message from {}", source_label(source)),
                 TurnTrigger::Continuation => "continuation".into(),
@@ -698,7 +712,6 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
             (0, format!("turn {turn} end: {why}"))
         }
         EventPayload::StepStart(StepEvent { step, .. }) => {
-            t.steps += 1;
             (2, format!("step {step} start"))
         }
         EventPayload::StepEnd(StepEvent { step, .. }) => (2, format!("step {step} end")),
@@ -729,7 +742,6 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
             ),
         ),
         EventPayload::AssistantChunk(ChunkEvent { chunk, .. }) => {
-            t.chunks += 1;
             if !show_chunks {
                 return None;
             }
@@ -744,7 +756,6 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 name,
                 arguments,
             } = call;
-            t.tool_calls += 1;
             (
                 4,
                 format!("tool call {name} [{call_id}] {}", clip(arguments, 400)),
@@ -757,9 +768,6 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
                 is_error,
                 failure,
             } = result;
-            if *is_error {
-                t.tool_errors += 1;
-            }
             let mut text = format!(
                 "tool result [{call_id}] is_error={is_error}{}:{}",
                 code_label(result.code()),
@@ -778,8 +786,6 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
             (4, text)
         }
         EventPayload::Usage(UsageEvent { usage, .. }) => {
-            t.usage_reports += 1;
-            add_usage(t, usage);
             (4, format!("usage: {}", usage_label(usage)))
         }
         EventPayload::Error(ErrorEvent {
@@ -788,7 +794,6 @@ fn describe(event: &SessionEvent, t: &mut Totals, show_chunks: bool) -> Option<(
             step,
             ..
         }) => {
-            t.errors += 1;
             let indent = if *step == 0 { 0 } else { 4 };
             (
                 indent,
