@@ -42,8 +42,8 @@ use ratatui::widgets::{Block, BorderType, Padding, Paragraph, Widget};
 use tokio::sync::mpsc;
 
 use crate::composer::{Action, Completer, Composer};
-use crate::status::Status;
-use crate::text::{wrap, Color, Line, Modifier, Paint, Span, Style};
+use crate::status::{now_ms, Status};
+use crate::text::{dim, wrap, Color, Line, Modifier, Paint, Span, Style};
 use crate::transcript::{checklist, Options, Transcript};
 
 /// How a chat is set up.
@@ -1145,16 +1145,6 @@ fn terminal_size() -> (usize, usize) {
     crossterm::terminal::size()
         .map(|(c, r)| (usize::from(c).max(10), usize::from(r).max(3)))
         .unwrap_or((80, 24))
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-fn dim() -> Style {
-    Style::new().add_modifier(Modifier::DIM)
 }
 
 #[cfg(test)]

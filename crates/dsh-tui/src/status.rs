@@ -552,7 +552,9 @@ pub fn terminal_columns() -> Option<usize> {
         .filter(|c| *c > 0)
 }
 
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch, now (the clock of the events'
+/// `time`; 0 before 1970).
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))

@@ -120,6 +120,11 @@ impl Line {
     }
 }
 
+/// Dimmed text: dsh's own secondary lines (hints, folds, meters).
+pub fn dim() -> Style {
+    Style::new().add_modifier(Modifier::DIM)
+}
+
 /// Columns `text` takes on a terminal (control characters count as the
 /// escapes [`Paint`] shows for them would, roughly: 4).
 pub fn display_width(text: &str) -> usize {

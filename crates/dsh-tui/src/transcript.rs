@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use crate::markdown::{self, MarkdownStream};
 use crate::status::{count, seconds};
-use crate::text::{wrap, Color, Line, Modifier, Span, Style};
+use crate::text::{dim, wrap, Color, Line, Modifier, Span, Style};
 
 /// How a transcript is rendered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1001,10 +1001,6 @@ fn last_lines(text: &str, n: usize) -> &str {
         }
     }
     trimmed[idx..].trim_start()
-}
-
-fn dim() -> Style {
-    Style::new().add_modifier(Modifier::DIM)
 }
 
 fn reasoning_style() -> Style {

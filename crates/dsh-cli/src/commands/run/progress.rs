@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use dsh_controller::{Event, EventBody, Session};
 use dsh_session::TurnEndReason;
-use dsh_tui::status::{call_subject, count, seconds, Status};
+use dsh_tui::status::{call_subject, count, now_ms, seconds, Status};
 use dsh_tui::text::Paint;
 
 /// How the run shows its progress on stderr.
@@ -188,12 +188,6 @@ fn stderr_columns() -> usize {
 fn write_stderr(text: &str) {
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The progress lines without a terminal: what the current turn and step
