@@ -99,14 +99,10 @@ async fn chat_session(settings: dsh::Settings, resume: Option<String>) -> u8 {
     let session_id = session.id();
     crate::commands::shutdown_bounded(controller.shutdown("dsh chat ended")).await;
     drop(feed);
-    if let Some(stop) = stopped {
-        crate::output::say!("dsh: {}", stop.reason());
-    }
-    if interactive && !cleared_failed {
-        crate::output::say!(
-            "session saved: {session_id} (resume with `dsh chat --resume {session_id}`)"
-        );
-    }
+    say_ending(
+        stopped,
+        (interactive && !cleared_failed).then_some(&session_id),
+    );
     match stopped {
         Some(stop) if stop != Stop::Interrupt => stop.exit_code(),
         _ if cleared_failed => 1,
@@ -158,13 +154,19 @@ async fn tui_session(controller: Controller, session: Arc<Session>) -> u8 {
             (None, 1)
         }
     };
+    say_ending(stopped, Some(&session_id));
+    code
+}
+
+/// The chat's last lines on stderr: the signal that ended it, if one did,
+/// and where the session is kept (`saved`: its id, when it was saved).
+fn say_ending(stopped: Option<Stop>, saved: Option<&String>) {
     if let Some(stop) = stopped {
         crate::output::say!("dsh: {}", stop.reason());
     }
-    crate::output::say!(
-        "session saved: {session_id} (resume with `dsh chat --resume {session_id}`)"
-    );
-    code
+    if let Some(id) = saved {
+        crate::output::say!("session saved: {id} (resume with `dsh chat --resume {id}`)");
+    }
 }
 
 /// The session's events on their way to the terminal, on a task of its
