@@ -264,8 +264,7 @@ struct Ui {
     paint: Paint,
     width: usize,
     height: usize,
-    /// Rows of the live area drawn last, and the cursor's row in it.
-    drawn_rows: usize,
+    /// The cursor's row in the live area drawn last.
     cursor_row: usize,
     /// A chat command running (its name).
     command: Option<String>,
@@ -303,7 +302,6 @@ impl Ui {
             paint: Paint::detect(true),
             width,
             height,
-            drawn_rows: 0,
             cursor_row: 0,
             command: None,
             commands_tx,
@@ -578,7 +576,6 @@ impl Ui {
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(b"\x1b[H\x1b[2J");
                 let _ = out.flush();
-                self.drawn_rows = 0;
                 self.cursor_row = 0;
             }
             KeyCode::Char('o') if ctrl => {
@@ -1074,7 +1071,6 @@ impl Ui {
             buf.push_str("\x1b[?25h");
         }
         buf.push_str("\x1b[?2026l");
-        self.drawn_rows = rows;
         self.cursor_row = row;
         let mut out = std::io::stdout().lock();
         out.write_all(buf.as_bytes())?;
@@ -1100,7 +1096,6 @@ impl Ui {
         }
         buf.push_str("\x1b[?25h");
         self.cursor_row = 0;
-        self.drawn_rows = 0;
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(buf.as_bytes());
         let _ = out.flush();

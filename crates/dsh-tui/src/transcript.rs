@@ -141,13 +141,6 @@ impl Transcript {
         lines
     }
 
-    /// The last tool call's title and its whole result, if one finished.
-    pub fn last_output(&self) -> Option<(&str, &str)> {
-        self.last_output
-            .as_ref()
-            .map(|(t, o)| (t.as_str(), o.as_str()))
-    }
-
     /// The lines of the last tool result, whole (for Ctrl-O).
     pub fn expand_last_output(&self) -> Vec<Line> {
         let Some((title, output)) = &self.last_output else {
