@@ -528,9 +528,18 @@ impl Ui {
             }
             TermEvent::Paste(text) => {
                 if self.questions.is_empty() {
-                    self.composer.paste(&text, &self.completer);
+                    if self.composer.paste(&text, &self.completer) {
+                        self.say(
+                            "dsh: the paste was cut at 16 MiB, the most the composer holds",
+                            Style::new().fg(Color::Yellow),
+                        );
+                    }
                 } else if let Some(note) = &mut self.note {
-                    note.push_str(&text.replace(['\r', '\n'], " "));
+                    let room = crate::composer::TEXT_MAX.saturating_sub(note.len());
+                    note.extend(text.replace(['\r', '\n'], " ").chars().scan(0, |used, c| {
+                        *used += c.len_utf8();
+                        (*used <= room).then_some(c)
+                    }));
                 }
                 None
             }
@@ -605,7 +614,9 @@ impl Ui {
                 KeyCode::Backspace => {
                     note.pop();
                 }
-                KeyCode::Char(c) if !ctrl => note.push(c),
+                KeyCode::Char(c) if !ctrl && note.len() < crate::composer::TEXT_MAX => {
+                    note.push(c);
+                }
                 _ => {}
             }
             return;

@@ -19,6 +19,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 /// Entries the history keeps.
 pub const HISTORY_MAX: usize = 1_000;
+/// The most text the composer holds, in bytes (what `dsh run` takes on
+/// stdin too): a longer paste is cut, further keys are ignored.
+pub const TEXT_MAX: usize = 16 * 1024 * 1024;
 /// Completions listed at most.
 pub const POPUP_MAX: usize = 8;
 
@@ -173,10 +176,20 @@ impl Composer {
 
     /// Inserts pasted text as it is (new lines included; `\r\n` and `\r`
     /// become `\n`).
-    pub fn paste(&mut self, text: &str, completer: &dyn Completer) {
+    ///
+    /// The composer holds at most [`TEXT_MAX`] bytes: a paste that would
+    /// pass it is cut there (at a character boundary); returns whether it
+    /// was.
+    pub fn paste(&mut self, text: &str, completer: &dyn Completer) -> bool {
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
-        self.insert(&text);
+        let room = TEXT_MAX.saturating_sub(self.text.len());
+        let mut end = text.len().min(room);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.insert(&text[..end]);
         self.refresh_popup(completer);
+        end < text.len()
     }
 
     /// Adds `entry` to the history (not twice in a row) and saves it.
@@ -263,6 +276,7 @@ impl Composer {
             KeyCode::Char('b') if alt => self.move_to(self.word_before()),
             KeyCode::Char('f') if alt => self.move_to(self.word_after()),
             KeyCode::Char(_) if ctrl => return Action::Unhandled(key),
+            KeyCode::Char(_) if self.text.len() >= TEXT_MAX => Action::None,
             KeyCode::Char(c) => {
                 let mut buf = [0u8; 4];
                 self.insert(c.encode_utf8(&mut buf));
@@ -785,7 +799,21 @@ mod tests {
     #[test]
     fn paste_keeps_new_lines_and_does_not_send() {
         let mut c = Composer::new(None);
-        c.paste("a\r\nb\rc", &Fixed);
+        assert!(!c.paste("a\r\nb\rc", &Fixed));
         assert_eq!(c.text(), "a\nb\nc");
+    }
+
+    #[test]
+    fn the_text_is_bounded() {
+        let mut c = Composer::new(None);
+        let big = "é".repeat(TEXT_MAX / 2 + 10);
+        assert!(c.paste(&big, &Fixed), "cut");
+        assert!(c.text().len() <= TEXT_MAX);
+        assert!(c.text().len() > TEXT_MAX - 4);
+        assert_eq!(
+            press(&mut c, KeyCode::Char('x'), KeyModifiers::NONE),
+            Action::None
+        );
+        assert!(!c.text().ends_with('x'));
     }
 }
