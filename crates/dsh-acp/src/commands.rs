@@ -26,7 +26,7 @@ pub const EXIT_TEXT: &str = "session ended; open a new one to go on";
 /// ([`Reply::text`]) for the others.
 pub fn word(name: &str, reply: &Reply) -> String {
     match reply {
-        Reply::Help => help(),
+        Reply::Help { custom, untrusted } => help(custom, *untrusted),
         Reply::Model { current, models } => {
             format!("model: {current} (models: {})", models.join(", "))
         }
@@ -57,16 +57,27 @@ pub fn word(name: &str, reply: &Reply) -> String {
     }
 }
 
-/// `/help`: one line per command, `/name [hint]: what it does`.
-fn help() -> String {
-    dsh::commands::SLASH_COMMANDS
+/// `/help`: one line per command, `/name [hint]: what it does`; the
+/// custom commands after the built-in ones (`/name hint: (project) what
+/// it does`), then how many project commands were not loaded.
+fn help(custom: &[dsh::custom_commands::CommandSummary], untrusted: usize) -> String {
+    let mut lines: Vec<String> = dsh::commands::SLASH_COMMANDS
         .iter()
         .map(|c| match c.hint {
             Some(h) => format!("/{} [{h}]: {}", c.name, c.description),
             None => format!("/{}: {}", c.name, c.description),
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    lines.extend(custom.iter().map(|c| match &c.argument_hint {
+        Some(h) => format!("/{} {h}: ({}) {}", c.name, c.scope.label(), c.description),
+        None => format!("/{}: ({}) {}", c.name, c.scope.label(), c.description),
+    }));
+    if untrusted > 0 {
+        lines.push(format!(
+            "{untrusted} project command(s) not loaded: the project is not trusted (dsh trust)"
+        ));
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]
@@ -119,7 +130,13 @@ mod tests {
             "cannot compact: no model"
         );
         assert_eq!(word("todo", &Reply::Todos(Vec::new())), "no todo list");
-        let help = word("help", &Reply::Help);
+        let help = word(
+            "help",
+            &Reply::Help {
+                custom: Vec::new(),
+                untrusted: 0,
+            },
+        );
         assert_eq!(
             help.lines().count(),
             dsh::commands::SLASH_COMMANDS.len(),

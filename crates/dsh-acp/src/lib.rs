@@ -145,7 +145,7 @@ pub async fn serve(
                     match server.open(&cx, req.cwd, &req.mcp_servers, None).await {
                         Ok((id, modes)) => {
                             responder.respond(NewSessionResponse::new(id.clone()).modes(modes))?;
-                            announce_commands(&cx, &id);
+                            announce_commands(&cx, &id, &server.custom_commands(&id));
                             Ok(())
                         }
                         Err(message) => responder.respond_with_error(invalid_params(message)),
@@ -162,7 +162,7 @@ pub async fn serve(
                     match server.open(&cx, req.cwd, &req.mcp_servers, Some(&id)).await {
                         Ok((id, modes)) => {
                             responder.respond(LoadSessionResponse::new().modes(modes))?;
-                            announce_commands(&cx, &id);
+                            announce_commands(&cx, &id, &server.custom_commands(&id));
                             Ok(())
                         }
                         Err(message) => responder.respond_with_error(invalid_params(message)),
@@ -237,20 +237,34 @@ fn invalid_params(message: String) -> agent_client_protocol::Error {
     .data(serde_json::json!({ "message": message }))
 }
 
-/// Sends the slash commands dsh's chat knows (`available_commands_update`).
-fn announce_commands(cx: &Conn, session: &str) {
-    let commands: Vec<AvailableCommand> = dsh::commands::SLASH_COMMANDS
+/// Sends the slash commands dsh's chat knows (`available_commands_update`):
+/// the built-in ones, then the session's `custom` commands (their
+/// description starts with `(project)` or `(user)`; the argument hint is
+/// the input hint).
+fn announce_commands(cx: &Conn, session: &str, custom: &[dsh::custom_commands::CommandSummary]) {
+    let input = |hint: &str| {
+        AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(hint.to_string()))
+    };
+    let mut commands: Vec<AvailableCommand> = dsh::commands::SLASH_COMMANDS
         .iter()
         .map(|c| {
             let command = AvailableCommand::new(c.name, c.description);
             match c.hint {
-                Some(hint) => command.input(AvailableCommandInput::Unstructured(
-                    UnstructuredCommandInput::new(hint),
-                )),
+                Some(hint) => command.input(input(hint)),
                 None => command,
             }
         })
         .collect();
+    commands.extend(custom.iter().map(|c| {
+        let command = AvailableCommand::new(
+            c.name.clone(),
+            format!("({}) {}", c.scope.label(), c.description),
+        );
+        match &c.argument_hint {
+            Some(hint) => command.input(input(hint)),
+            None => command,
+        }
+    }));
     let _ = cx.send_notification(SessionNotification::new(
         session.to_string(),
         SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
@@ -260,6 +274,13 @@ fn announce_commands(cx: &Conn, session: &str) {
 impl Server {
     fn live(&self, id: &str) -> Option<Arc<Live>> {
         lock(&self.sessions).get(id).cloned()
+    }
+
+    /// The custom commands of open session `id` (none when it is not open).
+    fn custom_commands(&self, id: &str) -> Vec<dsh::custom_commands::CommandSummary> {
+        self.live(id)
+            .map(|l| l.session.custom_commands().summaries())
+            .unwrap_or_default()
     }
 
     /// Opens a controller session in `cwd` with the client's MCP servers
@@ -338,16 +359,31 @@ impl Server {
             .live(&id)
             .ok_or_else(|| format!("no session \"{id}\" (create it with session/new)"))?;
         let text = prompt_text(&req.prompt);
-        if let Some((name, args)) = commands::parse(&text) {
-            self.command(cx, &id, &live, name, args).await;
-            return Ok(StopReason::EndTurn);
+        // `/init` and custom commands become the user's message: a turn.
+        let turn_command = dsh::commands::parse(text.trim())
+            .filter(|(name, _)| live.session.is_turn_command(name));
+        if turn_command.is_none() {
+            if let Some((name, args)) = commands::parse(&text) {
+                self.command(cx, &id, &live, name, args).await;
+                return Ok(StopReason::EndTurn);
+            }
         }
         let cancels = cancels.unwrap_or_else(|| live.cancels.subscribe());
         if cancels.has_changed().unwrap_or(false) {
             return Ok(StopReason::Cancelled);
         }
         let mut events = live.session.subscribe(None);
-        live.session.prompt(&text).await.map_err(|e| e.message)?;
+        match turn_command {
+            Some((name, args)) => match live.session.command(name, args).await {
+                Reply::Sent(_) => {}
+                reply => {
+                    live.forwarded.reached(live.session.next_seq()).await;
+                    updates::say(cx, &id, &commands::word(name, &reply));
+                    return Ok(StopReason::EndTurn);
+                }
+            },
+            None => live.session.prompt(&text).await.map_err(|e| e.message)?,
+        }
         // A cancel after the check above found nothing to abort; now the
         // turn is queued and an abort reaches it.
         if cancels.has_changed().unwrap_or(false) {

@@ -224,6 +224,7 @@ async fn a_conversation_streams_text_tool_calls_diffs_plans_and_permission_reque
             SessionUpdate::AvailableCommandsUpdate(c)
                 if c.available_commands.iter().any(|c| c.name == "compact")
         )));
+        let seen_before = s.updates();
         s.clear();
 
         assert_eq!(prompt(&cx, &id, "echo hi there").await, StopReason::EndTurn);
@@ -273,6 +274,36 @@ async fn a_conversation_streams_text_tool_calls_diffs_plans_and_permission_reque
             .expect("a diff");
         assert_eq!(diff.old_text.as_deref(), Some("hello world\n"));
         assert_eq!(diff.new_text, "goodbye world\n");
+
+        // `/undo`, advertised with `/redo` and `/rewind`, sets the file back
+        // from the session's checkpoint.
+        let advertised: Vec<String> = s
+            .updates()
+            .iter()
+            .chain(seen_before.iter())
+            .filter_map(|u| match u {
+                SessionUpdate::AvailableCommandsUpdate(c) => {
+                    Some(c.available_commands.iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+                }
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        for name in ["undo", "redo", "rewind"] {
+            assert!(advertised.iter().any(|n| n == name), "{name}: {advertised:?}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+            "goodbye world\n"
+        );
+        s.clear();
+        prompt(&cx, &id, "/undo").await;
+        assert_eq!(
+            std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+            "hello world\n",
+            "{}",
+            s.text()
+        );
 
         // The todo list becomes a plan.
         s.clear();

@@ -38,6 +38,8 @@ struct Asked {
     text: String,
     /// Repeated when an answer is not understood.
     options: &'static str,
+    /// The rule "always allow" would save, offered after an `a` answer.
+    suggested_rule: Option<String>,
 }
 
 #[derive(Default)]
@@ -46,6 +48,9 @@ struct Queue {
     shown: Option<Asked>,
     /// Questions asked meanwhile (calls that run together), in order.
     waiting: VecDeque<Asked>,
+    /// The rule offered for saving after an `a` answer; the next line
+    /// answers the offer.
+    offer: Option<String>,
 }
 
 /// The chat's terminal as the session's answerer: shows the session's
@@ -109,7 +114,8 @@ impl TerminalPerson {
 
     /// Whether a question waits for its answer.
     pub(crate) fn is_asking(&self) -> bool {
-        lock(&self.queue).shown.is_some()
+        let queue = lock(&self.queue);
+        queue.shown.is_some() || queue.offer.is_some()
     }
 
     /// A question was asked ([`dsh_controller::EventBody::ApprovalAsked`]):
@@ -123,6 +129,7 @@ impl TerminalPerson {
         summary: &str,
         detail: Option<&str>,
         justification: Option<&str>,
+        suggested_rule: Option<&str>,
     ) {
         let (text, options) = match kind {
             ApprovalKind::Plan => (plan_question(detail), PLAN_OPTIONS),
@@ -132,6 +139,7 @@ impl TerminalPerson {
             id: id.to_string(),
             text,
             options,
+            suggested_rule: suggested_rule.map(str::to_string),
         };
         let mut queue = lock(&self.queue);
         if queue.shown.is_some() {
@@ -159,15 +167,45 @@ impl TerminalPerson {
     /// is shown (the line is a message); `true` when the line was taken,
     /// as an answer or as an unclear one (the options are shown again).
     pub(crate) fn answer_line(&self, line: &str) -> bool {
-        let (id, options) = match &lock(&self.queue).shown {
-            Some(a) => (a.id.clone(), a.options),
+        let offered = lock(&self.queue).offer.take();
+        // Only a yes or a no answers the offer; any other line is what it
+        // is (a message, another question's answer) and the offer lapses.
+        let answer = line.trim().to_ascii_lowercase();
+        if let Some(rule) =
+            offered.filter(|_| matches!(answer.as_str(), "y" | "yes" | "n" | "no" | ""))
+        {
+            self.printer.prompt_shown();
+            let text = if matches!(answer.as_str(), "y" | "yes") {
+                match self.session.save_rule(&rule) {
+                    Ok(Some(file)) => format!(
+                        "  saved: always allow {rule} in this project ({file}; `dsh permissions list` shows it)"
+                    ),
+                    Ok(None) => format!("  {rule} was saved already"),
+                    Err(e) => format!("dsh: {}", e.message),
+                }
+            } else {
+                "  not saved".to_string()
+            };
+            self.printer.notice(&visible(&text));
+            return true;
+        }
+        let (id, options, rule) = match &lock(&self.queue).shown {
+            Some(a) => (a.id.clone(), a.options, a.suggested_rule.clone()),
             None => return false,
         };
         self.printer.prompt_shown();
         match read_answer(line) {
             // Answered elsewhere meanwhile: the first answer won.
             Reading::Answer(answer) => {
-                let _ = self.session.answer(&id, decision(answer));
+                let always = answer == Approval::AllowedForSession;
+                if self.session.answer(&id, decision(answer)).is_ok() && always {
+                    if let Some(rule) = rule {
+                        self.printer.notice(&visible(&format!(
+                            "? always allow {rule} in this project (still inside the sandbox)? [y/N]"
+                        )));
+                        lock(&self.queue).offer = Some(rule);
+                    }
+                }
             }
             Reading::Unclear => self.printer.notice(&format!("  {options}")),
         }

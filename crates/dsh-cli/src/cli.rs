@@ -49,10 +49,15 @@ pub(crate) enum Command {
     Schema(SchemaArgs),
     /// List, show and replay session logs.
     Session(SessionArgs),
+    /// Tokens and cost over all saved sessions, by day, model or project.
+    Usage(UsageArgs),
     /// MCP servers: list their state and tools.
     Mcp(McpArgs),
     /// Trust the working directory's dsh.toml (its MCP servers, base_url…).
     Trust(TrustArgs),
+    /// Lasting permission rules: list the rules in force and where each
+    /// comes from.
+    Permissions(PermissionsArgs),
     /// Report the sandbox (mechanism, ABI, full or partial enforcement),
     /// the config files read, the model and key, the MCP servers.
     Doctor(DoctorArgs),
@@ -213,9 +218,14 @@ pub(crate) struct ChatArgs {
     /// The agent options.
     #[command(flatten)]
     pub(crate) stack: StackArgs,
-    /// Continue the saved session ID.
-    #[arg(long, value_name = "ID")]
-    pub(crate) resume: Option<String>,
+    /// Continue a saved session: its id, a unique start of its id, or a
+    /// part of its title (as `dsh session list` shows it). Without a
+    /// value, pick one from a list (on a terminal; type to filter).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_session")]
+    pub(crate) resume: Option<Option<String>>,
+    /// Continue the newest session of the working directory.
+    #[arg(long = "continue", short = 'c')]
+    pub(crate) continue_session: bool,
 }
 
 /// Arguments of `dsh run`.
@@ -224,9 +234,13 @@ pub(crate) struct RunArgs {
     /// The agent options.
     #[command(flatten)]
     pub(crate) stack: StackArgs,
-    /// Continue the saved session ID (its log is replayed, new events are appended).
-    #[arg(long, value_name = "ID")]
+    /// Continue a saved session (its log is replayed, new events are
+    /// appended): its id, a unique start of its id, or a part of its title.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_session")]
     pub(crate) resume: Option<String>,
+    /// Continue the newest session of the working directory.
+    #[arg(long = "continue", short = 'c')]
+    pub(crate) continue_session: bool,
     /// What goes to stdout: `text`, the answer (the default); `json`, one
     /// JSON object at the end (`{"type":"result","subtype","is_error",
     /// "result","session_id","num_turns","duration_ms","usage"}`, and
@@ -497,6 +511,30 @@ pub(crate) enum SessionCommand {
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
     },
+    /// Go back to before turn N of a saved session: its files (set back
+    /// to the checkpoint taken before that turn) and its conversation (the
+    /// later turns stay in the log as an earlier branch). Files changed by
+    /// hand since the session last ran are left alone unless --force.
+    Rewind {
+        /// The session (an id, the start of one, or part of its title).
+        #[arg(value_name = "ID")]
+        id: String,
+        /// The turn to go back to (`/rewind` in the chat lists them).
+        #[arg(long, value_name = "N")]
+        to_turn: u64,
+        /// Only the files; the conversation stays.
+        #[arg(long, conflicts_with = "conversation_only")]
+        files_only: bool,
+        /// Only the conversation; the files stay as they are.
+        #[arg(long)]
+        conversation_only: bool,
+        /// Also overwrite files changed by hand since.
+        #[arg(long)]
+        force: bool,
+        /// The agent options.
+        #[command(flatten)]
+        stack: StackArgs,
+    },
     /// Compact a saved session now: old tool results are cut and the older
     /// history is replaced by a summary the model writes (needs a model;
     /// the offline echo model cannot, exit 2). The events are appended to
@@ -512,24 +550,91 @@ pub(crate) enum SessionCommand {
         #[command(flatten)]
         stack: StackArgs,
     },
-    /// Remove the files kept for saved sessions (spilled tool output under
-    /// <session-dir>/<id>/); the logs stay, and `session show` then says
-    /// which files were removed. Sessions in use are skipped.
+    /// With IDs or --all: remove the spilled tool output kept for saved
+    /// sessions (<session-dir>/<id>/spill/); the logs and checkpoints
+    /// stay, and `session show` then says which files were removed. With
+    /// --older-than: remove whole sessions (as `session rm` does) last
+    /// active longer ago than that. Sessions in use are skipped.
     Clean {
-        /// The sessions to clean.
+        /// The sessions to clean (an id, a unique start of one, or a part
+        /// of a title).
         #[arg(
             value_name = "ID",
-            required_unless_present = "all",
-            conflicts_with = "all"
+            required_unless_present_any = ["all", "older_than"],
+            conflicts_with_all = ["all", "older_than"]
         )]
         ids: Vec<String>,
         /// Clean every session in the directory.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "older_than")]
         all: bool,
+        /// Remove whole sessions last active longer ago than this (e.g.
+        /// 30d, 12h, 90m, 2w).
+        #[arg(long, value_name = "AGE", value_parser = parse_age)]
+        older_than: Option<Duration>,
+        /// List what would be removed, and remove nothing.
+        #[arg(long)]
+        dry_run: bool,
         /// Directory of session logs (default as for `list`).
         #[arg(long, value_name = "DIR")]
         session_dir: Option<PathBuf>,
     },
+    /// Delete saved sessions: each log, its files (<session-dir>/<id>/:
+    /// spilled output, checkpoints) and the sessions of its sub-agents.
+    /// A session in use by a dsh process is refused (exit 1).
+    Rm {
+        /// The sessions to delete (an id, a unique start of one, or a part
+        /// of a title).
+        #[arg(value_name = "ID", required = true)]
+        ids: Vec<String>,
+        /// Directory of session logs (default as for `list`).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+    /// Start a new session from a copy of a saved one (whole, or up to the
+    /// end of a turn) and print its id; the original is unchanged.
+    /// `dsh chat --resume NEWID` continues it.
+    Fork {
+        /// The session to copy (an id, a unique start of one, or a part of
+        /// a title).
+        #[arg(value_name = "ID")]
+        id: String,
+        /// Copy turns 1..=N only.
+        #[arg(long, value_name = "N")]
+        at_turn: Option<u64>,
+        /// Directory of session logs (default as for `list`).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+    /// Write a session as a readable transcript (Markdown, or one
+    /// self-contained HTML file that loads nothing from the network), or
+    /// its log lines as stored (jsonl), to share it or attach it to an
+    /// issue.
+    Export {
+        /// The session (a log file, an id, a unique start of one, or a
+        /// part of a title).
+        #[arg(value_name = "FILE|ID")]
+        id: String,
+        /// The format.
+        #[arg(long, value_enum, default_value = "md")]
+        format: ExportFormat,
+        /// Write to FILE (mode 0600, replaced atomically) instead of stdout.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Directory of session logs (default as for `list`).
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<PathBuf>,
+    },
+}
+
+/// What `dsh session export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ExportFormat {
+    /// A Markdown transcript.
+    Md,
+    /// The transcript as one self-contained HTML file.
+    Html,
+    /// The log's lines as stored.
+    Jsonl,
 }
 
 /// Arguments of `dsh mcp`.
@@ -552,6 +657,31 @@ pub(crate) enum McpCommand {
     },
 }
 
+/// Arguments of `dsh permissions`.
+#[derive(Debug, Args)]
+pub(crate) struct PermissionsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: PermissionsCommand,
+}
+
+/// The subcommands of `dsh permissions`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PermissionsCommand {
+    /// List the permission rules in force in the working directory, deny
+    /// then ask then allow, each with its source (the user config, a
+    /// trusted ./dsh.toml, permissions.toml).
+    List {
+        /// Print one JSON object: `deny`, `ask`, `allow` (each a list of
+        /// `{rule, source}`) and `workspace`.
+        #[arg(long)]
+        json: bool,
+        /// The agent options.
+        #[command(flatten)]
+        stack: StackArgs,
+    },
+}
+
 /// Arguments of `dsh trust`.
 #[derive(Debug, Args)]
 pub(crate) struct TrustArgs {
@@ -566,12 +696,68 @@ pub(crate) struct TrustArgs {
     pub(crate) list: bool,
 }
 
+/// Arguments of `dsh usage`.
+#[derive(Debug, Args)]
+pub(crate) struct UsageArgs {
+    /// Count only the requests of the last AGE (e.g. 7d, 12h, 30m, 2w);
+    /// default: all.
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub(crate) since: Option<Duration>,
+    /// One row per day (UTC), per model, or per project (the session's
+    /// working directory).
+    #[arg(long, value_enum, default_value = "day")]
+    pub(crate) by: UsageGroup,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Directory of session logs (default: $XDG_DATA_HOME/dsh/sessions,
+    /// else ~/.local/share/dsh/sessions).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) session_dir: Option<PathBuf>,
+}
+
+/// How `dsh usage` groups its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum UsageGroup {
+    /// One row per day (UTC).
+    Day,
+    /// One row per model.
+    Model,
+    /// One row per project (working directory).
+    Project,
+}
+
 /// Arguments of `dsh doctor`.
 #[derive(Debug, Args)]
 pub(crate) struct DoctorArgs {
     /// The agent options.
     #[command(flatten)]
     pub(crate) stack: StackArgs,
+}
+
+/// Parses `--older-than`: a whole number followed by `m` (minutes), `h`,
+/// `d` or `w` (weeks).
+///
+/// # Errors
+/// Any other text, or an age past `u64` seconds, with the form expected.
+pub(crate) fn parse_age(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let bad = || {
+        format!("invalid age {text:?}: expected a number followed by m, h, d or w (e.g. 30d, 12h)")
+    };
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let secs_per = match unit {
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(secs_per)
+        .map(Duration::from_secs)
+        .ok_or_else(bad)
 }
 
 /// Parses `--wait-jobs`: a whole number followed by `ms`, `s`, `m` or `h`.

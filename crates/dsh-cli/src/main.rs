@@ -44,6 +44,10 @@ fn main() -> ExitCode {
         say!("dsh: error: --resume before a subcommand is chat's; put it after the subcommand (`dsh run --resume ID …`)");
         return ExitCode::from(2);
     }
+    if cli.command.is_some() && cli.chat.continue_session {
+        say!("dsh: error: -c/--continue before a subcommand is chat's; put it after the subcommand (`dsh run --continue …`)");
+        return ExitCode::from(2);
+    }
     let code = match cli.command {
         Some(Command::Chat(args)) => commands::chat::run(args),
         Some(Command::Run(args)) => commands::run::run(args),
@@ -54,8 +58,10 @@ fn main() -> ExitCode {
         Some(Command::Skills(args)) => commands::skills::run(args),
         Some(Command::Schema(args)) => commands::schema::run(args),
         Some(Command::Session(args)) => commands::session::run(args),
+        Some(Command::Usage(args)) => commands::usage::run(args),
         Some(Command::Mcp(args)) => commands::mcp::run(args),
         Some(Command::Trust(args)) => commands::trust::run(args),
+        Some(Command::Permissions(args)) => commands::permissions::run(args),
         Some(Command::Doctor(args)) => commands::doctor::run(args),
         Some(Command::Completions { shell }) => completions(shell),
         Some(Command::Man { command }) => man_page(&command),

@@ -42,13 +42,14 @@ async fn offline_echo_run_prints_the_answer_and_writes_the_session() {
     let out = output(c).await;
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert_eq!(out.stdout, "The echo tool says: hi there\n");
-    let files = sb.session_entries();
+    let files = sb.session_logs();
     assert_eq!(files.len(), 1);
     let events = read_events(&files[0]);
     let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
-        types[..4],
+        types[..5],
         [
+            "session/workspace",
             "sandbox/mode",
             "sandbox/layers",
             "request/adapter",
@@ -57,6 +58,10 @@ async fn offline_echo_run_prints_the_answer_and_writes_the_session() {
     );
     assert_eq!(
         events[0]["data"],
+        json!({"cwd": sb.cwd().canonicalize().unwrap()})
+    );
+    assert_eq!(
+        events[1]["data"],
         json!({"mode": "workspace-write", "source": "default"})
     );
     assert!(types.contains(&"tool/call") && types.contains(&"tool/result"));
@@ -103,7 +108,7 @@ async fn json_prints_every_event_as_a_jsonl_line() {
         json!({"kind": "completed"})
     );
     // Same format as the log file.
-    let file = read_events(&sb.session_entries()[0]);
+    let file = read_events(&sb.session_logs()[0]);
     assert_eq!(file, lines);
 }
 
@@ -113,7 +118,7 @@ async fn resume_continues_the_same_session() {
     let mut c = sb.tokio_dsh();
     c.args(["run", "echo first"]);
     assert_eq!(output(c).await.code, 0);
-    let files = sb.session_entries();
+    let files = sb.session_logs();
     let id = files[0].file_stem().unwrap().to_str().unwrap().to_string();
     let before = read_events(&files[0]).len();
     let mut c = sb.tokio_dsh();
@@ -122,7 +127,7 @@ async fn resume_continues_the_same_session() {
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     assert_eq!(out.stdout, "The echo tool says: second\n");
     assert_eq!(
-        sb.session_entries().len(),
+        sb.session_logs().len(),
         1,
         "resume appends to the same file"
     );
@@ -228,7 +233,7 @@ async fn piped_chat_sends_every_line_and_exits() {
     assert!(stdout.contains("The echo tool says: one"), "{stdout}");
     assert!(stdout.contains("The bash tool returned:\ntwo"), "{stdout}");
     assert!(!stdout.contains('\x1b'), "no escape codes when piped");
-    let events = read_events(&sb.session_entries()[0]);
+    let events = read_events(&sb.session_logs()[0]);
     let turns = events.iter().filter(|e| e["type"] == "turn/start").count();
     assert_eq!(turns, 2, "one turn per line");
 }
@@ -521,7 +526,7 @@ async fn sigint_aborts_the_turn_with_exit_130() {
     assert_eq!(out.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("aborted: user interrupt"), "{stderr}");
-    let events = read_events(&sb.session_entries()[0]);
+    let events = read_events(&sb.session_logs()[0]);
     let end = events.last().unwrap();
     assert_eq!(end["type"], "turn/end");
     assert_eq!(
@@ -609,7 +614,7 @@ async fn the_model_boundary_through_the_binary() {
         "{}",
         out.stdout
     );
-    let events = read_events(&sb.session_entries()[0]);
+    let events = read_events(&sb.session_logs()[0]);
     let result = events.iter().find(|e| e["type"] == "tool/result").unwrap();
     assert_eq!(result["data"]["isError"], true);
     assert_eq!(result["data"]["errorCode"], "INVALID_ARGS");
@@ -790,7 +795,7 @@ async fn resuming_a_session_in_use_is_refused() {
     let mut c = sb.tokio_dsh();
     c.args(["run", "echo first"]);
     assert_eq!(output(c).await.code, 0);
-    let file = sb.session_entries()[0].clone();
+    let file = sb.session_logs()[0].clone();
     let id = file.file_stem().unwrap().to_str().unwrap().to_string();
     // Another writer holds the log.
     let held = std::fs::File::open(&file).unwrap();

@@ -430,3 +430,27 @@ fn tab_completes_chat_commands_and_their_arguments() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn the_line_mode_offers_to_save_an_always_allow_answer() {
+    Tmux::require();
+    let dir = Home::new(DSH);
+    dir.write_user_config("[permission]\nmode = \"read-only\"\n");
+    let t = Tmux::chat(&dir, "offer");
+    t.wait_for("the prompt", |s| s.contains("› "));
+    t.keys(&[
+        r#"call bash {"command":"touch kept.txt","description":"make a file","sandbox_permissions":"workspace-write","justification":"the task needs it"}"#,
+        "Enter",
+    ]);
+    t.wait_for("the question", |s| s.contains("[a]"));
+    t.keys(&["a", "Enter"]);
+    t.wait_for("the offer", |s| {
+        s.contains("? always allow bash(touch kept.txt:*) in this project (still inside the sandbox)? [y/N]")
+    });
+    t.keys(&["y", "Enter"]);
+    t.wait_for("the saved rule", |s| {
+        s.contains("saved: always allow bash(touch kept.txt:*) in this project")
+    });
+    let saved = std::fs::read_to_string(dir.config_dir().join("permissions.toml")).unwrap();
+    assert!(saved.contains("bash(touch kept.txt:*)"), "{saved}");
+}

@@ -84,11 +84,12 @@ fn streamed(text: &str, chunk: usize) -> ScriptedResponse {
     ScriptedResponse::sse(&payloads)
 }
 
-/// A home whose model is the loopback server's.
+/// A home whose model is the loopback server's, at a flat price (the
+/// built-in one depends on the hour: the status line's cost would too).
 fn home_with_model(server: &LoopbackServer) -> Home {
     let home = Home::new(DSH);
     home.write_user_config(&format!(
-        "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\n",
+        "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\n[models.deepseek-v4-flash]\ninput_price = 1\noutput_price = 1\n",
         server.base_url()
     ));
     home
@@ -676,5 +677,46 @@ fn a_plan_is_asked_about_in_a_dialog_and_approving_it_ends_plan_mode() {
         "the plan prompt is gone:\n{screen}"
     );
     assert!(!screen.lines().last().unwrap().contains("plan"), "{screen}");
+    assert_eq!(exit(&mut s), 0);
+}
+
+#[test]
+fn allowing_for_the_session_offers_to_save_a_lasting_rule() {
+    let home = Home::new(DSH);
+    let mut s = Screen::chat(&home, &["--permission", "read-only"], 30, 100);
+    s.wait_for("the composer", idle);
+    let call = |file: &str| {
+        format!(
+            r#"call bash {{"command":"touch {file}","description":"make a file","sandbox_permissions":"workspace-write","justification":"the task needs it"}}"#
+        )
+    };
+    s.keys(&call("one.txt"));
+    s.keys(key::ENTER);
+    s.wait_for("the dialog", |t| t.contains("Allow bash?"));
+    s.keys("a");
+    let screen = s.wait_for("the offer", |t| t.contains("Save a permission rule?"));
+    assert!(
+        screen.contains("Always allow bash(touch one.txt:*) in this project?"),
+        "{screen}"
+    );
+    s.keys("y");
+    s.wait_for("the saved rule", |t| {
+        t.contains("saved: always allow bash(touch one.txt:*)") && idle(t)
+    });
+    assert!(home.cwd().join("one.txt").exists());
+    let saved = std::fs::read_to_string(home.config_dir().join("permissions.toml")).unwrap();
+    assert!(saved.contains("bash(touch one.txt:*)"), "{saved}");
+    assert_eq!(exit(&mut s), 0);
+    // A new chat asks no more for that command: the rule answers.
+    let mut s = Screen::chat(&home, &["--permission", "read-only"], 30, 100);
+    s.wait_for("the composer", idle);
+    std::fs::remove_file(home.cwd().join("one.txt")).unwrap();
+    s.keys(&call("one.txt"));
+    s.keys(key::ENTER);
+    let screen = s.wait_for("the call", |t| {
+        t.contains("● Bash touch one.txt") && idle(t)
+    });
+    assert!(!screen.contains("Allow bash?"), "{screen}");
+    assert!(home.cwd().join("one.txt").exists());
     assert_eq!(exit(&mut s), 0);
 }

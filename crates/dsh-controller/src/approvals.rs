@@ -84,8 +84,12 @@ impl Approvals {
     }
 }
 
-/// The person the session's approver asks: the clients watching.
-pub(crate) struct Watchers(pub(crate) Arc<Approvals>);
+/// The person the session's approver asks: the clients watching; the
+/// rules suggest what "always allow" would save.
+pub(crate) struct Watchers(
+    pub(crate) Arc<Approvals>,
+    pub(crate) Option<Arc<dsh::rules::Rules>>,
+);
 
 impl Person for Watchers {
     fn ask(&self, call: &ToolCall, question: &Question) -> BoxFuture<'static, Approval> {
@@ -107,6 +111,10 @@ impl Person for Watchers {
             summary: question.summary.clone(),
             detail: question.detail.clone(),
             justification: question.justification.clone(),
+            suggested_rule: match kind {
+                ApprovalKind::Tool => self.1.as_ref().and_then(|r| r.suggest(call)),
+                ApprovalKind::Plan => None,
+            },
         });
         let waiting =
             lock(&approvals.translator).activity_of("waiting", Some(call.call_id.as_str()));

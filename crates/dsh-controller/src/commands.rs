@@ -13,8 +13,17 @@ use crate::CommandError;
 /// What a chat command did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// `/help`: the table is [`dsh::commands::SLASH_COMMANDS`].
-    Help,
+    /// `/help`: the table is [`dsh::commands::SLASH_COMMANDS`], then the
+    /// session's custom commands.
+    Help {
+        /// The custom commands, sorted by name.
+        custom: Vec<dsh::custom_commands::CommandSummary>,
+        /// Project command files not loaded: the project is not trusted.
+        untrusted: usize,
+    },
+    /// A command that became the user's message (a custom command,
+    /// `/init`): its turn runs (or waits for the running one).
+    Sent(Box<SentCommand>),
     /// `/model`: the model in use and the ones served.
     Model {
         /// In use.
@@ -69,6 +78,8 @@ pub enum Reply {
     Todos(Vec<TodoItem>),
     /// `/session`.
     Session(Box<crate::SessionInfo>),
+    /// `/cost`: what the session cost so far.
+    Cost(Box<dsh::catalogue::CostReport>),
     /// `/clear`: a new log; the old one is saved.
     Cleared {
         /// The cleared session's id.
@@ -79,6 +90,12 @@ pub enum Reply {
     /// `/exit`: the front end leaves the session (the controller does not
     /// close it by itself).
     Exit,
+    /// `/undo`, `/redo`: what was set back or reapplied.
+    Restored(Box<dsh::checkpoints::Restored>),
+    /// `/rewind`: the turns of the branch.
+    Turns(Vec<dsh::checkpoints::TurnPoint>),
+    /// `/rewind N`: what went back.
+    Rewound(Box<dsh::checkpoints::Rewound>),
     /// The command failed or was misused; the error says how.
     Failed(CommandError),
 }
@@ -88,7 +105,8 @@ impl Reply {
     /// quoted as they are: a terminal front end sanitises the text.
     pub fn text(&self) -> String {
         match self {
-            Reply::Help => help(),
+            Reply::Help { custom, untrusted } => help(custom, *untrusted),
+            Reply::Sent(sent) => sent.describe(),
             Reply::Model { current, models } => format!(
                 "model: {current} (models: {}; switch with /model NAME)",
                 models.join(", ")
@@ -115,31 +133,100 @@ impl Reply {
             Reply::Todos(todos) if todos.is_empty() => "no todo list".to_string(),
             Reply::Todos(todos) => dsh::tools::todo::checklist(todos),
             Reply::Session(info) => info.describe(),
+            Reply::Cost(report) => report.text(),
             Reply::Cleared { old, new } => format!(
                 "new session: {new} (history cleared; {old} is saved, resume it with `dsh chat --resume {old}`)"
             ),
             Reply::Exit => "bye".to_string(),
+            Reply::Restored(r) => r.describe(),
+            Reply::Turns(turns) => crate::undo::describe_turns(turns),
+            Reply::Rewound(r) => r.describe(),
             Reply::Failed(e) => format!("dsh: {}", e.message),
         }
     }
 }
 
-/// `/help`: one line per command, `/name [hint]` then what it does.
-fn help() -> String {
+/// `/help`: one line per command, `/name [hint]` then what it does; the
+/// custom commands after the built-in ones, each with where it comes
+/// from, and a line saying how many project commands were not loaded.
+fn help(custom: &[dsh::custom_commands::CommandSummary], untrusted: usize) -> String {
     let usage = |c: &dsh::commands::SlashCommand| match c.hint {
         Some(h) => format!("/{} [{h}]", c.name),
         None => format!("/{}", c.name),
     };
+    let custom_usage = |c: &dsh::custom_commands::CommandSummary| match &c.argument_hint {
+        Some(h) => format!("/{} {h}", c.name),
+        None => format!("/{}", c.name),
+    };
     let width = dsh::commands::SLASH_COMMANDS
         .iter()
-        .map(|c| usage(c).len())
+        .map(|c| usage(c).chars().count())
+        .chain(custom.iter().map(|c| custom_usage(c).chars().count()))
         .max()
         .unwrap_or(0);
     let mut out = String::from("commands:");
     for c in dsh::commands::SLASH_COMMANDS {
         out.push_str(&format!("\n  {:width$}  {}", usage(c), c.description));
     }
+    if !custom.is_empty() {
+        out.push_str("\ncustom commands:");
+        for c in custom {
+            out.push_str(&format!(
+                "\n  {:width$}  ({}) {}",
+                custom_usage(c),
+                c.scope.label(),
+                c.description
+            ));
+        }
+    }
+    if untrusted > 0 {
+        out.push_str(&format!(
+            "\n{untrusted} project command{} not loaded: the project is not trusted (dsh trust)",
+            if untrusted == 1 { "" } else { "s" }
+        ));
+    }
     out
+}
+
+/// What a command that became the user's message sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentCommand {
+    /// The command's name (`review`, `init`).
+    pub name: String,
+    /// `project`, `user` or `builtin`.
+    pub source: String,
+    /// The model of its turn, when the command switched it for that turn.
+    pub model: Option<String>,
+    /// The only tools of its turn, when the command limits them.
+    pub tools: Option<Vec<String>>,
+    /// Things the user should know (a `model:` not served, ignored).
+    pub notes: Vec<String>,
+}
+
+impl SentCommand {
+    /// `/review (project command): sent; model M for this turn; tools: a,
+    /// b` and the notes, one per line.
+    pub fn describe(&self) -> String {
+        let mut out = match self.source.as_str() {
+            "builtin" => format!("/{}: sent to the model", self.name),
+            source => format!("/{} ({source} command): sent to the model", self.name),
+        };
+        if let Some(model) = &self.model {
+            out.push_str(&format!("; model {model} for this turn"));
+        }
+        if let Some(tools) = &self.tools {
+            let list = if tools.is_empty() {
+                "none".to_string()
+            } else {
+                tools.join(", ")
+            };
+            out.push_str(&format!("; tools: {list}"));
+        }
+        for note in &self.notes {
+            out.push_str(&format!("\nnote: {note}"));
+        }
+        out
+    }
 }
 
 /// What a compaction did, for the user: `compacted: … (ctx N% · used/window)`.

@@ -287,14 +287,22 @@ impl Controller {
             hub,
             translator,
             options.approver_grace,
+            dsh::custom_commands::Commands::new(dsh::custom_commands::CommandRoots::for_session(
+                &cwd,
+                self.settings.project_trust,
+            )),
         );
         session.publish_started(&stack, resumed, None);
-        session.wire(&stack, &seed, cwd);
+        session.wire(&stack, &seed, cwd.clone());
+        // After the wiring, so the stream (`dsh run --output-format
+        // stream-json`) has it like every other event of the log.
+        log_workspace(&agent.session(), &cwd);
         stack.announce_permission(agent.as_ref());
         if let Some((on, source)) = &options.plan_mode {
             let _ = session.set_plan_mode(*on, source);
         }
         warnings.extend(stack.take_warnings());
+        warnings.extend(session.custom_command_warnings());
         for w in warnings {
             session.warn(w);
         }
@@ -405,6 +413,31 @@ impl Controller {
         for session in all {
             session.close(reason).await;
         }
+    }
+}
+
+/// Appends [`dsh_session::WORKSPACE_EVENT`] to `session`'s log unless the
+/// last one already names `cwd`: a new session always logs where it runs,
+/// a resumed or forked one when it moved (`dsh -c` finds the newest
+/// session of a directory by it).
+fn log_workspace(session: &dsh_session::Session, cwd: &std::path::Path) {
+    let last = session.events().iter().rev().find_map(|e| match &e.data {
+        dsh_protocol::EventPayload::Other { kind, data }
+            if kind == dsh_session::WORKSPACE_EVENT =>
+        {
+            Some(
+                data.get("cwd")
+                    .and_then(serde_json::Value::as_str)
+                    .map(PathBuf::from),
+            )
+        }
+        _ => None,
+    });
+    if last.flatten().as_deref() != Some(cwd) {
+        session.append(dsh_protocol::EventPayload::Other {
+            kind: dsh_session::WORKSPACE_EVENT.to_string(),
+            data: serde_json::json!({ "cwd": cwd }),
+        });
     }
 }
 

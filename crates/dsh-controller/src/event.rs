@@ -156,6 +156,11 @@ pub enum EventBody {
         /// The model's own reason for asking.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         justification: Option<String>,
+        /// The permission rule "always allow" would save for this call
+        /// (`bash(cargo test:*)`), offered after an allow-for-the-session
+        /// answer ([`crate::Session::save_rule`]); none for a plan.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        suggested_rule: Option<String>,
     },
     /// A question was answered (or withdrawn).
     ApprovalDecided {
@@ -256,6 +261,25 @@ pub enum EventBody {
         /// Tokens in the context after.
         tokens_after: u64,
     },
+    /// Files were set back to a checkpoint (`/undo`, `/redo`, `/rewind`).
+    FilesRestored {
+        /// `undo`, `redo` or `rewind`.
+        action: String,
+        /// The turn undone, redone, or rewound to.
+        turn: u64,
+        /// The files set back (written).
+        restored: Vec<String>,
+        /// The files deleted.
+        deleted: Vec<String>,
+        /// The files left alone because they were changed by hand since.
+        user_changed: Vec<String>,
+    },
+    /// The conversation went back to before turn `to_turn`; what followed
+    /// stays in the log as an earlier branch.
+    Rewound {
+        /// The turn gone back to.
+        to_turn: u64,
+    },
     /// The session got a title.
     TitleChanged {
         /// The title.
@@ -303,6 +327,8 @@ impl EventBody {
             EventBody::PermissionChanged { .. } => "permission_changed",
             EventBody::PlanModeChanged { .. } => "plan_mode_changed",
             EventBody::Compacted { .. } => "compacted",
+            EventBody::FilesRestored { .. } => "files_restored",
+            EventBody::Rewound { .. } => "rewound",
             EventBody::TitleChanged { .. } => "title_changed",
             EventBody::Log { .. } => "log",
             EventBody::Closed { .. } => "closed",

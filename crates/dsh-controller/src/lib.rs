@@ -45,6 +45,7 @@ pub mod event;
 mod hub;
 mod session;
 pub mod translate;
+mod undo;
 
 pub use commands::Reply;
 pub use controller::{Controller, OpenError, SessionOptions, FORK_EVENT};

@@ -65,6 +65,10 @@ pub struct Session {
     live_from: std::sync::atomic::AtomicU64,
     /// A turn started (its message is logged) and has not logged its end.
     turn_open: Arc<AtomicBool>,
+    /// The workspace's custom commands (read again when they change).
+    custom: dsh::custom_commands::Commands,
+    /// The limits of a custom command's turn (`model:`, `allowed-tools:`).
+    command_turn: Arc<dsh::custom_commands::CommandTurn>,
 }
 
 /// What a session is, for lists and `/session`.
@@ -161,6 +165,7 @@ impl Session {
         hub: Arc<Hub>,
         translator: Translator,
         approver_grace: Duration,
+        custom: dsh::custom_commands::Commands,
     ) -> Arc<Self> {
         let agent = handle.agent();
         let id = agent.session().id().to_string();
@@ -181,6 +186,8 @@ impl Session {
             closed: AtomicBool::new(false),
             live_from: std::sync::atomic::AtomicU64::new(0),
             turn_open: Arc::new(AtomicBool::new(false)),
+            custom,
+            command_turn: dsh::custom_commands::CommandTurn::new(),
         })
     }
 
@@ -224,7 +231,7 @@ impl Session {
         lock(&self.stack).clone().ok_or_else(closed)
     }
 
-    fn agent(&self) -> CommandResult<Arc<dyn Agent>> {
+    pub(crate) fn agent(&self) -> CommandResult<Arc<dyn Agent>> {
         lock(&self.agent).clone().ok_or_else(closed)
     }
 
@@ -458,6 +465,30 @@ impl Session {
         })
     }
 
+    /// What the session cost so far (`/cost`).
+    ///
+    /// # Errors
+    /// `SESSION_CLOSED`.
+    pub fn cost(&self) -> CommandResult<dsh::catalogue::CostReport> {
+        let stack = self.stack()?;
+        let events = self.agent()?.session().events();
+        Ok(dsh::catalogue::CostReport::of(
+            &events,
+            &stack.resolved.catalogue,
+            &stack.model(),
+            stack.resolved.max_cost_per_session,
+        ))
+    }
+
+    /// The models' windows and prices, for a front end that prices
+    /// usage events itself (the status line).
+    ///
+    /// # Errors
+    /// `SESSION_CLOSED`.
+    pub fn catalogue(&self) -> CommandResult<dsh::catalogue::Catalogue> {
+        Ok(self.stack()?.resolved.catalogue.clone())
+    }
+
     /// Files of the workspace whose path (relative to it) contains
     /// `query` (case blind), for `@` completion: at most `limit`, shortest
     /// first. Ignored files (`.gitignore`, hidden ones) are left out, and
@@ -522,9 +553,10 @@ impl Session {
         n.1 += 1;
         if n.0 == 1 {
             if let Ok(stack) = self.stack() {
-                stack
-                    .approver
-                    .set_person(Some(Arc::new(Watchers(self.approvals.clone()))));
+                stack.approver.set_person(Some(Arc::new(Watchers(
+                    self.approvals.clone(),
+                    Some(stack.rules.clone()),
+                ))));
             }
         }
         ApproverGuard {
@@ -624,7 +656,14 @@ impl Session {
 
     async fn run_command(&self, name: &str, args: &str) -> CommandResult<Reply> {
         Ok(match name {
-            "help" => Reply::Help,
+            "help" => {
+                let catalog = self.custom.current();
+                Reply::Help {
+                    custom: catalog.summaries(),
+                    untrusted: catalog.untrusted,
+                }
+            }
+            "init" => self.init(args).await?,
             "model" if args.is_empty() => Reply::Model {
                 current: self.model()?,
                 models: self.models()?,
@@ -684,19 +723,157 @@ impl Session {
             }
             "todo" => Reply::Todos(self.todos()),
             "session" => Reply::Session(Box::new(self.info()?)),
+            "cost" if !args.is_empty() => usage("/cost"),
+            "cost" => Reply::Cost(Box::new(self.cost()?)),
             "clear" => {
                 let (old, new) = self.clear().await?;
                 Reply::Cleared { old, new }
             }
             "exit" => Reply::Exit,
-            other => Reply::Failed(CommandError::new(
+            "undo" | "redo" | "rewind" => self.checkpoint_command(name, args).await?,
+            other => self.run_custom(other, args).await?,
+        })
+    }
+
+    /// The workspace's custom commands (see [`dsh::custom_commands`]), read
+    /// again when the last look is a few seconds old and a file changed.
+    pub fn custom_commands(&self) -> Arc<dsh::custom_commands::CommandCatalog> {
+        self.custom.current()
+    }
+
+    /// The warnings about the custom command files (broken front matter,
+    /// a built-in's name, too large), as a front end shows them.
+    pub fn custom_command_warnings(&self) -> Vec<String> {
+        self.custom
+            .current()
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Whether `/name` becomes the user's message (a turn) rather than a
+    /// reply: `/init` and the custom commands. `dsh run "/name args"` and
+    /// ACP run these as turns.
+    pub fn is_turn_command(&self, name: &str) -> bool {
+        name == "init"
+            || (dsh::commands::find(name).is_none() && self.custom.current().get(name).is_some())
+    }
+
+    /// `/init [notes]`: asks the model to write or improve the project's
+    /// `AGENTS.md` ([`dsh::custom_commands::INIT_PROMPT`], with the notes
+    /// appended).
+    async fn init(&self, args: &str) -> CommandResult<Reply> {
+        let mut text = dsh::custom_commands::INIT_PROMPT.trim_end().to_string();
+        if !args.is_empty() {
+            text.push_str(&format!("\n\nAlso, from the user: {args}"));
+        }
+        self.agent()?
+            .session()
+            .append(dsh_protocol::EventPayload::Other {
+                kind: dsh::custom_commands::COMMAND_EVENT.to_string(),
+                data: serde_json::json!({ "name": "init", "args": args, "source": "builtin" }),
+            });
+        self.prompt(&text).await?;
+        Ok(Reply::Sent(Box::new(crate::commands::SentCommand {
+            name: "init".into(),
+            source: "builtin".into(),
+            model: None,
+            tools: None,
+            notes: Vec::new(),
+        })))
+    }
+
+    /// Runs custom command `name`: its body with the arguments put in is
+    /// sent as the user's message, after a [`dsh::custom_commands::COMMAND_EVENT`]
+    /// naming it; its `model:` and `allowed-tools:` hold for that turn only.
+    ///
+    /// # Errors
+    /// `INVALID_COMMAND`: no such command (the message lists the commands),
+    /// or an empty body; `TURN_RUNNING`: a command with `model:` or
+    /// `allowed-tools:` while a turn runs or waits; as [`Session::prompt`].
+    async fn run_custom(&self, name: &str, args: &str) -> CommandResult<Reply> {
+        let (catalog, fresh) = self.custom.refresh();
+        for warning in fresh {
+            self.warn(warning.to_string());
+        }
+        let Some(command) = catalog.get(name) else {
+            let mut names = dsh::commands::names();
+            for c in &catalog.commands {
+                names.push_str(&format!(", /{}", c.name));
+            }
+            let mut message = format!("unknown command /{name}; commands: {names}");
+            if catalog.untrusted > 0 {
+                message.push_str(&format!(
+                    " ({} project command{} not loaded: the project is not trusted; see `dsh trust`)",
+                    catalog.untrusted,
+                    if catalog.untrusted == 1 { "" } else { "s" }
+                ));
+            }
+            return Err(CommandError::new(codes::INVALID_COMMAND, message));
+        };
+        let text = command.prompt(args);
+        if text.trim().is_empty() {
+            return Err(CommandError::new(
                 codes::INVALID_COMMAND,
                 format!(
-                    "unknown command /{other}; commands: {}",
-                    dsh::commands::names()
+                    "/{name} sends nothing: {} has an empty body",
+                    command.file.display()
                 ),
-            )),
-        })
+            ));
+        }
+        let stack = self.stack()?;
+        let agent = self.agent()?;
+        let mut notes = Vec::new();
+        let model = match &command.model {
+            Some(m) if *m == stack.model() => None,
+            Some(m) if stack.models().contains(m) => Some(m.clone()),
+            Some(m) => {
+                notes.push(format!(
+                    "model {m} (its model:) is not served here (models: {}); the turn uses {}",
+                    stack.models().join(", "),
+                    stack.model()
+                ));
+                None
+            }
+            None => None,
+        };
+        let limits = dsh::custom_commands::TurnLimits {
+            command: name.to_string(),
+            model: model.clone(),
+            tools: command.allowed_tools.clone(),
+        };
+        if !limits.is_empty() && (self.busy() || self.command_turn.is_busy()) {
+            return Err(CommandError::new(
+                codes::TURN_RUNNING,
+                format!("/{name} sets the model or the tools of its own turn, so it runs between turns; try again when this one has ended"),
+            ));
+        }
+        agent.session().append(dsh_protocol::EventPayload::Other {
+            kind: dsh::custom_commands::COMMAND_EVENT.to_string(),
+            data: serde_json::json!({
+                "name": name,
+                "args": args,
+                "source": command.scope.label(),
+                "file": command.file,
+                "model": model,
+                "allowedTools": command.allowed_tools,
+            }),
+        });
+        if !limits.is_empty() {
+            self.command_turn.arm(limits);
+        }
+        if let Err(e) = self.prompt(&text).await {
+            self.command_turn.disarm();
+            return Err(e);
+        }
+        Ok(Reply::Sent(Box::new(crate::commands::SentCommand {
+            name: name.to_string(),
+            source: command.scope.label().to_string(),
+            model,
+            tools: command.allowed_tools.clone(),
+            notes,
+        })))
     }
 
     /// The main agent's background jobs still running.
@@ -901,6 +1078,10 @@ impl Session {
                 next.run((call, env))
             },
         ));
+        listeners.push(
+            self.command_turn
+                .install(&stack.agents, &stack.tools, dsh::MAIN_AGENT_ID),
+        );
         lock(&self.listeners).extend(listeners);
     }
 

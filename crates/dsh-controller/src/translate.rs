@@ -270,6 +270,7 @@ impl Translator {
             EventPayload::Prune(p) => out.push(EventBody::Compacted {
                 tokens_after: p.tokens_after,
             }),
+            EventPayload::Rewind(r) => out.push(EventBody::Rewound { to_turn: r.to_turn }),
             EventPayload::Other { kind, data } => {
                 if let Some(body) = other(kind, data) {
                     out.push(body);
@@ -384,6 +385,23 @@ fn other(kind: &str, data: &Value) -> Option<EventBody> {
         k if k == dsh::title::TITLE_KIND => EventBody::TitleChanged {
             title: str_field("title")?,
         },
+        k if k == dsh::checkpoints::RESTORED_KIND => {
+            let paths = |k: &str| -> Vec<String> {
+                data.get(k)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.as_str().map(str::to_string))
+                    .collect()
+            };
+            EventBody::FilesRestored {
+                action: str_field("action")?,
+                turn: num("turn")?,
+                restored: paths("restored"),
+                deleted: paths("deleted"),
+                user_changed: paths("userChanged"),
+            }
+        }
         _ => return None,
     })
 }

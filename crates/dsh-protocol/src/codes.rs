@@ -207,9 +207,16 @@ codes! {
         "Another dsh process is writing the session log.";
     SESSION_TASK_FAILED = "SESSION_TASK_FAILED", "session", false, Caller,
         "The background writer of a session log failed.";
+    // Checkpoints: the private git object store that snapshots the workspace.
+    CHECKPOINT_UNAVAILABLE = "CHECKPOINT_UNAVAILABLE", "checkpoint", false, Caller,
+        "The session's checkpoint store is missing or corrupt, or git is not installed; undo/redo cannot restore files and nothing was changed.";
+    CHECKPOINT_FAILED = "CHECKPOINT_FAILED", "checkpoint", false, Caller,
+        "A git or file operation of a snapshot or a restore failed (the message names the path and the cause); a restore changed nothing when it fails before writing.";
     // The composition library and its front ends.
     INVALID_CONFIG = "INVALID_CONFIG", "dsh", false, Caller,
         "The configuration, a flag or a named file is unusable (the message names it); the CLI exits 2.";
+    PERMISSION_RULE_INVALID = "PERMISSION_RULE_INVALID", "dsh", false, Caller,
+        "A permission rule (`[permission] allow`/`deny`/`ask` or `permissions.toml`) cannot be parsed; the message names the rule and its file, and dsh does not start (the CLI exits 2).";
     UNKNOWN_SKILL = "UNKNOWN_SKILL", "dsh", false, RespondToModel,
         "The skill tool was called with a name no discovered skill has; the result lists the skills and suggests the closest name.";
     TODO_TOO_MANY_IN_PROGRESS = "TODO_TOO_MANY_IN_PROGRESS", "dsh", false, RespondToModel,
@@ -218,6 +225,8 @@ codes! {
         "exit_plan_mode was called while the session is not in plan mode; nothing changed.";
     PLAN_NOT_APPROVED = "PLAN_NOT_APPROVED", "dsh", false, RespondToModel,
         "The user rejected the plan exit_plan_mode presented (or nobody could approve it); the session stays in plan mode and the model revises the plan.";
+    BUDGET_EXCEEDED = "BUDGET_EXCEEDED", "dsh", false, EndTurn,
+        "The next model request would take the session's cost past `[budget] max_cost_per_session` (its cost so far plus the request's estimated input); the request was not sent and the turn ended.";
     // Bash.
     BAD_WORKDIR = "BAD_WORKDIR", "bash", false, RespondToModel,
         "The command's working directory does not exist or is not a directory.";

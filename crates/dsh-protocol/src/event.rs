@@ -197,6 +197,22 @@ pub struct PruneEvent {
     pub tokens_after: u64,
 }
 
+/// `conversation/rewound`: the conversation goes back to before turn
+/// `toTurn`. The events from `fromSeq` (that turn's `turn/start`) up to
+/// this event stay in the log as an abandoned branch, but no longer count
+/// for the model history: it is the history as it was just before
+/// `fromSeq`. Turn numbers go on from the highest used (they never
+/// repeat). JSON: `{"toTurn", "fromSeq"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindEvent {
+    /// The turn the conversation went back to (it and every later turn
+    /// of the branch are dropped from the history).
+    pub to_turn: u64,
+    /// The `seq` of that turn's `turn/start` event.
+    pub from_seq: u64,
+}
+
 /// Declares [`EventPayload`] from the one `type` → payload table: the enum,
 /// [`EventPayload::kind`], [`EVENT_KINDS`] and the serde dispatch.
 macro_rules! event_kinds {
@@ -283,6 +299,8 @@ event_kinds! {
     Compaction(CompactionEvent) = "compaction/summary",
     /// `compaction/prune`
     Prune(PruneEvent) = "compaction/prune",
+    /// `conversation/rewound`
+    Rewind(RewindEvent) = "conversation/rewound",
 }
 
 impl EventPayload {
@@ -303,6 +321,7 @@ impl EventPayload {
             | EventPayload::ContextMessage(_)
             | EventPayload::Compaction(_)
             | EventPayload::Prune(_)
+            | EventPayload::Rewind(_)
             | EventPayload::Other { .. } => None,
         }
     }
@@ -530,6 +549,14 @@ struct DataOf<'a>(&'a EventPayload);
 impl Serialize for DataOf<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.0.serialize_data(s)
+    }
+}
+
+/// So code reading a log takes `&[SessionEvent]` and `&[Arc<SessionEvent>]`
+/// alike (`impl AsRef<SessionEvent>`).
+impl AsRef<SessionEvent> for SessionEvent {
+    fn as_ref(&self) -> &SessionEvent {
+        self
     }
 }
 

@@ -34,8 +34,9 @@ pub use content::{
 };
 pub use event::{
     AssistantMessageEvent, ChunkEvent, CompactionEvent, ErrorEvent, EventPayload, MessageEvent,
-    PruneEvent, SessionEvent, SteeringEvent, StepEvent, ToolCallEvent, ToolResultEvent,
-    TurnEndEvent, TurnEndReason, TurnStartEvent, TurnTrigger, UsageEvent, EVENT_KINDS,
+    PruneEvent, RewindEvent, SessionEvent, SteeringEvent, StepEvent, ToolCallEvent,
+    ToolResultEvent, TurnEndEvent, TurnEndReason, TurnStartEvent, TurnTrigger, UsageEvent,
+    EVENT_KINDS,
 };
 pub use ids::{AgentId, CallId, SessionId};
 pub use permission::SandboxMode;

@@ -51,6 +51,7 @@ pub fn derive_message(data: &EventPayload) -> Option<Message> {
         | EventPayload::Error(_)
         | EventPayload::Compaction(_)
         | EventPayload::Prune(_)
+        | EventPayload::Rewind(_)
         | EventPayload::Other { .. } => None,
     }
 }
@@ -183,7 +184,9 @@ impl Deriver {
         }
     }
 
-    /// Applies one event (events must come in log order).
+    /// Applies one event (events must come in log order). A
+    /// `conversation/rewound` changes nothing here: it needs the log, which
+    /// [`Deriver::replay`] has.
     ///
     /// A `compaction/summary` `{fromSeq, toSeq}` replaces the messages whose
     /// positions lie in `fromSeq..=toSeq` by one summary message at position
@@ -307,12 +310,45 @@ impl Deriver {
 /// order, with no merging or reordering (the reference algorithm), with
 /// compactions and prunes applied where they occur ([`Deriver`]). A live
 /// [`Session`](crate::Session) keeps the same result incrementally.
+///
+/// A `conversation/rewound` drops what its branch added ([`active_events`]).
 pub fn derive_messages(events: &[SessionEvent]) -> Vec<Message> {
-    let mut d = Deriver::with_capacity(events.len() / 2);
+    Deriver::replay(events).history.to_vec()
+}
+
+/// The events of `events` (a log, in order) that count for the model
+/// history: every `conversation/rewound` `{fromSeq}` drops the events from
+/// `fromSeq` up to itself (the abandoned branch), so what remains is what
+/// the log held just before `fromSeq` plus what came after the rewind.
+/// Rewind events themselves are not returned. O(n).
+pub fn active_events<E: AsRef<SessionEvent>>(events: &[E]) -> Vec<&SessionEvent> {
+    let mut active: Vec<&SessionEvent> = Vec::with_capacity(events.len());
     for e in events {
-        d.apply(e);
+        let e = e.as_ref();
+        match &e.data {
+            // `active` is sorted by seq: what it held before `fromSeq` is
+            // exactly its prefix below `fromSeq` (later changes only
+            // appended or cut suffixes).
+            EventPayload::Rewind(r) => {
+                let keep = active.partition_point(|a| a.seq < r.from_seq);
+                active.truncate(keep);
+            }
+            _ => active.push(e),
+        }
     }
-    d.history.to_vec()
+    active
+}
+
+impl Deriver {
+    /// The history of a whole log, rewinds applied ([`active_events`]).
+    pub fn replay<E: AsRef<SessionEvent>>(events: &[E]) -> Deriver {
+        let active = active_events(events);
+        let mut d = Deriver::with_capacity(active.len() / 2 + 16);
+        for e in active {
+            d.apply(e);
+        }
+        d
+    }
 }
 
 /// Wraps `content` in the reference's tagged envelope:

@@ -140,7 +140,12 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
         title: None,
         parent: None,
         tokens: 0,
+        last_ms: 0,
+        cwd: None,
     };
+    // The environment line of the first system prompt: the workspace of a
+    // log older than `session/workspace`.
+    let mut prompt_cwd = None;
     for line in bytes.split(|b| *b == b'\n') {
         if line.trim_ascii().is_empty() {
             continue;
@@ -151,8 +156,35 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
         if summary.events == 0 {
             summary.created_ms = head.time;
         }
+        summary.last_ms = summary.last_ms.max(head.time);
         summary.events += 1;
         match head.kind.as_str() {
+            crate::persist::WORKSPACE_EVENT => {
+                #[derive(Deserialize)]
+                struct Workspace {
+                    data: WorkspaceData,
+                }
+                #[derive(Deserialize)]
+                struct WorkspaceData {
+                    cwd: PathBuf,
+                }
+                if let Ok(w) = serde_json::from_slice::<Workspace>(line) {
+                    summary.cwd = Some(w.data.cwd);
+                }
+            }
+            "request/system" if prompt_cwd.is_none() => {
+                #[derive(Deserialize)]
+                struct System {
+                    data: SystemData,
+                }
+                #[derive(Deserialize)]
+                struct SystemData {
+                    text: String,
+                }
+                if let Ok(s) = serde_json::from_slice::<System>(line) {
+                    prompt_cwd = prompt_workspace(&s.data.text);
+                }
+            }
             "turn/start" => summary.turns += 1,
             "usage" => {
                 if let Ok(SessionEvent {
@@ -211,8 +243,21 @@ pub fn summarize_jsonl(path: &Path) -> Result<SessionSummary, SessionError> {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as u64);
+        summary.last_ms = summary.created_ms;
+    }
+    if summary.cwd.is_none() {
+        summary.cwd = prompt_cwd;
     }
     Ok(summary)
+}
+
+/// The working directory a system prompt's environment line names
+/// (`Environment: working directory <path>; OS …`), if it has one.
+fn prompt_workspace(system: &str) -> Option<PathBuf> {
+    const MARK: &str = "Environment: working directory ";
+    let line = system.lines().find_map(|l| l.strip_prefix(MARK))?;
+    let path = line.rsplit_once("; OS ").map_or(line, |(p, _)| p);
+    Some(PathBuf::from(path)).filter(|p| p.is_absolute())
 }
 
 /// Appends the JSONL line of `event` (its JSON and a newline) to `out`.
@@ -672,5 +717,26 @@ mod tests {
             Err(SessionError::CorruptLog { line, .. }) => assert_eq!(line, 2),
             other => panic!("expected CorruptLog, got {other:?}", other = other.err()),
         }
+    }
+
+    #[test]
+    fn a_summary_knows_the_workspace_and_the_last_activity() {
+        let dir = tempfile::tempdir().unwrap();
+        let system = r#"{"type":"request/system","seq":0,"time":5,"data":{"text":"Hi.\n\nEnvironment: working directory /old/ws; OS linux (x86_64); date 2026-01-01."}}"#;
+        let moved = r#"{"type":"session/workspace","seq":1,"time":9,"data":{"cwd":"/new/ws"}}"#;
+        let old = dir.path().join("s-old.jsonl");
+        std::fs::write(&old, format!("{system}\n")).unwrap();
+        let s = summarize_jsonl(&old).unwrap();
+        assert_eq!(s.cwd.as_deref(), Some(Path::new("/old/ws")));
+        assert_eq!((s.created_ms, s.last_ms), (5, 5));
+        let new = dir.path().join("s-new.jsonl");
+        std::fs::write(&new, format!("{system}\n{moved}\n")).unwrap();
+        let s = summarize_jsonl(&new).unwrap();
+        assert_eq!(s.cwd.as_deref(), Some(Path::new("/new/ws")));
+        assert_eq!((s.created_ms, s.last_ms), (5, 9));
+        assert_eq!(
+            prompt_workspace("Environment: working directory rel; OS x"),
+            None
+        );
     }
 }

@@ -16,12 +16,15 @@
 //!
 //! [`session_stats`] computes validation telemetry (failures per tool and
 //! code, violation paths, self-corrections, tokens) from a log alone.
+//! [`cost`] prices a log's usage in money (per turn, per step, per model)
+//! and scans many logs quickly for `dsh usage`.
 //!
 //! This crate does not run turns or talk to models (that is the agent loop)
 //! and does no I/O on the append path.
 
 #![warn(missing_docs)]
 
+pub mod cost;
 mod derive;
 mod error;
 mod jsonl;
@@ -32,7 +35,8 @@ mod session;
 mod stats;
 
 pub use derive::{
-    derive_message, derive_messages, envelope, prune_text, pruned_len, summary_message, Deriver,
+    active_events, derive_message, derive_messages, envelope, prune_text, pruned_len,
+    summary_message, Deriver,
 };
 pub use dsh_protocol::event::*;
 pub use error::SessionError;
@@ -43,7 +47,9 @@ pub use jsonl::{
 pub use meter::{
     blocks_bytes, fixed_bytes, format_usage, percent, usage_total, TokenMeter, BYTES_PER_TOKEN,
 };
-pub use persist::{install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine};
+pub use persist::{
+    install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine, WORKSPACE_EVENT,
+};
 pub use resume::{fork_seed, interrupted_results, repair_unfinished};
 pub use session::{new_session_id, validate_session_id, Session, SessionStore};
 pub use stats::{

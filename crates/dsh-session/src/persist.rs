@@ -98,7 +98,20 @@ pub struct SessionSummary {
     /// The parent's session id, for a sub-agent's session (its
     /// `subagent/start` event's `parentSessionId`).
     pub parent: Option<String>,
+    /// The latest time of a readable event (Unix ms): when the session
+    /// was last active (a fork's link counts); the file's modification
+    /// time for an empty log.
+    pub last_ms: u64,
+    /// The workspace the session last ran in: the last
+    /// [`WORKSPACE_EVENT`]'s `cwd`, else (a log written before that event
+    /// existed) the working directory the first system prompt names.
+    pub cwd: Option<PathBuf>,
 }
+
+/// Log-only event a front end appends when a session opens in a
+/// workspace other than the one it last ran in (a new session always):
+/// `{"cwd": "<absolute path>"}`. [`SessionSummary::cwd`] reads it.
+pub const WORKSPACE_EVENT: &str = "session/workspace";
 
 /// Installs a persistence plugin on `store`.
 ///

@@ -107,7 +107,7 @@ pub fn interrupted_results(events: &[SessionEvent]) -> Vec<EventPayload> {
 /// The seed of a session forked from `events`: `first` (the link to the
 /// parent, a log-only event) as event 0, then every event of `events`
 /// one place later (the sequence numbers that compaction events name are
-/// shifted with them, so replay derives the same history), then the
+/// (and rewinds) are shifted with them, so replay derives the same history), then the
 /// [`repair_unfinished`] events that close what the copy left open (an
 /// unanswered call, the parent's running turn). Times are kept; the repair
 /// and the link get `now`.
@@ -130,6 +130,7 @@ pub fn fork_seed(events: &[SessionEvent], first: EventPayload, now: u64) -> Vec<
                     *s += 1;
                 }
             }
+            EventPayload::Rewind(r) => r.from_seq += 1,
             _ => {}
         }
         seed.push(SessionEvent {

@@ -43,11 +43,17 @@ struct LogState {
 
 impl LogState {
     fn record(&mut self, event: Arc<SessionEvent>) {
+        let rewind = matches!(event.data, EventPayload::Rewind(_));
         self.history.apply(&event);
         if let EventPayload::TurnStart(start) = &event.data {
-            self.last_turn = start.turn;
+            // Turn numbers never repeat, rewound or not.
+            self.last_turn = self.last_turn.max(start.turn);
         }
         self.events.push(event);
+        if rewind {
+            // O(n), once per rewind: the history as the branch point had it.
+            self.history = Deriver::replay(&self.events);
+        }
     }
 }
 

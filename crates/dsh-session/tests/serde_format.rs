@@ -393,6 +393,7 @@ fn kind_names_match_the_reference_table() {
             "error",
             "compaction/summary",
             "compaction/prune",
+            "conversation/rewound",
         ]
     );
 }

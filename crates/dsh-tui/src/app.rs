@@ -165,6 +165,11 @@ struct Question {
     summary: String,
     detail: Option<String>,
     justification: Option<String>,
+    /// The rule "always allow" would save (see [`Question::offer`]).
+    suggested_rule: Option<String>,
+    /// Not a question of the agent: the offer to save `suggested_rule`
+    /// after an allow-for-the-session answer.
+    offer: bool,
 }
 
 /// A chat command's reply, back from its task.
@@ -193,6 +198,17 @@ impl Completer for SessionCompleter {
             "reasoning".to_string(),
             "Show the model's reasoning whole (on) or its first lines (off)".to_string(),
         ));
+        out.extend(self.session.custom_commands().commands.iter().map(|c| {
+            let hint = c
+                .argument_hint
+                .as_ref()
+                .map(|h| format!(" {h}"))
+                .unwrap_or_default();
+            (
+                c.name.clone(),
+                format!("({}){hint} {}", c.scope.label(), c.description),
+            )
+        }));
         out
     }
 
@@ -278,13 +294,16 @@ impl Ui {
     fn new(session: Arc<Session>, config: &ChatConfig) -> Self {
         let (width, height) = terminal_size();
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
-        let status = Status::new(
+        let mut status = Status::new(
             &session.model().unwrap_or_default(),
             &session
                 .permission()
                 .map(|p| p.to_string())
                 .unwrap_or_default(),
         );
+        if let Ok(catalogue) = session.catalogue() {
+            status.set_catalogue(catalogue);
+        }
         Ui {
             transcript: Transcript::new(Options::new(width)),
             status,
@@ -481,6 +500,7 @@ impl Ui {
                 summary,
                 detail,
                 justification,
+                suggested_rule,
                 ..
             } => self.questions.push_back(Question {
                 id: approval_id.clone(),
@@ -489,6 +509,8 @@ impl Ui {
                 summary: summary.clone(),
                 detail: detail.clone(),
                 justification: justification.clone(),
+                suggested_rule: suggested_rule.clone(),
+                offer: false,
             }),
             EventBody::ApprovalDecided { approval_id, .. } => {
                 if self.questions.front().is_some_and(|q| &q.id == approval_id) {
@@ -621,10 +643,46 @@ impl Ui {
             }
             return;
         }
+        if q.offer {
+            let save = match key.code {
+                KeyCode::Char('y' | 'Y') => true,
+                KeyCode::Char('n' | 'N') | KeyCode::Esc => false,
+                KeyCode::Char('c') if ctrl => false,
+                _ => return,
+            };
+            self.questions.retain(|x| x.id != q.id);
+            let rule = q.suggested_rule.clone().unwrap_or_default();
+            if save {
+                let (text, style) = match self.session.save_rule(&rule) {
+                    Ok(Some(file)) => (
+                        format!("saved: always allow {rule} in this project ({file}; `dsh permissions list` shows it)"),
+                        dim(),
+                    ),
+                    Ok(None) => (format!("{rule} was saved already"), dim()),
+                    Err(e) => (format!("dsh: {}", e.message), Style::new().fg(Color::Red)),
+                };
+                self.say(&text, style);
+            }
+            return;
+        }
         match key.code {
             KeyCode::Char('y' | 'Y') => self.answer(&q, Decision::AllowOnce),
             KeyCode::Char('a' | 'A') if q.kind == ApprovalKind::Tool => {
                 self.answer(&q, Decision::AllowAlways);
+                if q.suggested_rule.is_some() {
+                    // Offered next, before any other question.
+                    self.questions.push_front(Question {
+                        id: format!("offer:{}", q.id),
+                        summary: format!(
+                            "Always allow {} in this project?",
+                            q.suggested_rule.as_deref().unwrap_or_default()
+                        ),
+                        detail: None,
+                        justification: None,
+                        offer: true,
+                        ..q.clone()
+                    });
+                }
             }
             KeyCode::Char('n' | 'N') => self.note = Some(String::new()),
             KeyCode::Esc => self.answer(&q, Decision::Cancelled),
@@ -761,7 +819,7 @@ impl Ui {
             }
             other => {
                 self.say(&other.text(), Style::new());
-                if matches!(other, Reply::Help) {
+                if matches!(other, Reply::Help { .. }) {
                     for l in [
                         "  /reasoning [on|off]  Show the model's reasoning whole, or its first lines",
                         "keys: Enter sends · Alt-Enter or \\ new line · Up/Down history · Ctrl-R search · Tab completes",
@@ -946,6 +1004,7 @@ impl Ui {
         let inner = width.saturating_sub(4).max(10);
         let mut body: Vec<Line> = Vec::new();
         let title = match q.kind {
+            _ if q.offer => " Save a permission rule? ".to_string(),
             ApprovalKind::Plan => " Approve the plan? ".to_string(),
             ApprovalKind::Tool => format!(" Allow {}? ", q.tool),
         };
@@ -1015,6 +1074,9 @@ impl Ui {
             cursor = Some((body.len() - 1, col));
         } else {
             let keys = match q.kind {
+                _ if q.offer => {
+                    "y save it (allowed from now on, still inside the sandbox) · n or Esc not now"
+                }
                 ApprovalKind::Tool => {
                     "y allow once · a allow for this session · n deny (with a note) · Esc deny"
                 }

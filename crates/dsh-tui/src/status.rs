@@ -25,10 +25,15 @@
 //!   the current request while it streams;
 //! - `ctx N%` from the last `context` event; the model and permission mode
 //!   (following `model_changed` and `permission_changed`), `plan` while
-//!   plan mode is on, and `N queued` steering messages the front end holds.
+//!   plan mode is on, and `N queued` steering messages the front end holds;
+//! - once the front end gave it the prices ([`Status::set_catalogue`]) and
+//!   money was spent: the session's cost so far (`$0.0123`; `?` when the
+//!   model has no price, `≥ $0.0123` when a part is unknown), each `usage`
+//!   priced by the model in force at the event's time. A free session (the
+//!   offline echo model) shows none.
 //!
-//! Idle: no spinner, `deepseek-chat · workspace-write · ctx 23% · last turn
-//! 9.1s` (the parts that are known).
+//! Idle: no spinner, `deepseek-chat · workspace-write · ctx 23% · $0.0123 ·
+//! last turn 9.1s $0.0040` (the parts that are known).
 //!
 //! The spinner and the doing part are cyan, the rest dim. A line wider than
 //! the width drops parts, least important first (tok/s, the model, the
@@ -40,6 +45,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dsh_controller::{Event, EventBody};
+use dsh_session::cost::Cost;
 use serde_json::Value;
 
 use crate::text::{display_width, Color, Line, Modifier, Span, Style};
@@ -74,6 +80,12 @@ pub struct Status {
     context: Option<(u64, u64)>,
     /// How long the last turn took, once one ended.
     last_turn_ms: Option<u64>,
+    /// The prices, once the front end gave them: cost is shown then.
+    catalogue: Option<dsh::catalogue::Catalogue>,
+    /// The session's cost so far.
+    cost: Cost,
+    /// What the last turn that ended cost.
+    last_turn_cost: Option<Cost>,
 }
 
 /// What the running turn has shown so far.
@@ -93,6 +105,8 @@ struct Turn {
     streamed_chars: u64,
     /// When the current request's first text or reasoning arrived.
     stream_started: Option<u64>,
+    /// What the turn's requests cost.
+    cost: Cost,
     /// The calls started and not finished: id, tool, arguments, title.
     calls: Vec<Call>,
 }
@@ -130,7 +144,22 @@ impl Status {
             turn: None,
             context: None,
             last_turn_ms: None,
+            catalogue: None,
+            cost: Cost::default(),
+            last_turn_cost: None,
         }
+    }
+
+    /// Prices the `usage` events fed from now on with `catalogue`, and
+    /// shows the cost (see the module documentation).
+    pub fn set_catalogue(&mut self, catalogue: dsh::catalogue::Catalogue) {
+        self.catalogue = Some(catalogue);
+    }
+
+    /// What the session cost so far (the `usage` events fed since the
+    /// session started, priced; empty without a catalogue).
+    pub fn cost(&self) -> &Cost {
+        &self.cost
     }
 
     /// Feed every event of the session, in order (live or replayed).
@@ -147,6 +176,9 @@ impl Status {
                 self.permission.clone_from(permission);
                 self.plan = *plan_mode;
                 self.turn = None;
+                // A new log (the first event, or after /clear): its own cost.
+                self.cost = Cost::default();
+                self.last_turn_cost = None;
             }
             EventBody::TurnStarted { .. } => self.turn = Some(Turn::new(time)),
             EventBody::Activity { state, detail } => self.on_activity(state, detail, time),
@@ -155,10 +187,34 @@ impl Status {
                 turn.stream_started.get_or_insert(time);
                 turn.streamed_chars += text.chars().count() as u64;
             }
-            EventBody::Usage { output_tokens, .. } => {
+            EventBody::Usage {
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+            } => {
+                let priced = self.catalogue.as_ref().map(|c| {
+                    let usage = dsh_protocol::TokenUsage {
+                        input_tokens: i64::try_from(*input_tokens).unwrap_or(i64::MAX),
+                        output_tokens: i64::try_from(*output_tokens).unwrap_or(i64::MAX),
+                        cache_read_tokens: cache_read_tokens
+                            .map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+                        cache_write_tokens: None,
+                        reasoning_tokens: None,
+                    };
+                    c.price(&self.model)
+                        .map(|p| (p.cost_of(&usage, time), p.currency.clone()))
+                });
+                let mut cost = Cost::default();
+                match priced {
+                    Some(Some((amount, currency))) => cost.add_priced(amount, &currency),
+                    Some(None) => cost.add_unpriced(),
+                    None => {}
+                }
+                self.cost.merge(&cost);
                 if let Some(turn) = &mut self.turn {
                     turn.reported += output_tokens;
                     turn.streamed_chars = 0;
+                    turn.cost.merge(&cost);
                 }
             }
             EventBody::ToolStarted {
@@ -191,7 +247,11 @@ impl Status {
             }
             EventBody::TurnEnded { duration_ms, .. } => {
                 self.last_turn_ms = Some(*duration_ms);
-                self.turn = None;
+                self.last_turn_cost = self
+                    .turn
+                    .take()
+                    .map(|t| t.cost)
+                    .filter(|c| c.priced + c.unpriced > 0);
             }
             EventBody::ModelChanged { model } => self.model.clone_from(model),
             EventBody::PermissionChanged { mode } => self.permission.clone_from(mode),
@@ -253,6 +313,9 @@ impl Status {
             if tokens > 0 {
                 parts.push(Part::new(format!("{} tokens", count(tokens)), 5));
             }
+            if let Some(cost) = self.cost_part() {
+                parts.push(Part::new(cost, 4));
+            }
             if let Some(rate) = turn.rate(now_ms) {
                 parts.push(Part::new(format!("{rate} tok/s"), 1));
             }
@@ -274,8 +337,15 @@ impl Status {
         }
         if head.is_none() {
             parts.extend(ctx);
+            if let Some(cost) = self.cost_part() {
+                parts.push(Part::new(cost, 4));
+            }
             if let Some(ms) = self.last_turn_ms {
-                parts.push(Part::new(format!("last turn {}", seconds(ms)), 1));
+                let spent = match &self.last_turn_cost {
+                    Some(c) if self.cost_part().is_some() => format!(" {}", c.display()),
+                    _ => String::new(),
+                };
+                parts.push(Part::new(format!("last turn {}{spent}", seconds(ms)), 1));
             }
         }
         if self.queued > 0 {
@@ -317,6 +387,14 @@ impl Status {
             Doing::Running(detail) => format!("running {}", turn.running_what(detail.as_deref())),
         };
         Some((doing, now_ms.saturating_sub(turn.step_started)))
+    }
+
+    /// The session's cost, once there is a catalogue and something was
+    /// spent (or a request could not be priced): a free session (the
+    /// offline echo model) shows none.
+    fn cost_part(&self) -> Option<String> {
+        self.catalogue.as_ref()?;
+        (self.cost.amount > 0.0 || self.cost.unpriced > 0).then(|| self.cost.display())
     }
 
     fn context_percent(&self) -> Option<u64> {
@@ -369,6 +447,7 @@ impl Turn {
             streamed_chars: 0,
             stream_started: None,
             calls: Vec::new(),
+            cost: Cost::default(),
         }
     }
 
@@ -801,6 +880,76 @@ mod tests {
         );
         let fresh = Status::new("deepseek-chat", "workspace-write");
         assert_eq!(fresh.line(0, 200).text(), "deepseek-chat · workspace-write");
+    }
+
+    #[test]
+    fn the_cost_follows_the_model_and_the_hour_and_unknown_is_not_zero() {
+        let usage = |input, output| EventBody::Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cache_read_tokens: Some(0),
+        };
+        let ended = |turn| EventBody::TurnEnded {
+            turn,
+            reason: dsh_protocol::TurnEndReason::Completed,
+            finish: None,
+            duration_ms: 1_000,
+            first_token_ms: None,
+            output_tokens: 0,
+            tokens_per_second: None,
+            cache_hit_rate: None,
+        };
+        const HOUR: u64 = 3_600_000;
+        let mut status = Status::new("deepseek-v4-flash", "workspace-write");
+        status.set_catalogue(dsh::catalogue::Catalogue::builtin());
+        let events = [
+            // 00:00 UTC, off-peak: 0.15 + 0.06.
+            (0, EventBody::TurnStarted { turn: 1 }),
+            (0, usage(1_000_000, 100_000)),
+            (1, ended(1)),
+            // 02:00 UTC, peak: 0.30 + 0.12.
+            (2 * HOUR, EventBody::TurnStarted { turn: 2 }),
+            (2 * HOUR, usage(1_000_000, 100_000)),
+            (2 * HOUR + 1, ended(2)),
+            (2 * HOUR + 1, activity("idle", None)),
+        ];
+        for (seq, (time, body)) in events.into_iter().enumerate() {
+            status.on_event(&Event {
+                seq: seq as u64,
+                time,
+                body,
+            });
+        }
+        assert_eq!(
+            status.line(3 * HOUR, 200).text(),
+            "deepseek-v4-flash · workspace-write · $0.6300 · last turn 1.0s $0.4200"
+        );
+        // A model without a price: the rest is unknown, never 0.
+        status.on_event(&Event {
+            seq: 9,
+            time: 3 * HOUR,
+            body: EventBody::ModelChanged {
+                model: "gpt-x".into(),
+            },
+        });
+        status.on_event(&Event {
+            seq: 10,
+            time: 3 * HOUR,
+            body: usage(10, 10),
+        });
+        assert!(status.line(3 * HOUR, 200).text().contains("≥ $0.6300"));
+        // A free session (echo) shows no cost.
+        let mut free = Status::new("echo", "workspace-write");
+        free.set_catalogue(dsh::catalogue::Catalogue::builtin());
+        free.on_event(&Event {
+            seq: 0,
+            time: HOUR,
+            body: usage(1_000, 10),
+        });
+        assert_eq!(free.line(HOUR, 200).text(), "echo · workspace-write");
+        // Without a catalogue nothing about money shows.
+        let plain = fed(&bash_turn());
+        assert!(!plain.line(14_000, 200).text().contains('$'));
     }
 
     #[test]

@@ -315,6 +315,47 @@ impl Transcript {
                     ),
                 );
             }
+            EventBody::Rewound { to_turn } => {
+                self.flush_into(&mut out);
+                self.push(
+                    &mut out,
+                    Line::styled(
+                        format!(
+                            "↺ conversation rewound to before turn {to_turn} — the turns above from there on are an earlier branch"
+                        ),
+                        dim(),
+                    ),
+                );
+            }
+            EventBody::FilesRestored {
+                action,
+                turn,
+                restored,
+                deleted,
+                user_changed,
+            } => {
+                let what = match action.as_str() {
+                    "undo" => format!("↶ undid the file changes of turn {turn}"),
+                    "redo" => format!("↷ redid the file changes of turn {turn}"),
+                    _ => format!("↺ files set back to before turn {turn}"),
+                };
+                let mut parts = Vec::new();
+                if !restored.is_empty() {
+                    parts.push(format!("{} restored", restored.len()));
+                }
+                if !deleted.is_empty() {
+                    parts.push(format!("{} deleted", deleted.len()));
+                }
+                if !user_changed.is_empty() {
+                    parts.push(format!("{} changed by hand left alone", user_changed.len()));
+                }
+                let line = if parts.is_empty() {
+                    what
+                } else {
+                    format!("{what} ({})", parts.join(", "))
+                };
+                self.push(&mut out, Line::styled(line, dim()));
+            }
             EventBody::TurnEnded { reason, .. } => {
                 self.flush_into(&mut out);
                 // Calls without a result are over with the turn.
@@ -851,6 +892,41 @@ fn change_of(name: &str, args: &Value, diff: Option<&FileDiff>) -> Option<Change
     })
 }
 
+/// The change a file tool's call makes, from its arguments alone (an
+/// edit's `old_string` → `new_string`; a write's content, or a
+/// `str_replace_editor` create or insert, against nothing) as a unified
+/// diff: `--- a/<path>` (`/dev/null` for nothing), `+++ b/<path>`, hunks
+/// with 3 lines of context, the path relative to `cwd` when inside it.
+/// `None` for another tool or arguments that do not say (`dsh session
+/// export` shows it).
+pub fn unified_diff(name: &str, arguments: &str, cwd: &str) -> Option<String> {
+    let args: Value = serde_json::from_str(arguments).ok()?;
+    let change = change_of(name, &args, None)?;
+    let path = ["file_path", "path"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+        .map_or_else(|| "file".to_string(), |p| relative(p, cwd));
+    // git's a/ b/ prefixes for a path in the workspace; an absolute one as
+    // it is.
+    let (old, new) = if path.starts_with('/') {
+        (path.clone(), path)
+    } else {
+        (format!("a/{path}"), format!("b/{path}"))
+    };
+    let old = if change.old.is_empty() {
+        "/dev/null".to_string()
+    } else {
+        old
+    };
+    let diff = similar::TextDiff::from_lines(&change.old, &change.new);
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&old, &new)
+        .to_string();
+    Some(text)
+}
+
 fn count_changes(old: &str, new: &str) -> (usize, usize) {
     let diff = similar::TextDiff::from_lines(old, new);
     let mut added = 0;
@@ -1145,6 +1221,26 @@ mod tests {
         );
         assert_eq!(lines[0], "● Edit a.rs — error, 3.1s");
         assert_eq!(lines[1], "  ⎿ Error: stale");
+    }
+
+    #[test]
+    fn a_file_call_is_a_unified_diff_of_its_arguments() {
+        let edit =
+            r#"{"file_path":"/ws/src/a.rs","old_string":"one\ntwo\n","new_string":"one\n2\n"}"#;
+        let diff = unified_diff("edit", edit, "/ws").unwrap();
+        assert!(
+            diff.starts_with("--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1,2 +1,2 @@\n"),
+            "{diff}"
+        );
+        assert!(diff.contains("\n-two\n+2\n"), "{diff}");
+        let write = r#"{"file_path":"/elsewhere/b.txt","content":"hi\n"}"#;
+        let diff = unified_diff("write", write, "/ws").unwrap();
+        assert!(
+            diff.starts_with("--- /dev/null\n+++ /elsewhere/b.txt\n"),
+            "{diff}"
+        );
+        assert!(diff.ends_with("+hi\n"), "{diff}");
+        assert_eq!(unified_diff("bash", r#"{"command":"ls"}"#, "/ws"), None);
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub struct SessionApprover {
     /// Held while the person answers: calls that run together ask one
     /// question at a time, in the order they asked.
     asking: Arc<tokio::sync::Mutex<()>>,
+    /// The lasting permission rules: an allow rule answers some
+    /// questions ([`crate::rules::Rules::answers`]).
+    rules: Mutex<Option<Arc<crate::rules::Rules>>>,
 }
 
 impl SessionApprover {
@@ -88,7 +91,15 @@ impl SessionApprover {
             person: Mutex::new(person),
             grants: Arc::new(Mutex::new(HashSet::new())),
             asking: Arc::new(tokio::sync::Mutex::new(())),
+            rules: Mutex::new(None),
         }
+    }
+
+    /// Consults `rules` before asking from now on: a question an allow
+    /// rule answers is allowed once, decided `by: "rule"` (the rule in the
+    /// log's `rule`).
+    pub fn set_rules(&self, rules: Arc<crate::rules::Rules>) {
+        *lock(&self.rules) = Some(rules);
     }
 
     /// Sets who is asked from now on (`None`: nobody, questions are
@@ -150,11 +161,17 @@ impl Approver for SessionApprover {
             .grant_key
             .as_ref()
             .is_some_and(|k| lock(&self.grants).contains(k));
+        let rule = match lock(&self.rules).as_ref() {
+            Some(rules) if !granted => rules.answers(call, question),
+            _ => None,
+        };
         let (pending, by): (BoxFuture<'static, Approval>, &'static str) = if granted {
             (
                 Box::pin(async { Approval::AllowedForSession }),
                 "session grant",
             )
+        } else if rule.is_some() {
+            (Box::pin(async { Approval::AllowedOnce }), "rule")
         } else if self.policy() == ApprovalPolicy::Never {
             (
                 Box::pin(async { Approval::Unavailable(POLICY_NEVER.to_string()) }),
@@ -190,6 +207,9 @@ impl Approver for SessionApprover {
                 "outcome": outcome_name(&answer),
                 "by": by,
             });
+            if let Some(rule) = rule {
+                data["rule"] = json!(rule);
+            }
             match &answer {
                 Approval::Rejected { note: Some(n) } => data["note"] = json!(n),
                 Approval::Unavailable(r) => data["reason"] = json!(r),

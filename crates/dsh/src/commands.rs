@@ -3,10 +3,13 @@
 //! advertises it (`available_commands_update`). The table says what a
 //! command is, never how a front end shows it.
 //!
-//! A line is a command when it starts with `/` followed by ASCII letters
+//! A line is a command when it starts with `/` followed by a name (ASCII
+//! letters, digits, `_`, `-` and `:`, starting with a letter or digit)
 //! and then the end of the line or whitespace ([`parse`]): `/usr/bin/ls is
-//! broken` and `/ hello` are messages for the model, `/xyz` is a command
-//! (an unknown one, which a front end reports instead of sending).
+//! broken`, `/etc/hosts` and `/ hello` are messages for the model, `/xyz`
+//! and `/frontend:test` are commands (custom ones, see
+//! [`crate::custom_commands`], or unknown ones, which a front end reports
+//! instead of sending).
 
 /// One chat command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,13 +51,38 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
         hint: Some("focus"),
     },
     SlashCommand {
+        name: "init",
+        description: "Ask the model to explore the project and write its AGENTS.md (or improve the existing one)",
+        hint: None,
+    },
+    SlashCommand {
         name: "todo",
         description: "Show the current todo list",
         hint: None,
     },
     SlashCommand {
+        name: "undo",
+        description: "Set the files the last turn changed back to how they were before it (--force also overwrites files changed by hand since)",
+        hint: Some("--force"),
+    },
+    SlashCommand {
+        name: "redo",
+        description: "Reapply the file changes the last /undo set back",
+        hint: Some("--force"),
+    },
+    SlashCommand {
+        name: "rewind",
+        description: "List the turns, or go back to before turn N: files and conversation (--files-only, --conversation-only)",
+        hint: Some("N"),
+    },
+    SlashCommand {
         name: "session",
         description: "Show the session id, its log file and its token usage",
+        hint: None,
+    },
+    SlashCommand {
+        name: "cost",
+        description: "Show what this session cost: tokens by kind, cache-hit rate, money, where the prices come from",
         hint: None,
     },
     SlashCommand {
@@ -73,13 +101,18 @@ pub const SLASH_COMMANDS: &[SlashCommand] = &[
 pub const PERMISSION_MODES: [&str; 3] = ["read-only", "workspace-write", "danger-full-access"];
 
 /// The command in `line`: `Some((name, rest))` when the line (leading
-/// whitespace ignored) is `/` + ASCII letters + end or whitespace; `rest`
-/// is the remainder, trimmed. The name may be no command of
-/// [`SLASH_COMMANDS`] ([`find`] says). `None`: a message for the model.
+/// whitespace ignored) is `/` + a name (`[A-Za-z0-9_:-]+`, starting with
+/// a letter or digit) + end or whitespace; `rest` is the remainder,
+/// trimmed. A first word with another `/` or any other character (a path)
+/// is no command. The name may be no command of [`SLASH_COMMANDS`]
+/// ([`find`] says). `None`: a message for the model.
 pub fn parse(line: &str) -> Option<(&str, &str)> {
     let body = line.trim_start().strip_prefix('/')?;
+    if !body.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return None;
+    }
     let end = body
-        .find(|c: char| !c.is_ascii_alphabetic())
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':')))
         .unwrap_or(body.len());
     let (name, rest) = body.split_at(end);
     if name.is_empty() || !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
@@ -127,8 +160,13 @@ mod tests {
                 "permission",
                 "plan",
                 "compact",
+                "init",
                 "todo",
+                "undo",
+                "redo",
+                "rewind",
                 "session",
+                "cost",
                 "clear",
                 "exit"
             ]
@@ -156,7 +194,16 @@ mod tests {
         assert_eq!(parse("/etc/hosts"), None);
         assert_eq!(parse("/ hello"), None);
         assert_eq!(parse("/"), None);
-        assert_eq!(parse("/v2 api"), None);
+        assert_eq!(parse("/v2 api"), Some(("v2", "api")));
+        assert_eq!(
+            parse("/frontend:test-all_2 src"),
+            Some(("frontend:test-all_2", "src"))
+        );
+        assert_eq!(parse("/-x"), None);
+        assert_eq!(parse("/:x"), None);
+        assert_eq!(parse("/a.b"), None);
+        assert_eq!(parse("/review/x"), None);
+        assert_eq!(parse("/usr/bin/ls"), None);
         assert_eq!(parse("hello /help"), None);
         assert_eq!(parse("/plan\toff"), Some(("plan", "off")));
     }
@@ -165,7 +212,7 @@ mod tests {
     fn complete_by_prefix_in_table_order() {
         assert_eq!(complete("per"), ["permission"]);
         assert_eq!(complete("p"), ["permission", "plan"]);
-        assert_eq!(complete("c"), ["compact", "clear"]);
+        assert_eq!(complete("c"), ["compact", "cost", "clear"]);
         assert_eq!(complete("").len(), SLASH_COMMANDS.len());
         assert!(complete("zz").is_empty());
         assert!(names().starts_with("/help, /model, /permission"));

@@ -233,9 +233,12 @@ pub struct FileConfig {
     /// DeepSeek adapter settings.
     #[serde(default)]
     pub deepseek: DeepSeekSection,
-    /// `[models.<name>]`: per-model settings (`context_window`).
+    /// `[models.<name>]`: per-model settings (`context_window`, prices).
     #[serde(default)]
     pub models: BTreeMap<String, ModelSection>,
+    /// `[budget]`: what a session may cost.
+    #[serde(default)]
+    pub budget: BudgetSection,
     /// `[compaction]`: when and how much of the history is compacted.
     #[serde(default)]
     pub compaction: CompactionSection,
@@ -368,13 +371,99 @@ pub struct CompactionSection {
 }
 
 /// `[models.<name>]`: settings of one model.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
     /// The model's context window in tokens (default: the model table's;
     /// 1,048,576 for the DeepSeek V4 models). A small value makes long
     /// sessions testable.
     pub context_window: Option<u64>,
+    /// Price of 1,000,000 uncached input tokens, in `currency` (a
+    /// non-negative finite number). With `output_price`, it replaces the
+    /// built-in price of the model (see [`crate::catalogue`]).
+    #[serde(default, deserialize_with = "price::input")]
+    pub input_price: Option<f64>,
+    /// Price of 1,000,000 input tokens served from the provider's cache
+    /// (default: `input_price`).
+    #[serde(default, deserialize_with = "price::cached_input")]
+    pub cached_input_price: Option<f64>,
+    /// Price of 1,000,000 output tokens.
+    #[serde(default, deserialize_with = "price::output")]
+    pub output_price: Option<f64>,
+    /// The currency of the prices (default `USD`): 1 to 10 ASCII letters
+    /// or digits.
+    #[serde(default, deserialize_with = "price::currency")]
+    pub currency: Option<String>,
+}
+
+impl ModelSection {
+    /// Whether this entry sets any price key.
+    pub fn sets_price(&self) -> bool {
+        self.input_price.is_some()
+            || self.cached_input_price.is_some()
+            || self.output_price.is_some()
+            || self.currency.is_some()
+    }
+}
+
+/// `[budget]`: what a session may cost.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSection {
+    /// The most one session may cost, in its model's currency (a positive
+    /// finite number); a request that would pass it is not sent
+    /// (`BUDGET_EXCEEDED`). A project config can only lower it.
+    #[serde(default, deserialize_with = "price::budget")]
+    pub max_cost_per_session: Option<f64>,
+}
+
+/// Checked deserializers of the money keys: each error names its key.
+mod price {
+    use serde::{Deserialize, Deserializer};
+
+    fn money<'de, D: Deserializer<'de>>(
+        d: D,
+        key: &str,
+        positive: bool,
+    ) -> Result<Option<f64>, D::Error> {
+        let v = f64::deserialize(d)?;
+        let ok = v.is_finite() && if positive { v > 0.0 } else { v >= 0.0 };
+        if ok {
+            Ok(Some(v))
+        } else {
+            let what = if positive { "positive" } else { "non-negative" };
+            Err(serde::de::Error::custom(format!(
+                "{key} = {v} must be a {what} finite number"
+            )))
+        }
+    }
+
+    pub(super) fn input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        money(d, "input_price", false)
+    }
+
+    pub(super) fn cached_input<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        money(d, "cached_input_price", false)
+    }
+
+    pub(super) fn output<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        money(d, "output_price", false)
+    }
+
+    pub(super) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        money(d, "max_cost_per_session", true)
+    }
+
+    pub(super) fn currency<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let v = String::deserialize(d)?;
+        if (1..=10).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            Ok(Some(v))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "currency = {v:?} must be 1 to 10 ASCII letters or digits (USD, EUR, CNY)"
+            )))
+        }
+    }
 }
 
 /// The name of the Claude Code hooks file read beside a `dsh.toml`.
@@ -473,6 +562,16 @@ pub struct PermissionSection {
     pub mode: Option<dsh_protocol::SandboxMode>,
     /// `ask` (default) or `never`.
     pub approval: Option<crate::approval::ApprovalPolicy>,
+    /// Lasting permission rules (`bash(cargo test:*)`, `edit(src/**)`,
+    /// `mcp__github__*`; see `docs/permissions.md`), each with its file.
+    #[serde(default)]
+    pub allow: Vec<dsh_rules::Written>,
+    /// Rules that refuse a call.
+    #[serde(default)]
+    pub deny: Vec<dsh_rules::Written>,
+    /// Rules that ask the user before a call runs.
+    #[serde(default)]
+    pub ask: Vec<dsh_rules::Written>,
 }
 
 /// `[deepseek]`
@@ -587,6 +686,19 @@ impl FileConfig {
             .map(|(key, _)| key.to_string())
             .collect();
         keys.extend(self.raised_limits().into_iter().map(|l| l.key));
+        // A price decides what the budget lets through.
+        for (name, m) in &self.models {
+            for (key, set) in [
+                ("input_price", m.input_price.is_some()),
+                ("cached_input_price", m.cached_input_price.is_some()),
+                ("output_price", m.output_price.is_some()),
+                ("currency", m.currency.is_some()),
+            ] {
+                if set {
+                    keys.push(format!("models.{name:?}.{key}"));
+                }
+            }
+        }
         keys
     }
 
@@ -693,6 +805,12 @@ impl FileConfig {
         self.permission = None;
         self.session_dir = None;
         self.bash.env_passthrough = None;
+        for m in self.models.values_mut() {
+            m.input_price = None;
+            m.cached_input_price = None;
+            m.output_price = None;
+            m.currency = None;
+        }
         for key in ["system_prompt", "session_dir", "deepseek.api_key"] {
             self.origins.remove(key);
         }
@@ -788,10 +906,24 @@ impl FileConfig {
                         name,
                         ModelSection {
                             context_window: m.context_window.or(low.context_window),
+                            input_price: m.input_price.or(low.input_price),
+                            cached_input_price: m.cached_input_price.or(low.cached_input_price),
+                            output_price: m.output_price.or(low.output_price),
+                            currency: m.currency.or(low.currency),
                         },
                     );
                 }
                 models
+            },
+            // The lower budget wins: a project can only lower the user's.
+            budget: BudgetSection {
+                max_cost_per_session: match (
+                    self.budget.max_cost_per_session,
+                    upper.budget.max_cost_per_session,
+                ) {
+                    (Some(l), Some(u)) => Some(l.min(u)),
+                    (l, u) => l.or(u),
+                },
             },
             tools: ToolsSection {
                 enabled: upper.tools.enabled.or(self.tools.enabled),
@@ -853,6 +985,10 @@ impl FileConfig {
                 (Some(u), Some(l)) => Some(PermissionSection {
                     mode: u.mode.or(l.mode),
                     approval: u.approval.or(l.approval),
+                    // Rules add up, each keeping its file.
+                    allow: [l.allow, u.allow].concat(),
+                    deny: [l.deny, u.deny].concat(),
+                    ask: [l.ask, u.ask].concat(),
                 }),
                 (u, l) => u.or(l),
             },
@@ -1054,6 +1190,13 @@ pub fn read_project(dir: &Path) -> Result<Option<ConfigFile>, ConfigError> {
 pub fn parse(text: &str) -> Result<FileConfig, String> {
     let mut file: FileConfig =
         toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+    for (name, m) in &file.models {
+        if m.sets_price() && (m.input_price.is_none() || m.output_price.is_none()) {
+            return Err(format!(
+                "[models.{name:?}] sets a price but not both input_price and output_price (cached_input_price defaults to input_price, currency to USD)"
+            ));
+        }
+    }
     if let Some(top) = file.mcp_tool_prefix.take() {
         match &file.mcp.mcp_tool_prefix {
             Some(inner) if *inner != top => {
@@ -1130,6 +1273,7 @@ fn read_toml(path: &Path, origin: ConfigOrigin) -> Result<ConfigFile, ConfigErro
     // An absolute base, so paths stay valid whatever the working directory.
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     file.anchor_paths(&absolute, home_dir().as_deref());
+    crate::rules::label_sources(&mut file, &absolute, origin);
     Ok(ConfigFile {
         path: path.to_path_buf(),
         origin,
@@ -1262,6 +1406,7 @@ env = { LOG = "1" }
             Some(PermissionSection {
                 mode: Some(dsh_protocol::SandboxMode::ReadOnly),
                 approval: Some(crate::approval::ApprovalPolicy::Never),
+                ..Default::default()
             })
         );
         let upper = parse("[permission]\nmode = \"workspace-write\"").unwrap();

@@ -25,8 +25,12 @@
 //! text lives in `.md` files under `src/prompt/`.
 
 pub mod approval;
+pub mod budget;
+pub mod catalogue;
+pub mod checkpoints;
 pub mod commands;
 pub mod config;
+pub mod custom_commands;
 pub mod echo_model;
 pub mod escalation;
 pub mod hooks;
@@ -34,6 +38,7 @@ pub mod plan;
 pub mod prompt;
 pub mod requests;
 pub mod result_limit;
+pub mod rules;
 pub mod sandbox_layers;
 mod settings;
 mod stack;

@@ -71,7 +71,11 @@ pub fn step_requests(events: &[SessionEvent]) -> Vec<StepRequest> {
     let mut options = Value::Null;
     let mut adapter = Value::Null;
     let mut out = Vec::new();
-    for e in events {
+    for (i, e) in events.iter().enumerate() {
+        if let EventPayload::Rewind(_) = &e.data {
+            // The next requests were built from the branch point's history.
+            deriver = Deriver::replay(&events[..=i]);
+        }
         if let EventPayload::Other { kind, data } = &e.data {
             match kind.as_str() {
                 k if k == REQUEST_SYSTEM_KIND => {

@@ -100,6 +100,9 @@ pub struct Resolved {
     pub permission_source: String,
     /// Whether questions are put to the user (`[permission] approval`).
     pub approval: ApprovalPolicy,
+    /// The lasting permission rules in force (`[permission]
+    /// allow`/`deny`/`ask` and `permissions.toml`; see [`crate::rules`]).
+    pub permission_rules: dsh_rules::RuleSet,
     /// `[sandbox] network` as a list: the hosts confined commands reach
     /// through the session's proxy (`None`: `true` or `false`, in
     /// [`Resolved::bash`]'s `network`).
@@ -109,6 +112,10 @@ pub struct Resolved {
     pub context_window: u64,
     /// Compaction settings for that window (`[compaction]`).
     pub compaction: dsh_compaction::CompactionConfig,
+    /// The models' windows and prices (built in, and `[models.<name>]`).
+    pub catalogue: crate::catalogue::Catalogue,
+    /// `[budget] max_cost_per_session`, in the model's currency.
+    pub max_cost_per_session: Option<f64>,
     /// Command hooks from `[[hooks.<Event>]]` and `hooks.json` files, in
     /// configuration order (user config first).
     pub hooks: dsh_hooks::HookSet,
@@ -336,6 +343,12 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
         bash.env_passthrough = v;
     }
     let file_permission = file.permission.clone().unwrap_or_default();
+    let permission_rules = crate::rules::resolve(
+        file.permission.as_ref(),
+        &cwd,
+        &mcp_tool_prefix,
+        &mut problem,
+    );
     let default_permission = || match file_permission.mode {
         Some(mode) => (mode, config_name.clone()),
         None => (SandboxMode::default(), "default".to_string()),
@@ -414,12 +427,20 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
         (None, Some(names)) => tools(names, &config_name),
         (None, None) => None,
     };
+    let catalogue = crate::catalogue::Catalogue::with_config(&file.models);
+    let max_cost_per_session = file.budget.max_cost_per_session;
+    if max_cost_per_session.is_some() && catalogue.price(&model).is_none() {
+        warnings.push(crate::budget::unchecked_warning(&model));
+    }
     let resolved = Resolved {
         compaction,
+        catalogue,
+        max_cost_per_session,
         permission,
         permission_source,
         network_hosts,
         approval: file_permission.approval.unwrap_or_default(),
+        permission_rules,
         model,
         deepseek,
         max_retries: file

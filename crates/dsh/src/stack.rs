@@ -61,6 +61,9 @@ pub struct Stack {
     pub files: dsh_tool_fs::FileAccess,
     /// The approver on the tool registry (policy, grants, the person).
     pub approver: Arc<SessionApprover>,
+    /// The lasting permission rules (see [`crate::rules`]): suggest and
+    /// save "always allow" rules through it.
+    pub rules: Arc<crate::rules::Rules>,
     /// The plan-mode switch (see [`Stack::plan_mode`]).
     pub plan: Arc<PlanMode>,
     /// The command hooks, when any is configured (see
@@ -69,6 +72,9 @@ pub struct Stack {
     /// Context compaction (automatic on `agent/request`; see
     /// [`Stack::compact_now`]).
     pub compactor: Arc<dsh_compaction::Compactor>,
+    /// Workspace checkpoints of the main agent's sessions (`/undo`,
+    /// `/redo`, `/rewind`); see [`crate::checkpoints`].
+    pub checkpoints: Arc<crate::checkpoints::Checkpoints>,
     /// The skills found when the stack was built (served by the `skill`
     /// tool, listed in the system prompt).
     pub skills: crate::prompt::skills::SkillCatalog,
@@ -243,6 +249,14 @@ impl Stack {
         let files = dsh_tool_fs::FileAccess::disk();
         let approver = Arc::new(SessionApprover::new(resolved.approval, None));
         scope.add(tools.set_approver(approver.clone()));
+        // Before the escalation guard: an ask rule's question wins the tie.
+        let rules = crate::rules::Rules::new(resolved.permission_rules.clone());
+        approver.set_rules(rules.clone());
+        scope.add(crate::rules::install(
+            &tools,
+            rules.clone(),
+            executor.clone(),
+        ));
         scope.add(crate::escalation::install(&tools, executor.clone()));
         let plan = PlanMode::new();
         scope.add(crate::plan::install_guard(&tools, plan.clone()));
@@ -317,6 +331,24 @@ impl Stack {
             resolved.model.clone(),
             model_override.clone(),
         ));
+        // Innermost: it checks the request as it will be sent.
+        if let Some(max) = resolved.max_cost_per_session {
+            let budget = crate::budget::Budget::new(
+                max,
+                resolved.catalogue.clone(),
+                compactor.clone(),
+                &resolved.model,
+            );
+            scope.add(budget.install(&agents));
+        }
+        let checkpoints = crate::checkpoints::Checkpoints::new(
+            resolved.session_dir.clone(),
+            resolved.cwd.clone(),
+            MAIN_AGENT_ID,
+        );
+        if options.persist_sessions {
+            checkpoints.install(&agents, &scope);
+        }
         let mut resolved_warnings = resolved.warnings.clone();
         resolved_warnings.extend(
             skills
@@ -338,9 +370,11 @@ impl Stack {
             fence,
             files,
             approver,
+            rules,
             plan,
             hooks,
             compactor,
+            checkpoints,
             skills,
             resolved,
             options,
@@ -843,6 +877,8 @@ impl Stack {
             server.shutdown().await;
         }
         self.executor.dispose().await;
+        let checkpoints = self.checkpoints.clone();
+        let _ = tokio::task::spawn_blocking(move || checkpoints.settle(QUIESCE_BOUND)).await;
         // The registrations are undone at the first poll; only the wait for
         // listeners still running is cut short.
         if tokio::time::timeout(QUIESCE_BOUND, self.scope.close_and_wait())

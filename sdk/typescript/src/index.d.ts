@@ -446,6 +446,8 @@ export interface ApprovalAsked extends EventBase {
   summary: string;
   detail?: string;
   justification?: string;
+  /** The permission rule "always allow" would save (`bash(cargo test:*)`). */
+  suggestedRule?: string;
 }
 /** A question was answered (or withdrawn: `cancelled`). */
 export interface ApprovalDecided extends EventBase {
@@ -516,6 +518,20 @@ export interface Compacted extends EventBase {
   type: "compacted";
   tokensAfter: number;
 }
+/** Files were set back to a checkpoint (`/undo`, `/redo`, `/rewind`). */
+export interface FilesRestored extends EventBase {
+  type: "files_restored";
+  action: "undo" | "redo" | "rewind";
+  turn: number;
+  restored: string[];
+  deleted: string[];
+  userChanged: string[];
+}
+/** The conversation went back to before turn `toTurn`. */
+export interface Rewound extends EventBase {
+  type: "rewound";
+  toTurn: number;
+}
 /** The session got a title. */
 export interface TitleChanged extends EventBase {
   type: "title_changed";
@@ -557,6 +573,8 @@ export type Event =
   | PermissionChanged
   | PlanModeChanged
   | Compacted
+  | FilesRestored
+  | Rewound
   | TitleChanged
   | Log
   | Closed;

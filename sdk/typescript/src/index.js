@@ -58,6 +58,8 @@ export const EVENT_TYPES = Object.freeze([
   "permission_changed",
   "plan_mode_changed",
   "compacted",
+  "files_restored",
+  "rewound",
   "title_changed",
   "log",
   "closed",

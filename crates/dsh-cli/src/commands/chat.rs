@@ -6,11 +6,18 @@
 //! sent in turn (each waits for the previous turn) and the process exits when
 //! the work is done; a line that is not UTF-8 is reported and skipped.
 //!
+//! `--resume`, `--continue` and the picker choose the session first
+//! ([`crate::commands::resolve::target`]). A chat where nothing was sent
+//! leaves no session behind: its log and files are removed when it ends
+//! ([`crate::commands::manage::forget_unsent`]).
+//!
 //! Chat commands (`/help`, `/model`, `/permission`, `/plan`, `/compact`,
-//! `/todo`, `/session`, `/clear`, `/exit`; the table is
-//! [`dsh::commands::SLASH_COMMANDS`]) run in both modes; an unknown
-//! `/word` is answered and never sent, a path like `/etc/hosts` is a
-//! message. Tab completes them on a terminal ([`crate::complete`]).
+//! `/init`, `/todo`, `/session`, `/clear`, `/exit`; the table is
+//! [`dsh::commands::SLASH_COMMANDS`]) and the workspace's custom commands
+//! ([`dsh::custom_commands`]: their turn runs like a message's) run in
+//! both modes; an unknown `/word` is answered and never sent, a path like
+//! `/etc/hosts` is a message. Tab completes them on a terminal
+//! ([`crate::complete`]).
 //!
 //! A call that needs approval (an escalation out of the permission mode) is
 //! asked about on the terminal ([`crate::approve`]); the next line answers
@@ -41,9 +48,20 @@ use crate::signals::Stop;
 
 /// Runs `dsh chat`; returns the exit code.
 pub(crate) fn run(args: ChatArgs) -> u8 {
+    use crate::commands::resolve::{target, Target};
     let trust = crate::app::ask_about_project(&args.stack);
     let settings = crate::app::settings(&args.stack, trust);
-    block_on(chat(settings, args.resume))
+    let asked = args.resume.as_ref().map(Option::as_deref);
+    let resume = match target(&settings, asked, args.continue_session) {
+        Ok(Target::New) => None,
+        Ok(Target::Resume(id)) => Some(id),
+        Ok(Target::Cancelled) => {
+            crate::output::say!("dsh: no session chosen");
+            return 0;
+        }
+        Err(code) => return code,
+    };
+    block_on(chat(settings, resume))
 }
 
 async fn chat(settings: dsh::Settings, resume: Option<String>) -> u8 {
@@ -66,9 +84,10 @@ async fn chat_session(settings: dsh::Settings, resume: Option<String>) -> u8 {
         Ok(session) => session,
         Err(code) => return code,
     };
+    let opened = Opened::of(&session);
     let on_terminal = interactive && std::io::stdout().is_terminal();
     if on_terminal && full_terminal() {
-        return tui_session(controller, session).await;
+        return tui_session(controller, session, opened).await;
     }
     // Said once per session, before anything else: an ignored config key,
     // fewer sandbox layers than asked, an MCP server that did not start.
@@ -99,9 +118,10 @@ async fn chat_session(settings: dsh::Settings, resume: Option<String>) -> u8 {
     let session_id = session.id();
     crate::commands::shutdown_bounded(controller.shutdown("dsh chat ended")).await;
     drop(feed);
+    let kept = opened.keep_sent(&session_id);
     say_ending(
         stopped,
-        (interactive && !cleared_failed).then_some(&session_id),
+        (interactive && !cleared_failed && kept).then_some(&session_id),
     );
     match stopped {
         Some(stop) if stop != Stop::Interrupt => stop.exit_code(),
@@ -120,7 +140,7 @@ fn full_terminal() -> bool {
 
 /// The chat on a full terminal: the inline UI ([`dsh_tui::app`]) until
 /// the person leaves or a signal (TERM, HUP, QUIT) ends it.
-async fn tui_session(controller: Controller, session: Arc<Session>) -> u8 {
+async fn tui_session(controller: Controller, session: Arc<Session>, opened: Opened) -> u8 {
     let approver = session.attach_approver();
     let config = dsh_tui::app::ChatConfig {
         history: dsh_tui::composer::history_path(),
@@ -154,8 +174,45 @@ async fn tui_session(controller: Controller, session: Arc<Session>) -> u8 {
             (None, 1)
         }
     };
-    say_ending(stopped, Some(&session_id));
+    let kept = opened.keep_sent(&session_id);
+    say_ending(stopped, kept.then_some(&session_id));
     code
+}
+
+/// The log a chat opened, to remove it again when nothing was sent.
+struct Opened {
+    /// The session directory (`None`: sessions are not saved).
+    dir: Option<PathBuf>,
+    /// The id of the log the chat opened with.
+    id: String,
+}
+
+impl Opened {
+    fn of(session: &Session) -> Self {
+        let dir = session
+            .info()
+            .ok()
+            .and_then(|i| i.log)
+            .and_then(|log| log.parent().map(PathBuf::from));
+        Self {
+            dir,
+            id: session.id(),
+        }
+    }
+
+    /// After the chat (its logs closed): removes the log it opened with
+    /// and the one it ended in (another after `/clear`) when nothing was
+    /// sent in them ([`crate::commands::manage::forget_unsent`]); whether
+    /// `last` is kept.
+    fn keep_sent(&self, last: &str) -> bool {
+        let Some(dir) = &self.dir else {
+            return true;
+        };
+        if self.id != last {
+            crate::commands::manage::forget_unsent(dir, &self.id);
+        }
+        !crate::commands::manage::forget_unsent(dir, last)
+    }
 }
 
 /// The chat's last lines on stderr: the signal that ended it, if one did,
@@ -202,6 +259,7 @@ impl Feed {
                         summary,
                         detail,
                         justification,
+                        suggested_rule,
                         ..
                     } => {
                         if let Some(p) = &person {
@@ -212,6 +270,7 @@ impl Feed {
                                 summary,
                                 detail.as_deref(),
                                 justification.as_deref(),
+                                suggested_rule.as_deref(),
                             );
                         }
                     }
@@ -336,6 +395,17 @@ async fn piped_loop(
         if let Some(action) = chat_command(session, printer, &line, false).await {
             match action {
                 Action::Reply(reply) => reply_line(&reply),
+                Action::Turn(note) => {
+                    reply_line(&note);
+                    tokio::select! {
+                        () = async { feed.turn_end().await; feed.idle(session).await } => {}
+                        stop = signals.next() => {
+                            session.abort(stop.reason());
+                            feed.turn_end().await;
+                            return Some(stop);
+                        }
+                    }
+                }
                 Action::Exit => return None,
                 Action::Ended(reply) => {
                     reply_line(&reply);
@@ -380,6 +450,9 @@ enum Action {
     /// (a model name, an error, a todo item) is sanitised and dsh's own
     /// styling added after, so it is printed as it is.
     Reply(String),
+    /// The command became the user's message (a custom command, `/init`):
+    /// show the note, then its turn runs as a message's does.
+    Turn(String),
     /// Leave chat (`/exit`), as Ctrl-D does.
     Exit,
     /// Show the reply, then end the chat: the session has no agent left
@@ -412,6 +485,7 @@ async fn chat_command(
     Some(match reply {
         Reply::Exit => Action::Exit,
         Reply::Todos(todos) if !todos.is_empty() => Action::Reply(printer.checklist(&todos)),
+        Reply::Sent(sent) => Action::Turn(plain(sent.describe())),
         Reply::Failed(e) if name == "clear" && e.code == dsh_protocol::codes::SESSION_CLOSED => {
             Action::Ended(plain(format!("dsh: {}", e.message)))
         }
@@ -454,6 +528,7 @@ async fn interactive_loop(
     let reader_session = session.clone();
     let completion = LineCompletion {
         models: session.models().unwrap_or_default(),
+        session: Some(session.clone()),
     };
     std::thread::spawn(move || {
         read_lines(tx, resume_rx, reader_person, reader_session, completion)
@@ -527,6 +602,12 @@ async fn interactive_loop(
                     };
                     match action {
                         Some(Action::Reply(reply)) => printer.say(&reply),
+                        Some(Action::Turn(note)) => {
+                            printer.say(&note);
+                            if !running {
+                                printer.start_spinner();
+                            }
+                        }
                         Some(Action::Exit) => {
                             if running {
                                 session.abort("user exit");

@@ -5,7 +5,13 @@
 pub(crate) mod acp;
 pub(crate) mod chat;
 pub(crate) mod doctor;
+pub(crate) mod export;
+pub(crate) mod manage;
 pub(crate) mod mcp;
+pub(crate) mod permissions;
+pub(crate) mod picker;
+pub(crate) mod resolve;
+pub(crate) mod rewind;
 pub(crate) mod run;
 pub(crate) mod schema;
 pub(crate) mod serve;
@@ -13,6 +19,7 @@ pub(crate) mod session;
 pub(crate) mod skills;
 pub(crate) mod tools;
 pub(crate) mod trust;
+pub(crate) mod usage;
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! `dsh run [--model M] [--session-dir DIR] [--resume ID]
+//! `dsh run [--model M] [--session-dir DIR] [--resume ID | --continue]
 //! [--output-format text|json|stream-json] [--json] [--quiet] PROMPT`
 //!
 //! One turn. `dsh run -` (or no prompt words) reads the prompt from stdin.
@@ -50,6 +50,10 @@
 //!   wait for background jobs says so once: `dsh: waiting for 1 background
 //!   job (at most 10m)`.
 //!
+//! A prompt that is `/init` or a custom command (`dsh run "/review src"`,
+//! see [`dsh::custom_commands`]) runs that command: its message is sent
+//! and its turn is the run's; an unknown `/word` is sent as it is.
+//!
 //! Exit codes: 0 the turn completed, 1 it ended in error (message with code
 //! on stderr) or its output could not be written, 2 usage or configuration
 //! error; a signal aborts the turn (open tool calls answered, processes
@@ -96,11 +100,17 @@ async fn run_async(args: RunArgs) -> u8 {
         }
     };
     let settings = crate::app::settings(&args.stack, dsh::ProjectTrust::Refuse);
+    let asked = args.resume.as_deref().map(Some);
+    let resume = match crate::commands::resolve::target(&settings, asked, args.continue_session) {
+        Ok(crate::commands::resolve::Target::Resume(id)) => Some(id),
+        Ok(_) => None,
+        Err(code) => return code,
+    };
     let controller = Controller::new(settings);
     // The flag decides the mode of this run, a resumed session's included.
     let source = if args.plan { "--plan" } else { "dsh run" };
     let options = SessionOptions {
-        resume: args.resume.clone(),
+        resume,
         plan_mode: Some((args.plan, source.to_string())),
         present_plan: args.plan,
         ..SessionOptions::default()
@@ -122,7 +132,7 @@ async fn run_async(args: RunArgs) -> u8 {
     );
     let mut signals = crate::signals::get();
     let mut stopped = None;
-    let reason = match session.prompt(&prompt).await {
+    let reason = match send(&session, &prompt).await {
         Err(e) => Some(TurnEndReason::Error {
             message: e.message,
             code: Some(e.code),
@@ -797,6 +807,23 @@ fn format_duration(d: Duration) -> String {
         _ if ms.is_multiple_of(60_000) => format!("{}m", ms / 60_000),
         _ if ms.is_multiple_of(1_000) => format!("{}s", ms / 1_000),
         _ => format!("{ms}ms"),
+    }
+}
+
+/// Sends the run's prompt: a command that becomes a message (`/init`, a
+/// custom command) runs through the session's command; anything else is
+/// the message.
+async fn send(session: &Session, prompt: &str) -> Result<(), dsh_controller::CommandError> {
+    match dsh::commands::parse(prompt).filter(|(name, _)| session.is_turn_command(name)) {
+        Some((name, args)) => match session.command(name, args).await {
+            dsh_controller::Reply::Sent(_) => Ok(()),
+            dsh_controller::Reply::Failed(e) => Err(e),
+            other => Err(dsh_controller::CommandError::new(
+                dsh_protocol::codes::INVALID_COMMAND,
+                other.text(),
+            )),
+        },
+        None => session.prompt(prompt).await,
     }
 }
 

@@ -57,8 +57,46 @@ pub(crate) fn run(args: SessionArgs) -> u8 {
         SessionCommand::Clean {
             ids,
             all,
+            older_than: Some(age),
+            dry_run,
             session_dir,
-        } => clean(session_dir, &ids, all),
+        } if ids.is_empty() && !all => {
+            crate::commands::manage::clean_older(session_dir, age, dry_run)
+        }
+        SessionCommand::Clean {
+            ids,
+            all,
+            dry_run,
+            session_dir,
+            ..
+        } => clean(session_dir, &ids, all, dry_run),
+        SessionCommand::Rm { ids, session_dir } => crate::commands::manage::rm(session_dir, &ids),
+        SessionCommand::Fork {
+            id,
+            at_turn,
+            session_dir,
+        } => crate::commands::manage::fork(session_dir, &id, at_turn),
+        SessionCommand::Export {
+            id,
+            format,
+            output,
+            session_dir,
+        } => crate::commands::export::run(&id, format, output, session_dir),
+        SessionCommand::Rewind {
+            id,
+            to_turn,
+            files_only,
+            conversation_only,
+            force,
+            stack,
+        } => crate::commands::rewind::rewind(
+            &id,
+            to_turn,
+            files_only,
+            conversation_only,
+            force,
+            stack,
+        ),
         SessionCommand::Compact { id, focus, stack } => {
             crate::commands::block_on(compact(id, focus, stack))
         }
@@ -75,6 +113,10 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
         crate::output::say!("dsh: {}", dsh::NEEDS_MODEL);
         return 2;
     }
+    let id = match crate::commands::resolve::find(&resolved.session_dir, &id) {
+        Ok(found) => found.id,
+        Err(e) => return e.report(),
+    };
     let controller = dsh_controller::Controller::new(settings);
     let options = dsh_controller::SessionOptions {
         resume: Some(id.clone()),
@@ -103,7 +145,7 @@ async fn compact(id: String, focus: Option<String>, stack: crate::app::StackArgs
     code
 }
 
-fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
+fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool, dry_run: bool) -> u8 {
     let Some(dir) = session_dir.or_else(default_session_dir) else {
         crate::output::say!(
             "dsh: cannot find the session directory: set XDG_DATA_HOME or HOME, or pass --session-dir"
@@ -119,20 +161,14 @@ fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
             }
         }
     } else {
-        for id in ids {
-            if let Err(e) = dsh_session::validate_session_id(id) {
-                crate::output::say!("dsh: {e}");
-                return 2;
-            }
-            if !dir.join(format!("{id}.jsonl")).is_file() {
-                crate::output::say!(
-                    "dsh: no session \"{id}\" in {} (see `dsh session list`)",
-                    dir.display()
-                );
-                return 2;
+        let mut found = Vec::new();
+        for arg in ids {
+            match crate::commands::resolve::find(&dir, arg) {
+                Ok(f) => found.push(f.id),
+                Err(e) => return e.report(),
             }
         }
-        ids.to_vec()
+        found
     };
     let mut out = String::new();
     let mut failed = false;
@@ -141,11 +177,21 @@ fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
             crate::output::say!("dsh: session \"{id}\" is in use by another dsh process; skipped");
             continue;
         }
-        let files = dir.join(id);
+        // Spilled output only: the checkpoints stay (`session rm` removes
+        // the whole session).
+        let files = dir.join(id).join("spill");
         if !files.is_dir() {
             continue;
         }
         let (count, bytes) = tree_size(&files);
+        if dry_run {
+            let _ = writeln!(
+                out,
+                "{id}: would remove {count} file(s), {bytes} bytes ({})",
+                files.display()
+            );
+            continue;
+        }
         match std::fs::remove_dir_all(&files) {
             Ok(()) => {
                 let _ = writeln!(
@@ -172,7 +218,7 @@ fn clean(session_dir: Option<PathBuf>, ids: &[String], all: bool) -> u8 {
 }
 
 /// Number of files and their total size under `dir` (symlinks not followed).
-fn tree_size(dir: &Path) -> (u64, u64) {
+pub(crate) fn tree_size(dir: &Path) -> (u64, u64) {
     let mut stack = vec![dir.to_path_buf()];
     let (mut count, mut bytes) = (0, 0);
     while let Some(d) = stack.pop() {
@@ -194,7 +240,7 @@ fn tree_size(dir: &Path) -> (u64, u64) {
 }
 
 /// Loads a log, reporting a torn tail on stderr; `Err(exit code)` otherwise.
-fn load(file: &Path) -> Result<LoadedLog, u8> {
+pub(crate) fn load(file: &Path) -> Result<LoadedLog, u8> {
     match load_jsonl(file) {
         Ok(log) => {
             if let Some(torn) = &log.torn_tail {
@@ -243,8 +289,14 @@ fn stats(session: &str, json: bool, session_dir: Option<PathBuf>) -> u8 {
         Err(code) => return code,
     };
     let stats = session_stats(&log.events);
+    let catalogue = dsh::catalogue::Catalogue::for_reports();
+    let cost = dsh_session::cost::session_cost(&log.events, |m: &str| catalogue.price(m));
     if json {
-        match serde_json::to_string_pretty(&stats) {
+        let with_cost = serde_json::to_value(&stats).map(|mut v| {
+            v["cost"] = crate::commands::usage::session_cost_json(&cost);
+            v
+        });
+        match with_cost.and_then(|v| serde_json::to_string_pretty(&v)) {
             Ok(text) => crate::output::emit(&format!("{}\n", crate::sanitize::json_visible(&text))),
             Err(e) => {
                 crate::output::say!("dsh: cannot encode the stats: {e}");
@@ -252,7 +304,8 @@ fn stats(session: &str, json: bool, session_dir: Option<PathBuf>) -> u8 {
             }
         }
     } else {
-        crate::output::emit(&crate::sanitize::visible(&render_stats(&stats)))
+        let text = render_stats(&stats) + &crate::commands::usage::render_session_cost(&cost);
+        crate::output::emit(&crate::sanitize::visible(&text))
     }
 }
 
@@ -293,15 +346,17 @@ fn show_requests(events: &[dsh_session::SessionEvent]) -> u8 {
 /// The log `arg` names: a path when it looks like one (it has a `/` or
 /// ends in `.jsonl`; loading then reports a missing file), else as
 /// [`resolve_session`].
-fn locate(arg: &str, session_dir: Option<PathBuf>) -> Option<PathBuf> {
+pub(crate) fn locate(arg: &str, session_dir: Option<PathBuf>) -> Option<PathBuf> {
     if arg.contains('/') || arg.ends_with(".jsonl") {
         return Some(PathBuf::from(arg));
     }
     resolve_session(arg, session_dir)
 }
 
-/// The log `arg` names: an existing file, else `<dir>/<arg>.jsonl` for a
-/// session id. `None` (reported on stderr) when it is neither.
+/// The log `arg` names: an existing file, else the session it names in
+/// the directory (an id, a unique start of one, a part of a title:
+/// [`crate::commands::resolve::find`]). `None` (reported on stderr) when
+/// it is neither, or names several sessions.
 fn resolve_session(arg: &str, session_dir: Option<PathBuf>) -> Option<PathBuf> {
     let path = Path::new(arg);
     if path.is_file() {
@@ -313,15 +368,13 @@ fn resolve_session(arg: &str, session_dir: Option<PathBuf>) -> Option<PathBuf> {
         );
         return None;
     };
-    let file = dir.join(format!("{arg}.jsonl"));
-    if dsh_session::validate_session_id(arg).is_err() || !file.is_file() {
-        crate::output::say!(
-            "dsh: no session \"{arg}\" (not a file, nor a session in {}; see `dsh session list`)",
-            dir.display()
-        );
-        return None;
+    match crate::commands::resolve::find(&dir, arg) {
+        Ok(found) => Some(found.path),
+        Err(e) => {
+            e.report();
+            None
+        }
     }
-    Some(file)
 }
 
 /// The human-readable stats: one table row per tool, then the session line.
@@ -510,10 +563,12 @@ fn list(session_dir: Option<PathBuf>, tree: bool) -> u8 {
         .unwrap_or(2)
         .max(2);
     let mut out = format!(
-        "{:<width$}  {:<19}  {:>5}  {:>9}  TITLE\n",
-        "ID", "CREATED (UTC)", "TURNS", "TOKENS"
+        "{:<width$}  {:<19}  {:>5}  {:>9}  {:>9}  TITLE\n",
+        "ID", "CREATED (UTC)", "TURNS", "TOKENS", "COST"
     );
+    let catalogue = dsh::catalogue::Catalogue::for_reports();
     for (depth, s) in rows {
+        let cost = crate::commands::usage::log_cost(&s.path, &catalogue);
         let title = s
             .title
             .clone()
@@ -522,10 +577,11 @@ fn list(session_dir: Option<PathBuf>, tree: bool) -> u8 {
             .unwrap_or_else(|| "-".into());
         let id = format!("{}{}", "  ".repeat(depth), s.id);
         out.push_str(&format!(
-            "{id:<width$}  {:<19}  {:>5}  {:>9}  {title}\n",
+            "{id:<width$}  {:<19}  {:>5}  {:>9}  {:>9}  {title}\n",
             format_utc(s.created_ms),
             s.turns,
-            s.tokens
+            s.tokens,
+            cost
         ));
     }
     crate::output::emit(&crate::sanitize::visible(&out))
@@ -533,7 +589,7 @@ fn list(session_dir: Option<PathBuf>, tree: bool) -> u8 {
 
 /// `$XDG_DATA_HOME/dsh/sessions` (when absolute), else
 /// `$HOME/.local/share/dsh/sessions`.
-fn default_session_dir() -> Option<PathBuf> {
+pub(crate) fn default_session_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -820,6 +876,13 @@ fn describe(event: &SessionEvent, show_chunks: bool) -> Option<(usize, String)> 
                 p.tokens_after
             ),
         ),
+        EventPayload::Rewind(r) => (
+            2,
+            format!(
+                "conversation rewound to before turn {} (events from seq {} on are an earlier branch)",
+                r.to_turn, r.from_seq
+            ),
+        ),
         EventPayload::Other { kind, data } if kind == dsh_agent_loop::CONTEXT_USAGE_KIND => {
             let field = |k: &str| data.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
             (
@@ -1034,7 +1097,7 @@ fn clip(text: &str, max_chars: usize) -> String {
 }
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of a Unix time in milliseconds.
-fn format_utc(ms: u64) -> String {
+pub(crate) fn format_utc(ms: u64) -> String {
     let secs = ms / 1000;
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;

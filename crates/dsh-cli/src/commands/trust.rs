@@ -7,7 +7,10 @@
 //! `$XDG_CONFIG_HOME/dsh/trusted.toml`, keyed by its path and the SHA-256 of
 //! its contents, with the SHA-256 of every project file it runs (hook
 //! scripts, MCP server scripts): an edited config or script must be trusted
-//! again. `--revoke` forgets the decision; `--list` prints every recorded
+//! again. A directory without a `dsh.toml` but with project commands
+//! (`.dsh/commands`, `.claude/commands`) is trusted as an empty config, so
+//! its commands load ([`dsh::custom_commands::project_trusted`]).
+//! `--revoke` forgets the decision; `--list` prints every recorded
 //! one and what changed since (or that there is none). Exit 0 done, 2 no or
 //! unusable config, 1 the record could not be written.
 
@@ -57,6 +60,11 @@ pub(crate) fn run(args: TrustArgs) -> u8 {
     }
     let cfg = match dsh::config::read_project(&dir) {
         Ok(Some(cfg)) => cfg,
+        // A project with commands but no dsh.toml: the directory as it is
+        // (an empty config; adding a dsh.toml makes it undecided again).
+        Ok(None) if dsh::custom_commands::has_project_commands(&dir) => {
+            dsh::custom_commands::empty_project_config(&dir)
+        }
         Ok(None) => {
             say!("dsh: no project config at {}", path.display());
             return 2;

@@ -322,6 +322,7 @@ class ApprovalAsked(_ApprovalAskedBase, total=False):
 
     detail: str
     justification: str
+    suggestedRule: str
 
 
 class ApprovalDecided(_EventBase):
@@ -438,6 +439,24 @@ class Compacted(_EventBase):
     tokensAfter: int
 
 
+class FilesRestored(_EventBase):
+    """Files were set back to a checkpoint (`/undo`, `/redo`, `/rewind`)."""
+
+    type: Literal["files_restored"]
+    action: str
+    turn: int
+    restored: list[str]
+    deleted: list[str]
+    userChanged: list[str]
+
+
+class Rewound(_EventBase):
+    """The conversation went back to before turn `toTurn`."""
+
+    type: Literal["rewound"]
+    toTurn: int
+
+
 class TitleChanged(_EventBase):
     """The session got a title."""
 
@@ -488,6 +507,8 @@ Event = Union[
     PermissionChanged,
     PlanModeChanged,
     Compacted,
+    FilesRestored,
+    Rewound,
     TitleChanged,
     Log,
     Closed,
@@ -521,6 +542,8 @@ EVENT_TYPES: Tuple[str, ...] = (
     "permission_changed",
     "plan_mode_changed",
     "compacted",
+    "files_restored",
+    "rewound",
     "title_changed",
     "log",
     "closed",

@@ -43,6 +43,9 @@ impl Progress {
             .unwrap_or_default();
         let mut status = Status::new(&model, &permission);
         status.set_plan_mode(session.plan_mode());
+        if let Ok(catalogue) = session.catalogue() {
+            status.set_catalogue(catalogue);
+        }
         // Hidden while the line is drawn: no cursor blinking over it.
         write_stderr("\x1b[?25l");
         Progress::Live(Box::new(Live {
