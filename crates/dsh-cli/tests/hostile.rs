@@ -256,12 +256,8 @@ fn a_full_disk_is_an_error_and_a_closed_pipe_is_quiet() {
     }
     // session list / show as well.
     home.dsh().args(["run", "echo hi"]).output().unwrap();
-    let log = std::fs::read_dir(home.sessions())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    // The log, not the session's data directory beside it (checkpoints).
+    let log = home.session_logs().remove(0);
     for args in [
         vec!["session".to_string(), "list".into()],
         vec!["session".into(), "show".into(), log.display().to_string()],

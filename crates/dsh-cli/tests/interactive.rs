@@ -56,10 +56,9 @@ fn steer_abort_and_exit_on_a_terminal() {
     let sessions = dir.path().join("data/dsh/sessions");
     let file = std::fs::read_dir(&sessions)
         .unwrap()
-        .next()
-        .expect("a session file")
-        .unwrap()
-        .path();
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .expect("a session file");
     let log = std::fs::read_to_string(file).unwrap();
     assert!(
         log.contains("\"type\":\"steering/message\""),
