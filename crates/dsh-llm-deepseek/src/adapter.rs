@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::DeepSeekConfig;
 use crate::request::request_bytes;
-use crate::sse::SseParser;
+use dsh_llm::sse::SseParser;
+use dsh_llm::parse_retry_after;
 use crate::translate::Translator;
 
 /// The `AUTH` message when no API key is configured.
@@ -458,17 +459,6 @@ fn is_context_overflow(code: Option<&str>, message: Option<&str>) -> bool {
         let m = m.to_ascii_lowercase();
         m.contains("maximum context length") || m.contains("context length exceeded")
     })
-}
-
-/// Parses a `Retry-After` value given in (possibly fractional) seconds.
-/// HTTP-date values are not supported and yield `None`.
-pub fn parse_retry_after(value: &str) -> Option<Duration> {
-    let secs: f64 = value.trim().parse().ok()?;
-    if (0.0..1e9).contains(&secs) {
-        Some(Duration::from_secs_f64(secs))
-    } else {
-        None
-    }
 }
 
 fn transport_error(e: reqwest::Error) -> LlmError {

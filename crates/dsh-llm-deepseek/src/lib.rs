@@ -16,12 +16,10 @@
 mod adapter;
 mod config;
 mod request;
-mod sse;
 mod translate;
 
-pub use adapter::{
-    parse_retry_after, register, status_error, DeepSeekAdapter, MISSING_KEY, USER_AGENT,
-};
+pub use adapter::{register, status_error, DeepSeekAdapter, MISSING_KEY, USER_AGENT};
+pub use dsh_llm::parse_retry_after;
 pub use config::{
     check_api_key, DeepSeekConfig, ReasoningEffort, Thinking, CONTEXT_WINDOW, DEFAULT_BASE_URL,
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MODELS,
@@ -29,5 +27,5 @@ pub use config::{
     MAX_STREAM_IDLE_TIMEOUT_MS,
 };
 pub use request::{request_body, request_bytes, wire_messages, PREFILL_UNSUPPORTED};
-pub use sse::{SseParser, DONE};
+pub use dsh_llm::sse::{SseParser, DONE};
 pub use translate::{map_finish, Translator};

@@ -39,7 +39,7 @@ use dsh_llm::{
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::sse::DONE;
+use dsh_llm::sse::DONE;
 
 /// Translates SSE data payloads into stream chunks.
 ///
@@ -316,7 +316,10 @@ impl Translator {
                 Opened::Reasoning => match self.reasoning.take() {
                     Some(b) => (
                         b.index,
-                        ContentBlock::Reasoning(ReasoningBlock { text: b.text }),
+                        ContentBlock::Reasoning(ReasoningBlock {
+                            text: b.text,
+                            signature: None,
+                        }),
                     ),
                     None => continue,
                 },

@@ -245,6 +245,7 @@ impl BlockAssembler {
             }),
             BlockType::Reasoning => ContentBlock::Reasoning(ReasoningBlock {
                 text: p.buffer.clone(),
+                signature: None,
             }),
             BlockType::ToolCall => ContentBlock::ToolCall(ToolCall {
                 call_id: p
@@ -276,7 +277,10 @@ impl BlockAssembler {
                 text: p.buffer,
                 cache: None,
             }),
-            BlockType::Reasoning => ContentBlock::Reasoning(ReasoningBlock { text: p.buffer }),
+            BlockType::Reasoning => ContentBlock::Reasoning(ReasoningBlock {
+                text: p.buffer,
+                signature: None,
+            }),
             BlockType::ToolCall => ContentBlock::ToolCall(ToolCall {
                 call_id: p
                     .tool_call_id

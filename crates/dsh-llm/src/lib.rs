@@ -10,6 +10,8 @@
 //! - [`install_retry`]: the retry plugin on `llm/stream` (backoff with
 //!   jitter, `Retry-After`, never after output).
 //! - [`scripted`]: a scripted adapter for tests and the offline model.
+//! - [`sse`]: the incremental server-sent-events parser every HTTP adapter
+//!   reads its stream with (pure bytes → payloads, no I/O).
 //! - `conformance` (feature `testkit`): the adapter conformance kit.
 //!
 //! Start reading at [`StreamChunk`] (the adapter output protocol) and
@@ -27,6 +29,7 @@ pub mod open;
 mod retry;
 pub mod scripted;
 mod service;
+pub mod sse;
 pub mod types;
 
 #[cfg(feature = "testkit")]
@@ -39,7 +42,7 @@ pub use history::History;
 pub use limits::{
     StepLimitError, StepLimits, StepMeter, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_TOOL_CALLS,
 };
-pub use retry::{install_retry, RetryConfig};
+pub use retry::{install_retry, parse_retry_after, RetryConfig};
 pub use service::{blocks_of, error_stream, BlockStream, ChunkStream, LlmAdapter, LlmService};
 pub use types::{
     CallId, ContentBlock, FinishReason, ImageBlock, Message, MessageSource, ModelRequest,

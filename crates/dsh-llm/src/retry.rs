@@ -170,3 +170,14 @@ fn random_unit() -> f64 {
     );
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
+
+/// Parses a `Retry-After` value given in (possibly fractional) seconds.
+/// HTTP-date values are not supported and yield `None`.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let secs: f64 = value.trim().parse().ok()?;
+    if (0.0..1e9).contains(&secs) {
+        Some(Duration::from_secs_f64(secs))
+    } else {
+        None
+    }
+}

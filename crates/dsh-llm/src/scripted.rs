@@ -194,6 +194,7 @@ impl ReplyBuilder {
             index,
             block: ContentBlock::Reasoning(ReasoningBlock {
                 text: deltas.concat(),
+                signature: None,
             }),
         });
         self

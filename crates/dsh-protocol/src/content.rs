@@ -53,6 +53,11 @@ pub struct TextBlock {
 pub struct ReasoningBlock {
     /// The reasoning text.
     pub text: String,
+    /// The provider's opaque proof of the reasoning (Anthropic's thinking
+    /// `signature`), passed back verbatim with the block on later requests;
+    /// absent for providers that have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// `{"type":"tool-result","toolCallId":…,"content":[…],"isError"?:…}`
@@ -96,7 +101,10 @@ impl ContentBlock {
 
     /// A reasoning block.
     pub fn reasoning(text: impl Into<String>) -> Self {
-        ContentBlock::Reasoning(ReasoningBlock { text: text.into() })
+        ContentBlock::Reasoning(ReasoningBlock {
+            text: text.into(),
+            signature: None,
+        })
     }
 
     /// A tool-call block.

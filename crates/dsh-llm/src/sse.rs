@@ -16,7 +16,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// An incremental SSE parser (see the module docs for the exact rules).
 ///
-/// Framing, per the fact sheet d.1: an event ends at the first
+/// Framing, per the DeepSeek fact sheet d.1 (which is the WHATWG framing every provider here uses): an event ends at the first
 /// `\r?\n\r?\n`; within it lines split on `\n` with one trailing `\r`
 /// stripped; `data:` lines contribute their remainder minus one leading
 /// space, joined with `\n`; every other line (comments, `event:`, `id:`,
