@@ -30,6 +30,7 @@
 
 pub mod commands;
 mod files;
+mod images;
 pub mod updates;
 pub mod wire;
 
@@ -134,7 +135,8 @@ pub async fn serve(
         .on_receive_request(
             async move |req: InitializeRequest, responder, _cx| {
                 *lock(&s1.client_fs) = req.client_capabilities.fs.clone();
-                responder.respond(initialize_response(&req))
+                let images = configured_model_takes_images(s1.controller.settings());
+                responder.respond(initialize_response(&req, images))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -216,15 +218,26 @@ pub async fn serve(
 }
 
 /// `initialize`: protocol v1, `loadSession`, text and embedded context in
-/// prompts (images and audio not), MCP servers over stdio and HTTP.
-fn initialize_response(req: &InitializeRequest) -> InitializeResponse {
+/// prompts, images when `images` (the configured model takes them; audio
+/// never), MCP servers over stdio and HTTP.
+fn initialize_response(req: &InitializeRequest, images: bool) -> InitializeResponse {
     let _ = req;
     InitializeResponse::new(ProtocolVersion::V1).agent_capabilities(
         AgentCapabilities::new()
             .load_session(true)
-            .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
+            .prompt_capabilities(
+                PromptCapabilities::new()
+                    .embedded_context(true)
+                    .image(images),
+            )
             .mcp_capabilities(McpCapabilities::new().http(true)),
     )
+}
+
+/// Whether the model the settings resolve to takes images (`false` when
+/// they do not resolve: the session would not open either).
+fn configured_model_takes_images(settings: &Settings) -> bool {
+    dsh::resolve(settings).is_ok_and(|r| r.catalogue.takes_images(&r.model))
 }
 
 /// `INVALID_PARAMS` (-32602) with `message` as the error's message (what
@@ -368,6 +381,7 @@ impl Server {
                 return Ok(StopReason::EndTurn);
             }
         }
+        let images = self.images(&live, req).await?;
         let cancels = cancels.unwrap_or_else(|| live.cancels.subscribe());
         if cancels.has_changed().unwrap_or(false) {
             return Ok(StopReason::Cancelled);
@@ -382,7 +396,11 @@ impl Server {
                     return Ok(StopReason::EndTurn);
                 }
             },
-            None => live.session.prompt(&text).await.map_err(|e| e.message)?,
+            None => live
+                .session
+                .prompt_with(&text, images)
+                .await
+                .map_err(|e| e.message)?,
         }
         // A cancel after the check above found nothing to abort; now the
         // turn is queued and an abort reaches it.
@@ -395,6 +413,36 @@ impl Server {
         };
         live.forwarded.reached(seq + 1).await;
         Ok(stop_reason(Some(&reason), finish.as_deref()))
+    }
+
+    /// The image blocks of `req`'s prompt, checked and loaded off the
+    /// async threads (see [`images::prompt_images`]).
+    ///
+    /// # Errors
+    /// An image is refused, or the session's model takes no images.
+    async fn images(
+        &self,
+        live: &Live,
+        req: &PromptRequest,
+    ) -> Result<Vec<dsh_protocol::ContentBlock>, String> {
+        let blocks: Vec<AcpBlock> = req
+            .prompt
+            .iter()
+            .filter(|b| matches!(b, AcpBlock::Image(_)))
+            .cloned()
+            .collect();
+        if blocks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let model = live.session.model().map_err(|e| e.message)?;
+        if !live.session.takes_images().map_err(|e| e.message)? {
+            return Err(format!(
+                "model {model} does not take images (set `images = true` under [models.\"{model}\"] if it does)"
+            ));
+        }
+        tokio::task::spawn_blocking(move || images::prompt_images(&blocks))
+            .await
+            .map_err(|e| format!("the images could not be read: {e}"))?
     }
 
     /// Runs slash command `name` and sends its answer as agent text, after

@@ -20,6 +20,13 @@
 //! - An approval question becomes `session/request_permission` (allow
 //!   once, allow always, reject); the client's choice answers it, and a
 //!   cancelled or failed request denies.
+//! - The model's `ask_user` questions become one
+//!   `session/request_permission` each, in order: the question's options
+//!   (kind `allow_once`, `optionId` the option's index from 0; an open
+//!   question offers `skip`), plus `decline` (`reject_once`); the tool
+//!   call's title is the question. A decline, a cancelled or a failed
+//!   request declines the whole call. ACP has no free-text answer and
+//!   picks one option, so a multi-select question gets one.
 //! - Warnings go to dsh's stderr: ACP has no channel for them.
 //!
 //! A loaded session's history (the events before
@@ -41,7 +48,10 @@ use agent_client_protocol::v1::schema::{
     TextContent, ToolCall as AcpCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use dsh_controller::{Decision, Event, EventBody, FileDiff, Session, TodoEntry};
+use dsh_controller::{
+    Decision, Event, EventBody, FileDiff, QuestionAnswer, QuestionReply, QuestionSpec, Session,
+    TodoEntry,
+};
 use dsh_kernel::sync::lock;
 use dsh_protocol::MessageSource;
 use serde_json::Value;
@@ -306,6 +316,11 @@ impl Stream {
                     .raw_input(input);
                 self.ask(approval_id, ToolCallUpdate::new(call_id.clone(), fields));
             }
+            EventBody::QuestionAsked {
+                question_id,
+                call_id,
+                questions,
+            } => self.ask_questions(question_id, call_id, questions),
             EventBody::PermissionChanged { .. } | EventBody::PlanModeChanged { .. } if live => {
                 self.mode_changed();
             }
@@ -381,6 +396,102 @@ impl Stream {
             }
         });
     }
+}
+
+impl Stream {
+    /// Puts the `ask_user` questions `question_id` of `call_id` to the
+    /// client, one `session/request_permission` per question, in order;
+    /// the choices answer them, and any decline, cancel or failure
+    /// declines them all. A reply that comes after the questions were
+    /// settled otherwise (the turn was aborted) is dropped.
+    fn ask_questions(&self, question_id: &str, call_id: &str, questions: &[QuestionSpec]) {
+        let requests: Vec<(RequestPermissionRequest, usize)> = questions
+            .iter()
+            .map(|q| (question_request(&self.id, call_id, q), q.options.len()))
+            .collect();
+        let cx = self.cx.clone();
+        let (session, question_id) = (self.session.clone(), question_id.to_string());
+        tokio::spawn(async move {
+            let mut answers = Vec::new();
+            let mut reply = None;
+            for (request, offered) in requests {
+                let picked = match cx.send_request(request).block_task().await {
+                    Ok(response) => match response.outcome {
+                        RequestPermissionOutcome::Selected(s) => Some(s.option_id.to_string()),
+                        _ => None,
+                    },
+                    Err(e) => {
+                        tracing::warn!(target: "dsh_acp", "question request failed: {e}");
+                        None
+                    }
+                };
+                match picked.as_deref() {
+                    Some("skip") => answers.push(QuestionAnswer::default()),
+                    Some(id) => match id.parse::<u32>() {
+                        Ok(i) if (i as usize) < offered => {
+                            answers.push(QuestionAnswer::options(vec![i]));
+                        }
+                        _ => {
+                            reply = Some(QuestionReply::Declined);
+                            break;
+                        }
+                    },
+                    None => {
+                        reply = Some(QuestionReply::Declined);
+                        break;
+                    }
+                }
+            }
+            let reply = reply.unwrap_or(QuestionReply::Answered { answers });
+            if let Err(e) = session.answer_question(&question_id, reply) {
+                if e.code != dsh_protocol::codes::UNKNOWN_QUESTION {
+                    tracing::warn!(target: "dsh_acp", "question answer not taken: {e}");
+                }
+            }
+        });
+    }
+}
+
+/// The permission request asking question `q` of call `call_id`: its
+/// options (`allow_once`, ids `0`, `1`, …; `skip` for an open question)
+/// and `decline` (`reject_once`); the call's title is the question.
+fn question_request(session: &str, call_id: &str, q: &QuestionSpec) -> RequestPermissionRequest {
+    let mut options: Vec<PermissionOption> = q
+        .options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let name = match &o.description {
+                Some(d) => format!("{} — {d}", o.label),
+                None => o.label.clone(),
+            };
+            PermissionOption::new(i.to_string(), name, PermissionOptionKind::AllowOnce)
+        })
+        .collect();
+    if options.is_empty() {
+        options.push(PermissionOption::new(
+            "skip",
+            "Skip (free text is not possible here)",
+            PermissionOptionKind::AllowOnce,
+        ));
+    }
+    options.push(PermissionOption::new(
+        "decline",
+        "Decline to answer",
+        PermissionOptionKind::RejectOnce,
+    ));
+    let title = match &q.header {
+        Some(h) => format!("{h}: {}", q.question),
+        None => q.question.clone(),
+    };
+    let fields = ToolCallUpdateFields::new()
+        .title(title)
+        .kind(ToolKind::Other);
+    RequestPermissionRequest::new(
+        session.to_string(),
+        ToolCallUpdate::new(call_id.to_string(), fields),
+        options,
+    )
 }
 
 #[cfg(test)]

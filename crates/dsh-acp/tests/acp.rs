@@ -1297,3 +1297,65 @@ async fn a_loaded_session_shows_its_last_todo_list_once_after_its_history() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_questions_become_permission_requests_one_per_question() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("w");
+    std::fs::create_dir(&dir).unwrap();
+    let seen = Arc::new(Seen::default());
+    let s = seen.clone();
+    with_client(home.path(), seen, async move |cx| {
+        let id = init_and_new(&cx, &dir).await;
+        let ask = r#"call ask_user {"questions":[{"question":"Which database?","header":"DB","options":[{"label":"SQLite","description":"one file"},{"label":"Postgres"}]},{"question":"Anything else?"}]}"#;
+        // The second option, then skip the open question.
+        s.answers.lock().unwrap().extend(["1", "skip"]);
+        prompt(&cx, &id, ask).await;
+        let (status, text) = last_result(&s.updates());
+        assert_eq!(status, Some(ToolCallStatus::Completed));
+        assert_eq!(
+            text,
+            "Q: Which database?\nA: Postgres\nQ: Anything else?\nA: (no answer)"
+        );
+        {
+            let asked = s.asked.lock().unwrap();
+            assert_eq!(asked.len(), 2, "one request per question");
+            let options: Vec<(String, String)> = asked[0]
+                .options
+                .iter()
+                .map(|o| (o.option_id.to_string(), o.name.clone()))
+                .collect();
+            assert_eq!(
+                options,
+                [
+                    ("0".to_string(), "SQLite — one file".to_string()),
+                    ("1".to_string(), "Postgres".to_string()),
+                    ("decline".to_string(), "Decline to answer".to_string()),
+                ]
+            );
+            assert_eq!(
+                asked[0].tool_call.fields.title.as_deref(),
+                Some("DB: Which database?")
+            );
+            let open: Vec<String> = asked[1]
+                .options
+                .iter()
+                .map(|o| o.option_id.to_string())
+                .collect();
+            assert_eq!(open, ["skip", "decline"]);
+        }
+
+        // Declining the first question declines the call; the second is
+        // never asked.
+        s.asked.lock().unwrap().clear();
+        s.answers.lock().unwrap().push_back("decline");
+        s.clear();
+        prompt(&cx, &id, ask).await;
+        let (status, text) = last_result(&s.updates());
+        assert_eq!(status, Some(ToolCallStatus::Failed));
+        assert!(text.contains("the user declined to answer"), "{text}");
+        assert_eq!(s.asked.lock().unwrap().len(), 1);
+        Ok(())
+    })
+    .await;
+}

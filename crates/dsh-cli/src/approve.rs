@@ -12,6 +12,9 @@
 //! The plan `exit_plan_mode` presents is asked about the same way, shown
 //! whole: `y` approves it (plan mode ends), `n <feedback>` sends it back
 //! for revision.
+//!
+//! The model's `ask_user` questions are asked here too, after any approval
+//! question ([`crate::ask_line`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -20,6 +23,7 @@ use dsh_controller::{ApprovalKind, Decision, Session};
 use dsh_kernel::sync::lock;
 use dsh_tools::Approval;
 
+use crate::ask_line::{LineQuestions, Taken};
 use crate::render::Printer;
 use crate::sanitize::visible;
 
@@ -61,6 +65,8 @@ pub(crate) struct TerminalPerson {
     printer: Arc<Printer>,
     session: Arc<Session>,
     queue: Mutex<Queue>,
+    /// The model's `ask_user` questions.
+    questions: Mutex<LineQuestions>,
 }
 
 /// How a typed line answers a question, if it does.
@@ -109,13 +115,56 @@ impl TerminalPerson {
             printer,
             session,
             queue: Mutex::new(Queue::default()),
+            questions: Mutex::new(LineQuestions::default()),
         })
     }
 
     /// Whether a question waits for its answer.
     pub(crate) fn is_asking(&self) -> bool {
-        let queue = lock(&self.queue);
-        queue.shown.is_some() || queue.offer.is_some()
+        let asking = {
+            let queue = lock(&self.queue);
+            queue.shown.is_some() || queue.offer.is_some()
+        };
+        asking || lock(&self.questions).is_asking()
+    }
+
+    /// The model asked questions
+    /// ([`dsh_controller::EventBody::QuestionAsked`]): shown now, or after
+    /// the calls before them are answered.
+    pub(crate) fn questions_asked(&self, id: &str, questions: &[dsh_controller::QuestionSpec]) {
+        if let Some(text) = lock(&self.questions).asked(id, questions) {
+            self.printer.notice(&text);
+        }
+    }
+
+    /// Questions were answered or declined (here or elsewhere): forgotten,
+    /// and the next call's shown.
+    pub(crate) fn questions_settled(&self, id: &str) {
+        if let Some(text) = lock(&self.questions).settled(id) {
+            self.printer.notice(&text);
+        }
+    }
+
+    /// Offers `line` to the model's questions; whether it answered one.
+    fn answer_question_line(&self, line: &str) -> bool {
+        let taken = lock(&self.questions).answer_line(line);
+        let Taken::Answered { next, reply } = taken else {
+            return false;
+        };
+        self.printer.prompt_shown();
+        if let Some((id, reply)) = reply {
+            if let Err(e) = self.session.answer_question(&id, reply) {
+                // Settled elsewhere meanwhile: the first reply won.
+                if e.code != dsh_protocol::codes::UNKNOWN_QUESTION {
+                    self.printer
+                        .notice(&visible(&format!("dsh: {}", e.message)));
+                }
+            }
+        }
+        if let Some(next) = next {
+            self.printer.notice(&next);
+        }
+        true
     }
 
     /// A question was asked ([`dsh_controller::EventBody::ApprovalAsked`]):
@@ -189,9 +238,12 @@ impl TerminalPerson {
             self.printer.notice(&visible(&text));
             return true;
         }
-        let (id, options, rule) = match &lock(&self.queue).shown {
-            Some(a) => (a.id.clone(), a.options, a.suggested_rule.clone()),
-            None => return false,
+        let shown = lock(&self.queue)
+            .shown
+            .as_ref()
+            .map(|a| (a.id.clone(), a.options, a.suggested_rule.clone()));
+        let Some((id, options, rule)) = shown else {
+            return self.answer_question_line(line);
         };
         self.printer.prompt_shown();
         match read_answer(line) {
@@ -215,8 +267,16 @@ impl TerminalPerson {
     /// Ctrl-C: withdraws the shown question (a denial). Returns whether
     /// there was one (otherwise Ctrl-C means what it always means).
     pub(crate) fn interrupt(&self) -> bool {
-        let Some(id) = lock(&self.queue).shown.as_ref().map(|a| a.id.clone()) else {
-            return false;
+        let shown = lock(&self.queue).shown.as_ref().map(|a| a.id.clone());
+        let Some(id) = shown else {
+            let Some(id) = lock(&self.questions).shown() else {
+                return false;
+            };
+            self.printer.prompt_shown();
+            let _ = self
+                .session
+                .answer_question(&id, dsh_controller::QuestionReply::Declined);
+            return true;
         };
         // The line editor prompts again; the denial's result replaces it.
         self.printer.prompt_shown();

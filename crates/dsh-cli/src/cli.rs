@@ -51,6 +51,9 @@ pub(crate) enum Command {
     Session(SessionArgs),
     /// Tokens and cost over all saved sessions, by day, model or project.
     Usage(UsageArgs),
+    /// List the models dsh can run: provider, context window, price,
+    /// images, and whether the key is set.
+    Models(ModelsArgs),
     /// MCP servers: list their state and tools.
     Mcp(McpArgs),
     /// Trust the working directory's dsh.toml (its MCP servers, base_url…).
@@ -655,6 +658,18 @@ pub(crate) enum McpCommand {
         #[command(flatten)]
         stack: StackArgs,
     },
+}
+
+/// Arguments of `dsh models`.
+#[derive(Debug, Args)]
+pub(crate) struct ModelsArgs {
+    /// Print one JSON array of `{model, provider, kind, wire,
+    /// contextWindow, price, images, key, served}`.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The agent options.
+    #[command(flatten)]
+    pub(crate) stack: StackArgs,
 }
 
 /// Arguments of `dsh permissions`.

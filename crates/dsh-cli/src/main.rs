@@ -14,6 +14,7 @@
 
 mod app;
 mod approve;
+mod ask_line;
 mod cli;
 mod commands;
 mod complete;
@@ -59,6 +60,7 @@ fn main() -> ExitCode {
         Some(Command::Schema(args)) => commands::schema::run(args),
         Some(Command::Session(args)) => commands::session::run(args),
         Some(Command::Usage(args)) => commands::usage::run(args),
+        Some(Command::Models(args)) => commands::models::run(args),
         Some(Command::Mcp(args)) => commands::mcp::run(args),
         Some(Command::Trust(args)) => commands::trust::run(args),
         Some(Command::Permissions(args)) => commands::permissions::run(args),

@@ -289,7 +289,8 @@ async fn run_against_a_loopback_deepseek_server() {
             "todo_write",
             "exit_plan_mode",
             "subagent",
-            "subagent_fork"
+            "subagent_fork",
+            "ask_user"
         ],
         "the default set with a real model: no echo"
     );
@@ -565,7 +566,8 @@ async fn tools_list_prints_the_schemas_the_model_sees() {
             "todo_write",
             "exit_plan_mode",
             "subagent",
-            "subagent_fork"
+            "subagent_fork",
+            "ask_user"
         ],
         "offline (no key): echo leads the default set"
     );

@@ -169,6 +169,24 @@ pub enum EventBody {
         /// The answer.
         decision: Decision,
     },
+    /// The model asks the person questions (the `ask_user` tool). Reply
+    /// with [`crate::Session::answer_question`]; the first reply wins.
+    QuestionAsked {
+        /// The questions' id (unique in the session).
+        question_id: String,
+        /// The `ask_user` call that asks.
+        call_id: String,
+        /// The questions, in order (1 to 4).
+        questions: Vec<QuestionSpec>,
+    },
+    /// The questions were answered, declined, or withdrawn (published as
+    /// declined: the turn was aborted, nobody watches any more).
+    QuestionAnswered {
+        /// The questions' id.
+        question_id: String,
+        /// The reply.
+        reply: QuestionReply,
+    },
     /// The agent's status changed.
     Status {
         /// `idle`, `running` or `disposed`.
@@ -317,6 +335,8 @@ impl EventBody {
             EventBody::Todos { .. } => "todos",
             EventBody::ApprovalAsked { .. } => "approval_asked",
             EventBody::ApprovalDecided { .. } => "approval_decided",
+            EventBody::QuestionAsked { .. } => "question_asked",
+            EventBody::QuestionAnswered { .. } => "question_answered",
             EventBody::Status { .. } => "status",
             EventBody::Activity { .. } => "activity",
             EventBody::Usage { .. } => "usage",
@@ -407,6 +427,108 @@ impl Decision {
             Decision::AllowAlways => dsh_tools::Approval::AllowedForSession,
             Decision::Reject { note } => dsh_tools::Approval::Rejected { note: note.clone() },
             Decision::Cancelled => dsh_tools::Approval::Cancelled,
+        }
+    }
+}
+
+/// One `ask_user` question as a front end shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QuestionSpec {
+    /// The question.
+    pub question: String,
+    /// A short label for it (`Database`), when the model gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// The choices offered, in order (their index is what an answer
+    /// selects); empty for an open question. The person may always answer
+    /// in free text instead.
+    #[serde(default)]
+    pub options: Vec<QuestionChoice>,
+    /// Whether several options may be chosen.
+    #[serde(default)]
+    pub multi_select: bool,
+}
+
+impl QuestionSpec {
+    /// The front end's view of the tool's question.
+    pub fn of(q: &dsh::tools::ask_user::UserQuestion) -> Self {
+        Self {
+            question: q.question.clone(),
+            header: q.header.clone(),
+            options: q
+                .choices()
+                .iter()
+                .map(|o| QuestionChoice {
+                    label: o.label.clone(),
+                    description: o.description.clone(),
+                })
+                .collect(),
+            multi_select: q.is_multi_select(),
+        }
+    }
+}
+
+/// One choice of a question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QuestionChoice {
+    /// The choice, a few words.
+    pub label: String,
+    /// What choosing it means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// The person's reply to an `ask_user` call's questions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum QuestionReply {
+    /// One answer per question, in order.
+    Answered {
+        /// The answers.
+        answers: Vec<QuestionAnswer>,
+    },
+    /// The person dismissed the questions (the model is told they
+    /// declined and goes on).
+    Declined,
+}
+
+/// The answer to one question: options chosen (indexes from 0) and/or
+/// free text; neither skips the question (`(no answer)`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionAnswer {
+    /// Indexes of the chosen options; at most one unless the question is
+    /// multi-select.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub selected: Vec<u32>,
+    /// The person's own words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl QuestionAnswer {
+    /// Options `selected`, no text.
+    pub fn options(selected: Vec<u32>) -> Self {
+        Self {
+            selected,
+            text: None,
+        }
+    }
+
+    /// Free text only.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            selected: Vec::new(),
+            text: Some(text.into()),
+        }
+    }
+
+    /// The tool's answer.
+    pub fn to_answer(&self) -> dsh::tools::ask_user::Answer {
+        dsh::tools::ask_user::Answer {
+            selected: self.selected.iter().map(|&i| i as usize).collect(),
+            text: self.text.clone(),
         }
     }
 }

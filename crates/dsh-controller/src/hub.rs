@@ -62,6 +62,16 @@ fn weight(body: &EventBody) -> usize {
                 arguments, detail, ..
             } => arguments.len() + detail.as_ref().map_or(0, String::len),
             EventBody::Todos { items } => items.iter().map(|t| t.content.len()).sum(),
+            EventBody::QuestionAsked { questions, .. } => questions
+                .iter()
+                .map(|q| {
+                    q.question.len()
+                        + q.options
+                            .iter()
+                            .map(|o| o.label.len() + o.description.as_ref().map_or(0, String::len))
+                            .sum::<usize>()
+                })
+                .sum(),
             EventBody::Warning { message } | EventBody::Error { message, .. } => message.len(),
             _ => 0,
         }

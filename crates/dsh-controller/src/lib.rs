@@ -39,17 +39,22 @@
 #![warn(missing_docs)]
 
 mod approvals;
+pub mod attach;
 pub mod commands;
 mod controller;
 pub mod event;
 mod hub;
+mod questions;
 mod session;
 pub mod translate;
 mod undo;
 
 pub use commands::Reply;
 pub use controller::{Controller, OpenError, SessionOptions, FORK_EVENT};
-pub use event::{ApprovalKind, Decision, Event, EventBody, FileDiff, TodoEntry};
+pub use event::{
+    ApprovalKind, Decision, Event, EventBody, FileDiff, QuestionAnswer, QuestionChoice,
+    QuestionReply, QuestionSpec, TodoEntry,
+};
 pub use hub::{Lost, Subscription, DEFAULT_RING_EVENTS, RING_BYTES};
 pub use session::{ApproverGuard, Job, Session, SessionInfo, FILES_WALK_MAX};
 

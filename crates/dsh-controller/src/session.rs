@@ -24,8 +24,9 @@ use dsh_protocol::codes;
 
 use crate::approvals::{Approvals, Watchers};
 use crate::commands::{usage, Reply};
-use crate::event::{Decision, EventBody};
+use crate::event::{Decision, EventBody, QuestionReply};
 use crate::hub::{Hub, Subscription};
+use crate::questions::{Askers, Questions};
 use crate::translate::Translator;
 use crate::{CommandError, CommandResult};
 
@@ -52,6 +53,8 @@ pub struct Session {
     follow: Arc<Mutex<String>>,
     pub(crate) hub: Arc<Hub>,
     approvals: Arc<Approvals>,
+    /// The `ask_user` questions waiting.
+    questions: Arc<Questions>,
     /// How many clients can answer questions, and how many attached ever
     /// (a detach's grace ends without effect when someone attached since).
     answerers: Mutex<(usize, u64)>,
@@ -173,6 +176,7 @@ impl Session {
         Arc::new(Self {
             key,
             approvals: Approvals::new(hub.clone(), translator.clone()),
+            questions: Questions::new(hub.clone(), translator.clone()),
             stack: Mutex::new(Some(stack)),
             handle: Mutex::new(Some(handle)),
             agent: Mutex::new(Some(agent)),
@@ -266,7 +270,23 @@ impl Session {
     /// `PROMPT_BLOCKED` (a hook blocked it; the message says why);
     /// `SESSION_CLOSED`; the agent's own error.
     pub async fn prompt(&self, text: &str) -> CommandResult<()> {
-        let (agent, blocks) = self.submitted(text).await?;
+        self.prompt_with(text, Vec::new()).await
+    }
+
+    /// [`Session::prompt`] with `extra` blocks after the prompt (the images
+    /// an ACP client sent). Images the prompt names (`@shot.png`, a pasted
+    /// path) are attached too (see [`crate::attach`]); one that cannot be
+    /// is a warning event and the prompt goes without it.
+    ///
+    /// # Errors
+    /// As [`Session::prompt`].
+    pub async fn prompt_with(
+        &self,
+        text: &str,
+        extra: Vec<dsh_llm::ContentBlock>,
+    ) -> CommandResult<()> {
+        let (agent, mut blocks) = self.submitted(text).await?;
+        blocks.extend(extra);
         // Busy from now (the loop logs the message when it takes it).
         let was_open = self.turn_open.swap(true, Ordering::SeqCst);
         agent.send(blocks, MessageSource::User).map_err(|e| {
@@ -294,12 +314,37 @@ impl Session {
         let stack = self.stack()?;
         let agent = self.agent()?;
         match stack.submit_prompt(&agent, text).await {
-            PromptDecision::Send(blocks) => Ok((agent, blocks)),
+            PromptDecision::Send(mut blocks) => {
+                blocks.extend(self.attachments(&stack, text).await);
+                Ok((agent, blocks))
+            }
             PromptDecision::Blocked(reason) => Err(CommandError::new(
                 codes::PROMPT_BLOCKED,
                 dsh::hooks::blocked_prompt_message(&reason),
             )),
         }
+    }
+
+    /// The images `text` names, loaded off the async threads; a warning
+    /// event for each that is not attached.
+    async fn attachments(&self, stack: &Stack, text: &str) -> Vec<dsh_llm::ContentBlock> {
+        if !text.contains(['.']) {
+            return Vec::new();
+        }
+        let (text, cwd) = (text.to_string(), stack.resolved.cwd.clone());
+        let (model, takes) = (stack.model(), stack.takes_images());
+        let attached = tokio::task::spawn_blocking(move || {
+            crate::attach::attach_images(&text, &cwd, &model, takes)
+        })
+        .await
+        .unwrap_or_else(|e| crate::attach::Attached {
+            blocks: Vec::new(),
+            notices: vec![format!("no image was attached: {e}")],
+        });
+        for notice in attached.notices {
+            self.warn(notice);
+        }
+        attached.blocks
     }
 
     /// Aborts the running turn (and one queued): open tool calls are
@@ -317,6 +362,14 @@ impl Session {
     /// `SESSION_CLOSED`.
     pub fn model(&self) -> CommandResult<String> {
         Ok(self.stack()?.model())
+    }
+
+    /// Whether the model of the next request takes images.
+    ///
+    /// # Errors
+    /// `SESSION_CLOSED`.
+    pub fn takes_images(&self) -> CommandResult<bool> {
+        Ok(self.stack()?.takes_images())
     }
 
     /// The models served.
@@ -545,8 +598,27 @@ impl Session {
         self.approvals.waiting()
     }
 
+    /// Replies to the `ask_user` questions `question_id` (from
+    /// [`EventBody::QuestionAsked`]); the first reply wins.
+    ///
+    /// # Errors
+    /// `UNKNOWN_QUESTION`: answered already, withdrawn, or never asked;
+    /// `INVALID_ANSWER`: not one answer per question, an option that does
+    /// not exist, several options for a single-choice question (the
+    /// questions stay open).
+    pub fn answer_question(&self, question_id: &str, reply: QuestionReply) -> CommandResult<()> {
+        self.questions.answer(question_id, reply)
+    }
+
+    /// The ids of the `ask_user` questions waiting for a reply, oldest
+    /// first.
+    pub fn waiting_questions(&self) -> Vec<String> {
+        self.questions.waiting()
+    }
+
     /// Makes the caller one of the session's answerers: approval questions
-    /// are put (as events) while at least one guard lives.
+    /// and `ask_user` questions are put (as events) while at least one
+    /// guard lives.
     pub fn attach_approver(self: &Arc<Self>) -> ApproverGuard {
         let mut n = lock(&self.answerers);
         n.0 += 1;
@@ -557,6 +629,9 @@ impl Session {
                     self.approvals.clone(),
                     Some(stack.rules.clone()),
                 ))));
+                stack
+                    .questions
+                    .set_asker(Some(Arc::new(Askers(self.questions.clone()))));
             }
         }
         ApproverGuard {
@@ -598,9 +673,11 @@ impl Session {
             }
             if let Ok(stack) = self.stack() {
                 stack.approver.set_person(None);
+                stack.questions.set_asker(None);
             }
         }
         self.approvals.withdraw_all();
+        self.questions.withdraw_all();
     }
 
     /// `/clear`: the agent is disposed (its log complete on disk) and a
@@ -942,8 +1019,10 @@ impl Session {
         self.abort(reason);
         if let Ok(stack) = self.stack() {
             stack.approver.set_person(None);
+            stack.questions.set_asker(None);
         }
         self.approvals.withdraw_all();
+        self.questions.withdraw_all();
         // The running turn ends as aborted (with `reason`) before the agent
         // is disposed, as a signal ends `dsh run`'s.
         let deadline = tokio::time::Instant::now() + RELEASE_WAIT;

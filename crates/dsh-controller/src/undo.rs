@@ -137,7 +137,7 @@ impl Session {
     /// Saves `rule` as a lasting allow rule of this session's workspace
     /// (`$XDG_CONFIG_HOME/dsh/permissions.toml`, keyed by the project's
     /// path), in force from the next call; what "always allow" answers.
-    /// Returns where it was saved; `Ok(None)` when it was saved already.
+    /// Returns the path of the file it was saved in; `Ok(None)` when it was saved already.
     ///
     /// # Errors
     /// The store's code: `PERMISSION_RULE_INVALID` for a rule that does not
@@ -146,7 +146,10 @@ impl Session {
     pub fn save_rule(&self, rule: &str) -> CommandResult<Option<String>> {
         let stack = self.stack()?;
         match stack.rules.save_for_project(rule) {
-            Ok(true) => Ok(Some(dsh_rules_file())),
+            Ok(true) => Ok(Some(stack.rules.saved_rules_file().map_or_else(
+                || "permissions.toml".to_string(),
+                |p| p.display().to_string(),
+            ))),
             Ok(false) => Ok(None),
             Err(e) => Err(CommandError::from_coded(e)),
         }
@@ -176,11 +179,6 @@ impl Session {
             },
         })
     }
-}
-
-/// Where saved rules go, as the user reads it.
-fn dsh_rules_file() -> String {
-    "$XDG_CONFIG_HOME/dsh/permissions.toml".to_string()
 }
 
 /// Runs blocking checkpoint work off the executor.

@@ -1,9 +1,7 @@
 //! `DeepSeekAdapter`: HTTP transport, error mapping and the streaming loop.
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use dsh_kernel::Registration;
 use dsh_llm::{
@@ -13,9 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::DeepSeekConfig;
 use crate::request::request_bytes;
-use dsh_llm::sse::SseParser;
-use dsh_llm::parse_retry_after;
 use crate::translate::Translator;
+use dsh_llm::http::{guarded, Guarded, TransportFailure, MAX_ERROR_BODY};
+use dsh_llm::parse_retry_after;
+use dsh_llm::sse::SseParser;
 
 /// The `AUTH` message when no API key is configured.
 pub const MISSING_KEY: &str =
@@ -23,9 +22,6 @@ pub const MISSING_KEY: &str =
 
 /// The `user-agent` header sent with every request (the reference's value).
 pub const USER_AGENT: &str = "deepseek-harness/0.0.1";
-
-/// Largest error body read from a non-2xx response (the rest is ignored).
-const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// The DeepSeek chat-completions adapter.
 ///
@@ -412,7 +408,8 @@ impl Run {
     }
 }
 
-/// The error for a non-2xx `status` with the response `body`.
+/// The error for a non-2xx `status` with the response `body`:
+/// [`dsh_llm::http::status_error`] with the provider name `DeepSeek`.
 ///
 /// Code by status: 401/403 `AUTH`, 429 `RATE_LIMIT`, 400
 /// `CONTEXT_WINDOW_EXCEEDED` when the body says the request passes the
@@ -422,88 +419,18 @@ impl Run {
 /// Message: the body's `error.message` when it is a non-empty string, else
 /// `DeepSeek API error (HTTP <n>)`.
 pub fn status_error(status: u16, body: &[u8]) -> LlmError {
-    let error = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("error").cloned());
-    let field = |k: &str| {
-        error
-            .as_ref()
-            .and_then(|e| e.get(k))
-            .and_then(serde_json::Value::as_str)
-            .filter(|m| !m.is_empty())
-            .map(str::to_string)
-    };
-    let message = field("message");
-    let kind = match status {
-        401 | 403 => LlmErrorKind::Auth,
-        429 => LlmErrorKind::RateLimit,
-        400 if is_context_overflow(field("code").as_deref(), message.as_deref()) => {
-            LlmErrorKind::ContextWindowExceeded
-        }
-        400 => LlmErrorKind::InvalidRequest,
-        s if s >= 500 => LlmErrorKind::Server,
-        s => LlmErrorKind::Http(s),
-    };
-    let message = message.unwrap_or_else(|| format!("DeepSeek API error (HTTP {status})"));
-    LlmError::new(kind, message).with_status(status)
-}
-
-/// Whether a 400's error `code` or `message` says the context is too long
-/// (DeepSeek: "This model's maximum context length is N tokens. However,
-/// you requested M tokens …").
-fn is_context_overflow(code: Option<&str>, message: Option<&str>) -> bool {
-    if code == Some("context_length_exceeded") {
-        return true;
-    }
-    message.is_some_and(|m| {
-        let m = m.to_ascii_lowercase();
-        m.contains("maximum context length") || m.contains("context length exceeded")
-    })
+    dsh_llm::http::status_error("DeepSeek", status, body)
 }
 
 fn transport_error(e: reqwest::Error) -> LlmError {
-    let kind = if e.is_timeout() {
-        LlmErrorKind::Timeout
-    } else {
-        LlmErrorKind::Network
-    };
-    let what = if e.is_connect() {
-        "cannot connect to the DeepSeek API"
+    let failure = if e.is_connect() && e.is_timeout() {
+        TransportFailure::ConnectTimeout
+    } else if e.is_connect() {
+        TransportFailure::Connect
     } else if e.is_timeout() {
-        "the DeepSeek API timed out"
+        TransportFailure::Timeout
     } else {
-        "the connection to the DeepSeek API failed"
+        TransportFailure::Other
     };
-    let mut detail = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    LlmError::new(kind, format!("llm-deepseek: {what}: {detail}")).with_cause(e)
-}
-
-enum Guarded<T> {
-    Done(T),
-    TimedOut,
-    Cancelled,
-}
-
-/// Runs `fut` unless `cancel` fires first or `limit` elapses.
-async fn guarded<F: Future>(
-    cancel: &CancellationToken,
-    limit: Option<Duration>,
-    fut: F,
-) -> Guarded<F::Output> {
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Guarded::Cancelled,
-        r = async {
-            match limit {
-                Some(l) => tokio::time::timeout(l, fut).await.map_or(Guarded::TimedOut, Guarded::Done),
-                None => Guarded::Done(fut.await),
-            }
-        } => r,
-    }
+    dsh_llm::http::transport_error("llm-deepseek", "DeepSeek API", failure, e)
 }

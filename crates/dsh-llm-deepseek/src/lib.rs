@@ -19,13 +19,13 @@ mod request;
 mod translate;
 
 pub use adapter::{register, status_error, DeepSeekAdapter, MISSING_KEY, USER_AGENT};
-pub use dsh_llm::parse_retry_after;
 pub use config::{
     check_api_key, DeepSeekConfig, ReasoningEffort, Thinking, CONTEXT_WINDOW, DEFAULT_BASE_URL,
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MODELS,
     DEFAULT_STREAM_IDLE_TIMEOUT_MS, MAX_CONNECT_TIMEOUT_MS, MAX_MAX_EVENT_BYTES,
     MAX_STREAM_IDLE_TIMEOUT_MS,
 };
-pub use request::{request_body, request_bytes, wire_messages, PREFILL_UNSUPPORTED};
+pub use dsh_llm::parse_retry_after;
 pub use dsh_llm::sse::{SseParser, DONE};
+pub use request::{request_body, request_bytes, wire_messages, IMAGE_OMITTED, PREFILL_UNSUPPORTED};
 pub use translate::{map_finish, Translator};

@@ -29,14 +29,13 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt;
-use std::marker::PhantomData;
 
+use dsh_llm::lenient::{LArr, LInt, LObj, LStr, Top};
 use dsh_llm::{
     ContentBlock, FinishReason, LlmError, LlmErrorKind, ReasoningBlock, StreamChunk, TextBlock,
     TokenUsage, ToolCall,
 };
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use dsh_llm::sse::DONE;
@@ -195,9 +194,9 @@ impl Translator {
         out: &mut Vec<StreamChunk>,
     ) -> Result<(), LlmError> {
         let chunk = match serde_json::from_str::<TopLevel<'_>>(text) {
-            Ok(TopLevel::Chunk(c)) => c,
-            Ok(TopLevel::Other) => return Ok(()),
-            Ok(TopLevel::Null) | Err(_) => return Err(malformed(payload)),
+            Ok(Top::Object(c)) => c,
+            Ok(Top::Other) => return Ok(()),
+            Ok(Top::Null) | Err(_) => return Err(malformed(payload)),
         };
         self.template = template_of(&chunk, text, payload, shift);
         self.apply(chunk, out);
@@ -543,11 +542,7 @@ fn map_usage(u: &WireUsage) -> TokenUsage {
 // ---------------------------------------------------------------------------
 // Lenient borrowed wire types.
 
-enum TopLevel<'a> {
-    Chunk(WireChunk<'a>),
-    Null,
-    Other,
-}
+type TopLevel<'a> = Top<WireChunk<'a>>;
 
 #[derive(Deserialize, Default)]
 struct WireChunk<'a> {
@@ -617,217 +612,6 @@ struct WirePromptDetails {
 struct WireCompletionDetails {
     #[serde(default)]
     reasoning_tokens: LInt,
-}
-
-/// Visitor methods mapping every scalar JSON type to `$ret`.
-macro_rules! scalars_as {
-    ($ret:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($ret)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($ret)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($ret)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($ret)
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($ret)
-        }
-    };
-}
-
-/// Visitor method consuming an array and returning `$ret`.
-macro_rules! seq_as {
-    ($ret:expr) => {
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok($ret)
-        }
-    };
-}
-
-/// Visitor method consuming an object and returning `$ret`.
-macro_rules! map_as {
-    ($ret:expr) => {
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok($ret)
-        }
-    };
-}
-
-/// Visitor methods mapping `null` to `$ret`.
-macro_rules! null_as {
-    ($ret:expr) => {
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok($ret)
-        }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok($ret)
-        }
-    };
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for TopLevel<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = TopLevel<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                WireChunk::deserialize(de::value::MapAccessDeserializer::new(map))
-                    .map(TopLevel::Chunk)
-            }
-            null_as!(TopLevel::Null);
-            scalars_as!(TopLevel::Other);
-            seq_as!(TopLevel::Other);
-        }
-        d.deserialize_any(V(PhantomData))
-    }
-}
-
-/// A string field; any other JSON type reads as absent.
-#[derive(Default)]
-struct LStr<'a>(Option<Cow<'a, str>>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = LStr<'a>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(LStr(Some(Cow::Borrowed(v))))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(LStr(Some(Cow::Owned(v))))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(LStr(Some(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(LStr(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(LStr(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(LStr(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(LStr(None))
-            }
-            null_as!(LStr(None));
-            seq_as!(LStr(None));
-            map_as!(LStr(None));
-        }
-        d.deserialize_any(V(PhantomData))
-    }
-}
-
-/// An integer field; floats are truncated, any other JSON type reads as absent.
-#[derive(Default, Clone, Copy)]
-struct LInt(Option<i64>);
-
-impl<'de> Deserialize<'de> for LInt {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = LInt;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(LInt(Some(v)))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(LInt(Some(i64::try_from(v).unwrap_or(i64::MAX))))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                // `as` saturates and maps NaN to 0: no panic on any input.
-                Ok(LInt(Some(v as i64)))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(LInt(None))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(LInt(None))
-            }
-            null_as!(LInt(None));
-            seq_as!(LInt(None));
-            map_as!(LInt(None));
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// An object field; any other JSON type (including `null`) reads as absent.
-struct LObj<T>(Option<T>);
-
-impl<T> Default for LObj<T> {
-    fn default() -> Self {
-        LObj(None)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for LObj<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = LObj<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| LObj(Some(t)))
-            }
-            scalars_as!(LObj(None));
-            null_as!(LObj(None));
-            seq_as!(LObj(None));
-        }
-        d.deserialize_any(V(PhantomData))
-    }
-}
-
-/// An array of objects; non-object elements are skipped, a non-array reads
-/// as empty.
-struct LArr<T>(Vec<T>);
-
-impl<T> Default for LArr<T> {
-    fn default() -> Self {
-        LArr(Vec::new())
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for LArr<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = LArr<T>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(LObj(x)) = seq.next_element::<LObj<T>>()? {
-                    out.extend(x);
-                }
-                Ok(LArr(out))
-            }
-            scalars_as!(LArr(Vec::new()));
-            null_as!(LArr(Vec::new()));
-            map_as!(LArr(Vec::new()));
-        }
-        d.deserialize_any(V(PhantomData))
-    }
 }
 
 #[cfg(test)]

@@ -236,7 +236,7 @@ async fn message_mapping_rules() {
                     false,
                 ),
             ]),
-            // Image-only user message: content "".
+            // Image-only user message: the note that an image was there.
             user_blocks(vec![ContentBlock::Image(ImageBlock {
                 url: "https://x/y.png".into(),
                 mime_type: Some("image/png".into()),
@@ -264,8 +264,8 @@ async fn message_mapping_rules() {
             {"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"t","arguments":"not json"}}]},
             {"role":"user","content":"and also"},
             {"role":"tool","tool_call_id":"c1","content":"(no output)"},
-            {"role":"tool","tool_call_id":"c2","content":"ab"},
-            {"role":"user","content":""},
+            {"role":"tool","tool_call_id":"c2","content":"a\n[image omitted: this model does not take images]\nb"},
+            {"role":"user","content":"[image omitted: this model does not take images]"},
             {"role":"tool","tool_call_id":"c3","content":"ok"},
             {"role":"assistant","content":null}
         ])

@@ -12,6 +12,9 @@
 //! - [`scripted`]: a scripted adapter for tests and the offline model.
 //! - [`sse`]: the incremental server-sent-events parser every HTTP adapter
 //!   reads its stream with (pure bytes → payloads, no I/O).
+//! - [`http`]: provider-neutral helpers of HTTP adapters (status → error,
+//!   transport errors, the cancel/timeout guard); [`lenient`]: the lenient
+//!   wire field types their translators deserialize chunks with.
 //! - `conformance` (feature `testkit`): the adapter conformance kit.
 //!
 //! Start reading at [`StreamChunk`] (the adapter output protocol) and
@@ -24,8 +27,11 @@ mod assembler;
 mod call_ids;
 mod error;
 mod history;
+pub mod http;
+pub mod lenient;
 mod limits;
 pub mod open;
+mod order;
 mod retry;
 pub mod scripted;
 mod service;
@@ -42,6 +48,7 @@ pub use history::History;
 pub use limits::{
     StepLimitError, StepLimits, StepMeter, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_TOOL_CALLS,
 };
+pub use order::answers_first_order;
 pub use retry::{install_retry, parse_retry_after, RetryConfig};
 pub use service::{blocks_of, error_stream, BlockStream, ChunkStream, LlmAdapter, LlmService};
 pub use types::{

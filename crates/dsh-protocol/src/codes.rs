@@ -225,6 +225,10 @@ codes! {
         "exit_plan_mode was called while the session is not in plan mode; nothing changed.";
     PLAN_NOT_APPROVED = "PLAN_NOT_APPROVED", "dsh", false, RespondToModel,
         "The user rejected the plan exit_plan_mode presented (or nobody could approve it); the session stays in plan mode and the model revises the plan.";
+    ASK_USER_NOT_ROOT = "ASK_USER_NOT_ROOT", "dsh", false, RespondToModel,
+        "ask_user was called by a sub-agent; only the main agent may ask the user (a sub-agent decides itself or reports what to ask).";
+    QUESTION_DECLINED = "QUESTION_DECLINED", "dsh", false, RespondToModel,
+        "The user dismissed the questions ask_user put without answering; the model goes on with its own judgement.";
     BUDGET_EXCEEDED = "BUDGET_EXCEEDED", "dsh", false, EndTurn,
         "The next model request would take the session's cost past `[budget] max_cost_per_session` (its cost so far plus the request's estimated input); the request was not sent and the turn ended.";
     // Bash.
@@ -266,7 +270,7 @@ codes! {
     FS_NOT_A_DIRECTORY = "FS_NOT_A_DIRECTORY", "fs", false, RespondToModel,
         "A directory was expected but the path names a file.";
     FS_NOT_TEXT = "FS_NOT_TEXT", "fs", false, RespondToModel,
-        "The file holds a NUL byte in its first 8 KiB: binary, not text.";
+        "The file holds a NUL byte in its first 8 KiB: binary, not text. For an image (PNG, JPEG, GIF, WebP): the current model does not take images, or the image is corrupt, too large (file, dimensions: refused before decoding) or a renamed non-image; the message says which.";
     FS_NOT_A_FILE = "FS_NOT_A_FILE", "fs", false, RespondToModel,
         "The path is not a regular file (a fifo, socket, character or block device); the message names what it is. The file and search tools refuse it before opening it, so they never block on it.";
     FS_NOT_OBSERVED = "FS_NOT_OBSERVED", "fs", false, RespondToModel,
@@ -296,6 +300,19 @@ codes! {
         "The MCP server exited; its tools were unregistered.";
     MCP_SERVER_UNAVAILABLE = "MCP_SERVER_UNAVAILABLE", "mcp", true, RespondToModel,
         "The MCP server's connection dropped and dsh is reconnecting (500 ms doubling to 30 s, at most 10 attempts); its tools stay registered, retry the call later.";
+    // The web tools: web_fetch and web_search.
+    WEB_BLOCKED = "WEB_BLOCKED", "web", false, RespondToModel,
+        "web_fetch or web_search refused before connecting: a scheme other than http/https, credentials in the URL, a host `[sandbox] network` does not allow (or `network = false`), or a loopback, private, link-local or other non-public address (an IP literal, a redirect target, or every address a name resolves to) while `[web] allow_private` is off.";
+    WEB_FETCH_FAILED = "WEB_FETCH_FAILED", "web", false, RespondToModel,
+        "web_fetch got no usable page: the connection failed, the server answered an error status, or it redirected more than 10 times (the message names the URL and the cause).";
+    WEB_UNSUPPORTED_CONTENT = "WEB_UNSUPPORTED_CONTENT", "web", false, RespondToModel,
+        "web_fetch reads HTML, plain text and JSON; the page is another content type (a PDF, an image, a binary), named in the message.";
+    WEB_TIMEOUT = "WEB_TIMEOUT", "web", true, RespondToModel,
+        "web_fetch (30 s for the whole call) or web_search (15 s) ran out of time.";
+    WEB_SEARCH_KEY_MISSING = "WEB_SEARCH_KEY_MISSING", "web", false, RespondToModel,
+        "web_search's provider needs an API key and the environment variable named in the message (`[web.search] api_key_env`, default BRAVE_API_KEY, TAVILY_API_KEY or EXA_API_KEY) is not set.";
+    WEB_SEARCH_FAILED = "WEB_SEARCH_FAILED", "web", false, RespondToModel,
+        "The search provider could not be reached, refused the key, rate-limited the search, or answered with something that is not its JSON format (the message says which).";
     // The controller: what a front end asks of a session.
     UNKNOWN_SESSION = "UNKNOWN_SESSION", "controller", false, Caller,
         "No open session has that id (it was never opened, or it was closed); list the sessions or open it again.";
@@ -307,6 +324,10 @@ codes! {
         "The command runs between turns (compact, clear) and a turn runs now; retry when it has ended or abort it.";
     UNKNOWN_APPROVAL = "UNKNOWN_APPROVAL", "controller", false, Caller,
         "No question with that id waits for an answer: it was answered already (the first answer wins), withdrawn, or never asked.";
+    UNKNOWN_QUESTION = "UNKNOWN_QUESTION", "controller", false, Caller,
+        "No ask_user question with that id waits for an answer: it was answered already (the first answer wins), withdrawn, or never asked.";
+    INVALID_ANSWER = "INVALID_ANSWER", "controller", false, Caller,
+        "An answer to an ask_user question does not fit it (not one answer per question, an option that does not exist, several options for a single-choice question); the message names the question.";
     INVALID_COMMAND = "INVALID_COMMAND", "controller", false, Caller,
         "A command's argument is unusable (an unknown model or permission mode, a malformed slash command); the message says what is accepted.";
 }

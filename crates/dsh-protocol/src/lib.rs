@@ -10,6 +10,8 @@
 //! - [`event`]: the session log's [`SessionEvent`] envelope and its
 //!   [`EventPayload`] kinds;
 //! - [`ids`]: [`CallId`], [`SessionId`], [`AgentId`];
+//! - [`image`]: the image formats a model may be sent, told by their magic
+//!   bytes, with their dimensions read from the header alone;
 //! - [`jsonrpc`]: a JSON-RPC message's `id` found in the raw bytes of a
 //!   message too large to parse, so that an error can still answer it;
 //! - [`codes`]: every stable error code with its meaning, whether it is
@@ -22,6 +24,7 @@ pub mod codes;
 pub mod content;
 pub mod event;
 pub mod ids;
+pub mod image;
 pub mod jsonrpc;
 pub mod open;
 pub mod permission;

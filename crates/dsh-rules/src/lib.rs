@@ -29,6 +29,7 @@ use serde_json::Value;
 use crate::rule::{Matcher, PathGlob, Spec, Target};
 use crate::shell::SimpleCommand;
 
+pub use rule::lexical_normal;
 pub use store::{load_project, save_rule, ProjectRules, StoreError, RULES_FILE};
 
 /// What a rule does when it matches.

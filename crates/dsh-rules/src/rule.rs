@@ -25,6 +25,7 @@ pub const TOOLS: &[&str] = &[
     "echo",
     "web_fetch",
     "web_search",
+    "ask_user",
 ];
 
 /// Claude Code's tool names (lower-cased) and the dsh tool each means.
@@ -37,6 +38,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("todowrite", "todo_write"),
     ("exitplanmode", "exit_plan_mode"),
     ("bashoutput", "job_output"),
+    ("askuserquestion", "ask_user"),
     ("killshell", "job_kill"),
 ];
 
@@ -271,8 +273,10 @@ pub(crate) fn glob_dir(dir: &Path) -> String {
 }
 
 /// `path` without `.` components and with each `..` applied to the
-/// component before it, textually.
-pub(crate) fn lexical_normal(path: &Path) -> PathBuf {
+/// component before it, textually: no symlink is followed, so a symlinked
+/// directory keeps its spelling. A `..` at the root stays there (`/..` is
+/// `/`); a leading `..` of a relative path is kept (`../../x`).
+pub fn lexical_normal(path: &Path) -> PathBuf {
     use std::path::Component;
     let mut out = PathBuf::new();
     for c in path.components() {

@@ -7,7 +7,7 @@
 //! per line; over WebSocket (`GET /api/ws`) one message per text frame.
 //! Field names are camelCase; absent optional fields are omitted.
 
-use dsh_controller::{CommandError, Decision, Event, SessionInfo};
+use dsh_controller::{CommandError, Decision, Event, QuestionReply, SessionInfo};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -237,6 +237,21 @@ pub struct AnswerParams {
     pub decision: Decision,
 }
 
+/// `session/answer_question`: the reply to a `question_asked` event (the
+/// model's `ask_user` questions).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnswerQuestionParams {
+    /// The session.
+    pub session_id: String,
+    /// The questions (`questionId` of the event).
+    pub question_id: String,
+    /// `{"outcome": "answered", "answers": [{"selected": [0]}, {"text":
+    /// "…"}, {}]}` (one per question, in order; `{}` skips one) or
+    /// `{"outcome": "declined"}`.
+    pub reply: QuestionReply,
+}
+
 /// `session/command`: a chat command line (`/model deepseek-v4-pro`).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -421,6 +436,7 @@ methods! {
     "session/set_plan_mode", SetPlanModeParams, Changed, "Turns plan mode on or off.";
     "session/compact", CompactParams, Text, "Compacts the history now (between turns).";
     "session/answer", AnswerParams, Empty, "Answers an approval question; the first answer wins (UNKNOWN_APPROVAL after).";
+    "session/answer_question", AnswerQuestionParams, Empty, "Replies to the model's ask_user questions (a question_asked event); the first reply wins (UNKNOWN_QUESTION after, INVALID_ANSWER when the answers do not fit).";
     "session/command", CommandParams, CommandResult, "Runs a chat command line (`/model`, `/permission`, `/plan`, `/compact`, `/todo`, `/session`, `/clear`, `/help`, `/exit`).";
     "session/files", FilesParams, FilesResult, "Workspace files whose path contains a query, for `@` completion.";
     "session/events", PageParams, EventsPage, "A page of the session's events still held (for a client that reloads).";

@@ -446,6 +446,12 @@ impl Connection {
                 c.get(&p.session_id)?.answer(&p.approval_id, p.decision)?;
                 reply(Empty {})
             }
+            "session/answer_question" => {
+                let p: AnswerQuestionParams = parse(params)?;
+                c.get(&p.session_id)?
+                    .answer_question(&p.question_id, p.reply)?;
+                reply(Empty {})
+            }
             "session/command" => {
                 let p: CommandParams = parse(params)?;
                 let session = c.get(&p.session_id)?;

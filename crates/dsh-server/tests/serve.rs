@@ -678,3 +678,70 @@ async fn a_question_waits_for_a_client_that_reconnects_within_the_grace() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
     s.controller.shutdown("test over").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_questions_reach_every_client_and_the_first_fitting_reply_wins() {
+    let s = served(None).await;
+    let mut a = Client::connect(&s).await;
+    let mut b = Client::connect(&s).await;
+    let id = session(&mut a).await;
+    for c in [&mut a, &mut b] {
+        c.ok("session/subscribe", json!({"sessionId": id})).await;
+    }
+    let args = json!({"questions": [
+        {"question": "Which database?", "header": "DB",
+         "options": [{"label": "SQLite", "description": "one file"}, {"label": "Postgres"}]},
+        {"question": "Anything else?"}
+    ]});
+    a.ok(
+        "session/prompt",
+        json!({"sessionId": id, "text": format!("call ask_user {args}")}),
+    )
+    .await;
+    let asked_a = a.events_until("question_asked").await.pop().unwrap();
+    let asked_b = b.events_until("question_asked").await.pop().unwrap();
+    assert_eq!(asked_a, asked_b);
+    assert_eq!(
+        asked_a["questions"],
+        json!([
+            {"question": "Which database?", "header": "DB", "multiSelect": false,
+             "options": [{"label": "SQLite", "description": "one file"}, {"label": "Postgres"}]},
+            {"question": "Anything else?", "multiSelect": false, "options": []}
+        ])
+    );
+    let question = asked_a["questionId"].clone();
+    let unfit = a
+        .call(
+            "session/answer_question",
+            json!({"sessionId": id, "questionId": question,
+                   "reply": {"outcome": "answered", "answers": [{"selected": [5]}, {}]}}),
+        )
+        .await;
+    assert_eq!(unfit["error"]["data"]["code"], "INVALID_ANSWER", "{unfit}");
+    b.ok(
+        "session/answer_question",
+        json!({"sessionId": id, "questionId": question,
+               "reply": {"outcome": "answered", "answers": [{"selected": [1]}, {"text": "no"}]}}),
+    )
+    .await;
+    let late = a
+        .call(
+            "session/answer_question",
+            json!({"sessionId": id, "questionId": question, "reply": {"outcome": "declined"}}),
+        )
+        .await;
+    assert_eq!(late["error"]["data"]["code"], "UNKNOWN_QUESTION", "{late}");
+    let rest = a.events_until("turn_ended").await;
+    assert!(rest.iter().any(|e| e["type"] == "question_answered"
+        && e["reply"]["outcome"] == "answered"
+        && e["reply"]["answers"][0]["selected"] == json!([1])));
+    let finished = rest
+        .iter()
+        .find(|e| e["type"] == "tool_finished")
+        .expect("the call finished");
+    assert_eq!(
+        finished["output"],
+        "Q: Which database?\nA: Postgres\nQ: Anything else?\nA: no"
+    );
+    s.controller.shutdown("test over").await;
+}

@@ -52,6 +52,7 @@ const conv = new Conversation({
   todos: $("todos"),
   hooks: {
     answer: (approvalId, decision) => call("session/answer", { approvalId, decision }),
+    answerQuestion: (questionId, reply) => call("session/answer_question", { questionId, reply }),
     state: applyState,
   },
 });

@@ -42,7 +42,8 @@ function setDiffMode(mode) {
 /** A session's conversation in `log`, its questions in `approvals`, its todo list in `todos`. */
 export class Conversation {
   /**
-   * `hooks`: `answer(approvalId, decision)` → Promise, `state(patch)` for
+   * `hooks`: `answer(approvalId, decision)` → Promise,
+   * `answerQuestion(questionId, reply)` → Promise, `state(patch)` for
    * session facts (status, model, permission, planMode, title, context,
    * tokens, closed).
    */
@@ -174,6 +175,12 @@ export class Conversation {
         break;
       case "approval_decided":
         this.decided(e);
+        break;
+      case "question_asked":
+        this.askQuestions(e);
+        break;
+      case "question_answered":
+        this.dropAsk(e.questionId);
         break;
       case "status":
         this.hooks.state({ status: e.status });
@@ -421,6 +428,68 @@ export class Conversation {
       }
     }
     this.dropAsk(e.approvalId);
+  }
+
+  /**
+   * The model's `ask_user` questions: a card with one group per question
+   * (its options as radio buttons, or checkboxes when several may be
+   * chosen, and a free-text field), Answer and Decline.
+   */
+  askQuestions(e) {
+    const t = this.tools.get(e.callId);
+    if (t) this.setToolState(t, "ask");
+    const groups = (e.questions || []).map((q, qi) => {
+      const kind = q.multiSelect ? "checkbox" : "radio";
+      const options = (q.options || []).map((o, oi) =>
+        h(
+          "label",
+          { class: "qoption" },
+          h("input", { type: kind, name: `${e.questionId}-${qi}`, value: String(oi) }),
+          h("span", { class: "qlabel" }, o.label),
+          o.description ? h("span", { class: "qdesc" }, ` — ${o.description}`) : null,
+        ),
+      );
+      const text = h("input", { type: "text", class: "qtext", placeholder: options.length ? "Or type an answer" : "Type an answer" });
+      const box = h(
+        "fieldset",
+        { class: "question" },
+        h("legend", {}, q.header ? `${q.header}: ${q.question}` : q.question),
+        options,
+        text,
+      );
+      const answer = () => {
+        const selected = [...box.querySelectorAll("input:checked")].map((i) => Number(i.value));
+        const out = {};
+        if (selected.length) out.selected = selected;
+        if (text.value.trim()) out.text = text.value;
+        return out;
+      };
+      return { box, answer };
+    });
+    const buttons = [];
+    const send = async (reply) => {
+      for (const b of buttons) b.disabled = true;
+      try {
+        await this.hooks.answerQuestion(e.questionId, reply);
+      } catch (err) {
+        if (err && err.dshCode === "UNKNOWN_QUESTION") this.dropAsk(e.questionId);
+        else {
+          for (const b of buttons) b.disabled = false;
+          card.appendChild(h("div", { class: "aerror" }, String(err && err.message)));
+        }
+      }
+    };
+    buttons.push(h("button", { type: "button", class: "primary", "data-decision": "answer", onclick: () => send({ outcome: "answered", answers: groups.map((g) => g.answer()) }) }, "Answer"));
+    buttons.push(h("button", { type: "button", class: "danger", "data-decision": "decline", onclick: () => send({ outcome: "declined" }) }, "Decline"));
+    const card = h(
+      "div",
+      { class: "approval questions", role: "dialog", "aria-label": "Questions from the model", "data-question": e.questionId },
+      h("div", { class: "ahead" }, h("span", { class: "akind" }, "The model asks")),
+      groups.map((g) => g.box),
+      h("div", { class: "abuttons" }, buttons),
+    );
+    this.asked.set(e.questionId, { card, callId: e.callId });
+    this.approvalsEl.appendChild(card);
   }
 
   dropAsk(id) {

@@ -66,9 +66,16 @@ pub fn install_jsonl(store: &SessionStore, dir: &Path) -> Result<Registration, S
 /// `CORRUPT_LOG` naming the file and the 1-based line number when a
 /// newline-terminated line (the last one too) does not parse or `seq` does
 /// not increase.
+///
+/// Images the log stores beside it (`dsh-image:` URLs, see
+/// [`crate::store_images`]) come back as data URLs read from
+/// `<dir>/<id>/images/`; a missing one is a text block saying so.
 pub fn load_jsonl(path: &Path) -> Result<LoadedLog, SessionError> {
     let bytes = read_file(path)?;
-    let scan = scan(&bytes, path)?;
+    let mut scan = scan(&bytes, path)?;
+    if let Some(images) = crate::images::images_dir_of_log(path) {
+        crate::images::resolve_images(&mut scan.events, &images);
+    }
     Ok(LoadedLog {
         events: scan.events,
         torn_tail: scan.torn,
@@ -452,8 +459,14 @@ impl SessionPersistence for JsonlStore {
             });
         };
         let mut buf = Vec::with_capacity(events.len() * 256);
+        let images = crate::images::images_dir(&self.dir, session_id);
         for event in events {
-            write_jsonl_line(event, &mut buf);
+            // Images go beside the log by hash (before the line: a failed
+            // image write fails the batch, nothing of it is written).
+            match crate::images::store_images(event, &images)? {
+                Some(stored) => write_jsonl_line(&stored, &mut buf),
+                None => write_jsonl_line(event, &mut buf),
+            }
         }
         let mut open = lock(&file);
         let before = open.file.metadata().map(|m| m.len());

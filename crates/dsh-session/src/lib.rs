@@ -11,7 +11,8 @@
 //! Persistence is a plugin: [`install_jsonl`] buffers events on
 //! `session/event` and writes + fsyncs them at `session/flush` and at scope
 //! close, one `<session-id>.jsonl` file per session; [`load_jsonl`] reads a
-//! log back, tolerating a torn last line. Other backends implement
+//! log back, tolerating a torn last line. Images are stored beside the log
+//! by content hash, not inline ([`store_images`], [`resolve_images`]). Other backends implement
 //! [`SessionPersistence`] and use [`install_persistence`].
 //!
 //! [`session_stats`] computes validation telemetry (failures per tool and
@@ -27,6 +28,7 @@
 pub mod cost;
 mod derive;
 mod error;
+mod images;
 mod jsonl;
 mod meter;
 mod persist;
@@ -40,12 +42,17 @@ pub use derive::{
 };
 pub use dsh_protocol::event::*;
 pub use error::SessionError;
+pub use images::{
+    has_inline_image, image_placeholder, images_dir, images_dir_of_log, resolve_images,
+    store_images, IMAGES_DIR, IMAGE_URL_PREFIX,
+};
 pub use jsonl::{
     install_jsonl, is_locked, list_sessions, load_jsonl, summarize_jsonl, write_jsonl_line,
     JsonlPersistence, JsonlStore, OpenedLog, Repair,
 };
 pub use meter::{
     blocks_bytes, fixed_bytes, format_usage, percent, usage_total, TokenMeter, BYTES_PER_TOKEN,
+    IMAGE_ESTIMATE_TOKENS,
 };
 pub use persist::{
     install_persistence, LoadedLog, SessionPersistence, SessionSummary, TornLine, WORKSPACE_EVENT,

@@ -29,6 +29,9 @@ pub fn fixed_bytes(system: Option<&str>, tools: Option<&ToolSet>) -> u64 {
 /// Bytes of text counted as one token by the estimate.
 pub const BYTES_PER_TOKEN: u64 = 4;
 
+/// Tokens an image block is estimated at, whatever its URL's length.
+pub const IMAGE_ESTIMATE_TOKENS: u64 = 1_600;
+
 /// The context size of a session's next request, updated event by event.
 /// Cheap to update: each event adds the byte lengths of its blocks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,7 +54,10 @@ fn block_bytes(b: &ContentBlock) -> u64 {
             return r.content.iter().map(block_bytes).sum::<u64>()
                 + r.tool_call_id.as_str().len() as u64
         }
-        ContentBlock::Image(i) => i.url.len(),
+        // Providers bill an image by its pixels, not its base64: about
+        // 1,600 tokens for one scaled to 1,568 px (w × h / 750, Anthropic's
+        // rule); a URL's own length would count a 1 MB image as 330k.
+        ContentBlock::Image(_) => return IMAGE_ESTIMATE_TOKENS * BYTES_PER_TOKEN,
         _ => 0,
     };
     n as u64

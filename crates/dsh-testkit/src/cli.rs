@@ -262,6 +262,14 @@ fn inherited_dsh_vars() -> Vec<OsString> {
         "DSH_MODEL",
         "DSH_PERMISSION",
         "DSH_LOG",
+        // The provider presets' key variables (docs/providers.md).
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OLLAMA_API_KEY",
+        "LMSTUDIO_API_KEY",
+        "VLLM_API_KEY",
+        "LLAMACPP_API_KEY",
     ]
     .into_iter()
     .map(OsString::from)

@@ -17,6 +17,8 @@ use dsh_kernel::BoxFuture;
 use dsh_protocol::codes;
 use dsh_tools::{ToolContext, ToolError};
 
+use crate::image::ImagePolicy;
+
 /// How long the tools wait for the editor to answer one read or write.
 pub const EDITOR_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -55,9 +57,14 @@ pub trait EditorFiles: Send + Sync {
 
 /// The file tools' switch between the disk and an editor; cheap to clone
 /// (all clones see [`FileAccess::set_editor`]). The default is the disk.
+///
+/// It also carries the [`ImagePolicy`] `read` asks before it returns an
+/// image (the default accepts images; the stack sets one that asks the
+/// model catalogue).
 #[derive(Clone, Default)]
 pub struct FileAccess {
     editor: Arc<RwLock<Option<Arc<dyn EditorFiles>>>>,
+    images: Arc<RwLock<ImagePolicy>>,
 }
 
 impl std::fmt::Debug for FileAccess {
@@ -87,6 +94,17 @@ impl FileAccess {
     /// The editor, when one is set.
     pub fn editor(&self) -> Option<Arc<dyn EditorFiles>> {
         read(&self.editor).clone()
+    }
+
+    /// Sets whether the model takes images, asked at every image `read`
+    /// from now on (all clones see it).
+    pub fn set_images(&self, policy: ImagePolicy) {
+        *write(&self.images) = policy;
+    }
+
+    /// The image policy in force.
+    pub fn images(&self) -> ImagePolicy {
+        read(&self.images).clone()
     }
 
     /// The editor when it serves reads.

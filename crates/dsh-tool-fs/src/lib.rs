@@ -37,6 +37,7 @@ mod editor;
 mod fence;
 mod files;
 mod guard;
+mod image;
 mod read;
 
 use std::path::{Path, PathBuf};
@@ -56,12 +57,17 @@ pub use editor::{EditorArgs, EditorCommand, EDITOR_DESCRIPTION, MAX_EDITOR_CHARS
 pub use fence::Fence;
 pub use files::{EditorFiles, FileAccess, EDITOR_TIMEOUT};
 pub use guard::{Version, OBSERVED_KIND};
+pub use image::{
+    has_image_extension, load_image, load_image_bytes, ImageError, ImageFormat, ImagePolicy,
+    ImageSupport, LoadedImage, MAX_ENCODED_BYTES, MAX_IMAGE_FILE_BYTES, MAX_IMAGE_PIXELS,
+    MAX_IMAGE_SIDE, MAX_LONG_SIDE,
+};
 pub use read::{MAX_LINES, MAX_LINE_CHARS, MAX_OUTPUT_BYTES};
 
 use guard::{Guard, Memory};
 
 /// Description of `read`.
-pub const READ_DESCRIPTION: &str = "Read a text file: numbered lines (`cat -n` style), by default the first 2000. Use `offset` (1-based line) and `limit` to read a window of a long file; the last line says which lines were shown out of how many. Prefer this over `cat`/`head`/`sed -n` in bash. Reading a file is required before `write` replaces it or `edit` changes it.";
+pub const READ_DESCRIPTION: &str = "Read a text file: numbered lines (`cat -n` style), by default the first 2000. Use `offset` (1-based line) and `limit` to read a window of a long file; the last line says which lines were shown out of how many. Prefer this over `cat`/`head`/`sed -n` in bash. Reading a file is required before `write` replaces it or `edit` changes it. A PNG, JPEG, GIF or WebP image is shown as an image (scaled down to at most 1568 px) when the model takes images.";
 
 /// Description of `write`.
 pub const WRITE_DESCRIPTION: &str = "Create a file or replace a whole file with `content` (parent directories are created). An existing file must have been read first in this session and must not have changed since. Prefer `edit` for changes to part of a file.";
@@ -294,6 +300,33 @@ async fn window(
     (offset, limit): (u64, u64),
     read_on: &str,
 ) -> Result<read::Window, ToolError> {
+    match shown(files, ctx, path, (offset, limit), read_on).await? {
+        Shown::Text(window) => Ok(window),
+        Shown::Image(format) => Err(ToolError::new(
+            codes::FS_NOT_TEXT,
+            format!(
+                "{} is a {format} image, not text; the read tool shows images",
+                path.display()
+            ),
+        )),
+    }
+}
+
+/// What a read found: a text window, or a file that is an image.
+enum Shown {
+    Text(read::Window),
+    Image(ImageFormat),
+}
+
+/// [`window`], telling an image file (by its magic bytes) apart instead
+/// of refusing it.
+async fn shown(
+    files: &FileAccess,
+    ctx: &ToolContext,
+    path: &Path,
+    (offset, limit): (u64, u64),
+    read_on: &str,
+) -> Result<Shown, ToolError> {
     let disk = std::fs::metadata(path);
     refuse_special(path, &disk)?;
     let key = guard::key_of(path);
@@ -308,15 +341,16 @@ async fn window(
             Err(e) => return Err(io_error(path, &e)),
         },
     };
-    shown.map_err(|e| match e {
-        read::ReadError::NotText => ToolError::new(
+    shown.map(Shown::Text).or_else(|e| match e {
+        read::ReadError::Image(format) => Ok(Shown::Image(format)),
+        read::ReadError::NotText => Err(ToolError::new(
             codes::FS_NOT_TEXT,
             format!(
                 "{} is not a text file (it holds a NUL byte in its first 8 KiB)",
                 path.display()
             ),
-        ),
-        read::ReadError::Io(e) => io_error(path, &e),
+        )),
+        read::ReadError::Io(e) => Err(io_error(path, &e)),
     })
 }
 
@@ -330,20 +364,94 @@ fn read_tool(root: PathBuf, memory: Arc<Memory>, files: FileAccess) -> Arc<dyn T
             let files = files.clone();
             async move {
                 let path = guard::resolve(&root, &args.file_path);
-                let offset = args.offset.unwrap_or(1);
-                let limit = args.limit.unwrap_or(MAX_LINES);
-                let window = window(&files, &ctx, &path, (offset, limit), "offset").await?;
-                Guard {
+                let guard = Guard {
                     ctx: &ctx,
                     memory: &memory,
+                };
+                if has_image_extension(&path) {
+                    refuse_special(&path, &std::fs::metadata(&path))?;
+                    return read_image(&guard, &files, &path).await;
                 }
-                .record(&window.version);
-                Ok(vec![ContentBlock::text(window.text)])
+                let offset = args.offset.unwrap_or(1);
+                let limit = args.limit.unwrap_or(MAX_LINES);
+                match shown(&files, &ctx, &path, (offset, limit), "offset").await? {
+                    Shown::Text(window) => {
+                        guard.record(&window.version);
+                        Ok(vec![ContentBlock::text(window.text)])
+                    }
+                    Shown::Image(_) => read_image(&guard, &files, &path).await,
+                }
             }
         },
     )
     .concurrency_safe()
     .into_arc()
+}
+
+/// `read` of an image file (always from the disk: editors serve text):
+/// `Image: <path> (<summary>)` and the image block, the file's version
+/// recorded like a text read's. The decode runs off the async threads and
+/// stops waiting at an abort.
+///
+/// # Errors
+/// `FS_NOT_TEXT` when the model takes no images or the image is refused
+/// (see [`image`]); `FS_NOT_FOUND`, `FS_IO`, `ABORTED`.
+async fn read_image(
+    guard: &Guard<'_>,
+    files: &FileAccess,
+    path: &Path,
+) -> Result<Vec<ContentBlock>, ToolError> {
+    let owned = path.to_path_buf();
+    let policy = files.images();
+    let work = tokio::task::spawn_blocking(move || {
+        let (meta, bytes) = image::read_image_file(&owned)?;
+        let name = owned.display().to_string();
+        let claimed = owned
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(ImageFormat::from_extension);
+        // Refused for the model before decoding: no work for nothing.
+        if let ImageSupport::Refused { model } = policy.current() {
+            if let Some(format) = dsh_protocol::image::sniff(&bytes) {
+                return Ok(Err(image::refused_message(&owned, format, &model)));
+            }
+        }
+        let loaded = load_image_bytes(&bytes, &name, claimed)?;
+        let key = guard::key_of(&owned);
+        Ok(Ok((loaded, guard::version_of_bytes(&key, &meta, &bytes))))
+    });
+    let done = tokio::select! {
+        biased;
+        () = guard.ctx.cancel.cancelled() => {
+            return Err(ToolError::aborted(format!(
+                "reading the image {} was aborted",
+                path.display()
+            )))
+        }
+        done = work => done,
+    };
+    let outcome: Result<_, ImageError> = done.map_err(|e| {
+        ToolError::new(
+            codes::FS_IO,
+            format!("reading the image {} failed: {e}", path.display()),
+        )
+    })?;
+    let (loaded, version) = match outcome {
+        Ok(Ok(found)) => found,
+        Ok(Err(refused)) => return Err(ToolError::new(codes::FS_NOT_TEXT, refused)),
+        Err(ImageError::Io { source, .. }) => return Err(io_error(path, &source)),
+        Err(e) => return Err(ToolError::new(e.code(), e.to_string())),
+    };
+    guard.record(&version);
+    let kb = loaded.data.len().div_ceil(1024);
+    Ok(vec![
+        ContentBlock::text(format!(
+            "Image: {} ({}, {kb} KB sent)",
+            path.display(),
+            loaded.summary()
+        )),
+        ContentBlock::Image(loaded.block()),
+    ])
 }
 
 /// Where the writing tools read and write: the fence on their writes and

@@ -38,6 +38,8 @@ pub(crate) struct Window {
 /// Why a file cannot be shown as text.
 pub(crate) enum ReadError {
     NotText,
+    /// The file starts with an image's magic bytes.
+    Image(dsh_protocol::image::ImageFormat),
     Io(std::io::Error),
 }
 
@@ -74,6 +76,17 @@ pub(crate) fn text_window(
     read_on: &str,
 ) -> Result<Window, ReadError> {
     window_of(text.as_bytes(), key, mtime_ms, offset, limit, read_on)
+}
+
+/// The image format `head` (a file's first bytes) starts with, when its
+/// first 8 KiB are not text too: a text file that happens to start with
+/// `GIF89a` stays text.
+pub(crate) fn image_head(head: &[u8]) -> Option<dsh_protocol::image::ImageFormat> {
+    let format = dsh_protocol::image::sniff(head)?;
+    let head = &head[..head.len().min(SNIFF_BYTES)];
+    let binary = memchr::memchr(0, head).is_some()
+        || std::str::from_utf8(head).is_err_and(|e| e.error_len().is_some());
+    binary.then_some(format)
 }
 
 /// A streaming UTF-8 check of bytes fed in pieces split anywhere.
@@ -181,6 +194,9 @@ fn window_of(
 ) -> Result<Window, ReadError> {
     {
         let head = reader.fill_buf()?;
+        if let Some(format) = image_head(head) {
+            return Err(ReadError::Image(format));
+        }
         if memchr::memchr(0, &head[..head.len().min(SNIFF_BYTES)]).is_some() {
             return Err(ReadError::NotText);
         }

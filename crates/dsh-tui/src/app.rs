@@ -23,6 +23,9 @@
 //! - Questions: `y` allows once (approves a plan), `a` allows for the
 //!   session, `n` asks for a note for the model (Enter sends the denial),
 //!   Esc or Ctrl-C denies.
+//! - The model's own questions (`ask_user`): a choice dialog per question
+//!   ([`crate::ask`]): number keys pick (toggle, on a multi-select one;
+//!   Enter confirms), the last entry takes typed text, Esc declines.
 //!
 //! The live area is redrawn on every change and, while something runs, ten
 //! times a second; an idle chat draws nothing and wakes only for input.
@@ -41,6 +44,7 @@ use ratatui::layout::Rect;
 use ratatui::widgets::{Block, BorderType, Padding, Paragraph, Widget};
 use tokio::sync::mpsc;
 
+use crate::ask::AskDialog;
 use crate::composer::{Action, Completer, Composer};
 use crate::status::{now_ms, Status};
 use crate::text::{dim, wrap, Color, Line, Modifier, Paint, Span, Style};
@@ -269,6 +273,8 @@ struct Ui {
     composer: Composer,
     completer: SessionCompleter,
     questions: VecDeque<Question>,
+    /// The model's `ask_user` questions, shown after any approval.
+    asks: VecDeque<AskDialog>,
     /// The note being typed for a denial (the first question's).
     note: Option<String>,
     /// Steering messages sent and not yet taken by the agent.
@@ -314,6 +320,7 @@ impl Ui {
             },
             session,
             questions: VecDeque::new(),
+            asks: VecDeque::new(),
             note: None,
             queued: Vec::new(),
             exit_armed: None,
@@ -518,6 +525,16 @@ impl Ui {
                 }
                 self.questions.retain(|q| &q.id != approval_id);
             }
+            EventBody::QuestionAsked {
+                question_id,
+                questions,
+                ..
+            } => self
+                .asks
+                .push_back(AskDialog::new(question_id.clone(), questions.clone())),
+            EventBody::QuestionAnswered { question_id, .. } => {
+                self.asks.retain(|a| &a.id != question_id);
+            }
             EventBody::UserMessage { text, .. } => {
                 if let Some(i) = self.queued.iter().position(|q| q == text) {
                     self.queued.remove(i);
@@ -549,7 +566,9 @@ impl Ui {
                 None
             }
             TermEvent::Paste(text) => {
-                if self.questions.is_empty() {
+                if let (true, Some(ask)) = (self.questions.is_empty(), self.asks.front_mut()) {
+                    ask.paste(&text);
+                } else if self.questions.is_empty() {
                     if self.composer.paste(&text, &self.completer) {
                         self.say(
                             "dsh: the paste was cut at 16 MiB, the most the composer holds",
@@ -574,6 +593,15 @@ impl Ui {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if !self.questions.is_empty() {
             self.question_key(key);
+            return None;
+        }
+        if let Some(ask) = self.asks.front_mut() {
+            if let Some(reply) = ask.key(key) {
+                let id = ask.id.clone();
+                self.asks.pop_front();
+                // Answered elsewhere first: the answered event closed it.
+                let _ = self.session.answer_question(&id, reply);
+            }
             return None;
         }
         if !(ctrl && key.code == KeyCode::Char('c')) {
@@ -859,6 +887,13 @@ impl Ui {
             let top = rows.len();
             rows.extend(dialog);
             at.map(|(r, c)| (top + r, c))
+        } else if let Some(ask) = self.asks.front() {
+            let width = self.width.max(20);
+            let (body, at) = ask.body(width.saturating_sub(4).max(10));
+            let (dialog, at) = framed(body, ask.title(), width, at);
+            let top = rows.len();
+            rows.extend(dialog);
+            at.map(|(r, c)| (top + r, c))
         } else {
             let (composer, (r, c)) = self.composer_lines();
             let top = rows.len();
@@ -1091,24 +1126,7 @@ impl Ui {
                 &[],
             ));
         }
-        let height = body.len() + 2;
-        let area = Rect::new(0, 0, width as u16, height.min(u16::MAX as usize) as u16);
-        let mut buffer = Buffer::empty(area);
-        let ratatui_lines: Vec<ratatui::text::Line<'static>> =
-            body.iter().map(crate::text::to_ratatui).collect();
-        Paragraph::new(ratatui_lines)
-            .block(
-                Block::bordered()
-                    .border_type(BorderType::Rounded)
-                    .border_style(Style::new().fg(Color::Yellow))
-                    .padding(Padding::horizontal(1))
-                    .title(title),
-            )
-            .render(area, &mut buffer);
-        let lines = buffer_lines(&buffer);
-        // Inside the frame and its padding: one row and two columns in.
-        let cursor = cursor.map(|(r, c)| (r + 1, (c + 2).min(width - 1)));
-        (lines, cursor)
+        framed(body, title, width, cursor)
     }
 
     /// Writes the pending scrollback lines above the live area and redraws
@@ -1176,6 +1194,35 @@ impl Ui {
 }
 
 /// The rows of a ratatui buffer as styled lines (wide characters once).
+/// `body` in a rounded yellow frame titled `title`, `width` wide (at least
+/// 20), and the cursor's place in the frame for `cursor` (a place in the
+/// body).
+fn framed(
+    body: Vec<Line>,
+    title: String,
+    width: usize,
+    cursor: Option<(usize, usize)>,
+) -> (Vec<Line>, Option<(usize, usize)>) {
+    let height = body.len() + 2;
+    let area = Rect::new(0, 0, width as u16, height.min(u16::MAX as usize) as u16);
+    let mut buffer = Buffer::empty(area);
+    let ratatui_lines: Vec<ratatui::text::Line<'static>> =
+        body.iter().map(crate::text::to_ratatui).collect();
+    Paragraph::new(ratatui_lines)
+        .block(
+            Block::bordered()
+                .border_type(BorderType::Rounded)
+                .border_style(Style::new().fg(Color::Yellow))
+                .padding(Padding::horizontal(1))
+                .title(title),
+        )
+        .render(area, &mut buffer);
+    let lines = buffer_lines(&buffer);
+    // Inside the frame and its padding: one row and two columns in.
+    let cursor = cursor.map(|(r, c)| (r + 1, (c + 2).min(width - 1)));
+    (lines, cursor)
+}
+
 fn buffer_lines(buffer: &Buffer) -> Vec<Line> {
     let area = buffer.area;
     let mut out = Vec::new();

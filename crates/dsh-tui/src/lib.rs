@@ -9,9 +9,11 @@
 //!   used by the live chat, `dsh session show` and a resumed chat;
 //! - [`status`]: the live status line (what the agent does, timings,
 //!   tokens, context, model, mode);
+//! - [`ask`]: the choice dialog of the model's `ask_user` questions;
 //! - [`composer`] and [`app`]: the inline chat UI.
 
 pub mod app;
+pub mod ask;
 pub mod composer;
 pub mod highlight;
 pub mod markdown;

@@ -37,6 +37,12 @@ pub enum PriceSource {
     Config,
     /// The offline `echo` model: it calls no provider and costs nothing.
     Offline,
+    /// A provider preset's published prices
+    /// ([`crate::providers::Preset::prices`]).
+    Published,
+    /// A model of a local server (`ollama`, `lmstudio`, `vllm`,
+    /// `llamacpp`): it costs nothing.
+    Local,
 }
 
 /// One model of the catalogue.
@@ -48,6 +54,12 @@ pub struct ModelEntry {
     pub price: Option<Price>,
     /// Where the price comes from (meaningful when `price` is set).
     pub source: PriceSource,
+    /// Whether the model takes images (a `read` of an image, an attached
+    /// image).
+    pub images: bool,
+    /// The provider that serves it, when it is not the DeepSeek adapter or
+    /// the offline model.
+    pub provider: Option<String>,
 }
 
 /// Models by name.
@@ -103,6 +115,8 @@ impl Catalogue {
                     context_window: window,
                     price: Some(price),
                     source: PriceSource::BuiltIn,
+                    images: false,
+                    provider: None,
                 },
             );
         }
@@ -119,8 +133,20 @@ impl Catalogue {
                     },
                 )),
                 source: PriceSource::Offline,
+                // The offline model "sees" images (it describes them), so
+                // the image paths are testable without a provider.
+                images: true,
+                provider: None,
             },
         );
+        for preset in crate::providers::PRESETS {
+            for known in preset.models {
+                entries.insert(
+                    format!("{}/{}", preset.name, known.id),
+                    cat_known(preset.name, known),
+                );
+            }
+        }
         Catalogue { entries }
     }
 
@@ -138,7 +164,28 @@ impl Catalogue {
                     context_window: None,
                     price: None,
                     source: PriceSource::Config,
+                    images: false,
+                    provider: None,
                 });
+            if let Some(p) = &m.provider {
+                entry.provider = Some(p.clone());
+                let wire = m.id.as_deref().unwrap_or(name);
+                if let Some(known) = crate::providers::known_model(p, wire) {
+                    let builtin = cat_known(p, known);
+                    entry.context_window = entry.context_window.or(builtin.context_window);
+                    entry.images = builtin.images;
+                    if entry.price.is_none() {
+                        entry.price = builtin.price;
+                        entry.source = builtin.source;
+                    }
+                } else if crate::providers::preset(p).is_some_and(|p| p.local) {
+                    entry.price = Some(free());
+                    entry.source = PriceSource::Local;
+                }
+            }
+            if let Some(images) = m.images {
+                entry.images = images;
+            }
             if let Some(w) = m.context_window {
                 entry.context_window = Some(w);
             }
@@ -186,6 +233,43 @@ impl Catalogue {
         }
     }
 
+    /// Adds an entry for `route` when there is none: the preset's facts for
+    /// a model it knows, free for a local server's model, else no price
+    /// and no window (unknown).
+    pub fn add_route(&mut self, route: &crate::providers::Route) {
+        if let Some(entry) = self.entries.get_mut(&route.name) {
+            if entry.price.is_none() && route.local {
+                entry.price = Some(free());
+                entry.source = PriceSource::Local;
+            }
+            return;
+        }
+        let entry = match crate::providers::known_model(&route.provider, &route.wire) {
+            Some(known) => cat_known(&route.provider, known),
+            None => {
+                let local = route.local;
+                ModelEntry {
+                    context_window: None,
+                    price: local.then(free),
+                    source: if local {
+                        PriceSource::Local
+                    } else {
+                        PriceSource::Config
+                    },
+                    images: route.images,
+                    provider: Some(route.provider.clone()),
+                }
+            }
+        };
+        self.entries.insert(route.name.clone(), entry);
+    }
+
+    /// Whether `model` takes images (its entry says so; unknown models do
+    /// not).
+    pub fn takes_images(&self, model: &str) -> bool {
+        self.entries.get(model).is_some_and(|e| e.images)
+    }
+
     /// The entry of `model`.
     pub fn entry(&self, model: &str) -> Option<&ModelEntry> {
         self.entries.get(model)
@@ -226,10 +310,66 @@ impl Catalogue {
                 source: PriceSource::Offline,
                 ..
             }) => "the offline echo model calls no provider: free".to_string(),
+            Some(ModelEntry {
+                price: Some(_),
+                source: PriceSource::Published,
+                provider,
+                ..
+            }) => {
+                let preset = provider.as_deref().and_then(crate::providers::preset);
+                match preset.and_then(|p| p.prices) {
+                    Some((date, url)) => format!(
+                        "{}'s published prices of {date} ({url})",
+                        preset.map_or("the provider", |p| p.name)
+                    ),
+                    None => "the provider's published prices".to_string(),
+                }
+            }
+            Some(ModelEntry {
+                price: Some(_),
+                source: PriceSource::Local,
+                provider,
+                ..
+            }) => format!(
+                "a local server ({}): free",
+                provider.as_deref().unwrap_or("local")
+            ),
             _ => format!(
                 "no price known for {model:?} (add input_price and output_price to [models.{model:?}])"
             ),
         }
+    }
+}
+
+/// A price of nothing (local servers).
+fn free() -> Price {
+    Price::flat(
+        DEFAULT_CURRENCY,
+        Rates {
+            input: 0.0,
+            cached_input: 0.0,
+            output: 0.0,
+        },
+    )
+}
+
+/// The entry of a preset's known model.
+fn cat_known(provider: &str, known: &crate::providers::KnownModel) -> ModelEntry {
+    ModelEntry {
+        context_window: Some(known.context_window),
+        price: known.price.map(|(input, cached_input, output)| {
+            Price::flat(
+                DEFAULT_CURRENCY,
+                Rates {
+                    input,
+                    cached_input,
+                    output,
+                },
+            )
+        }),
+        source: PriceSource::Published,
+        images: known.images,
+        provider: Some(provider.to_string()),
     }
 }
 

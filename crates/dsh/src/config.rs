@@ -233,9 +233,14 @@ pub struct FileConfig {
     /// DeepSeek adapter settings.
     #[serde(default)]
     pub deepseek: DeepSeekSection,
-    /// `[models.<name>]`: per-model settings (`context_window`, prices).
+    /// `[models.<name>]`: per-model settings (`context_window`, prices,
+    /// `provider`).
     #[serde(default)]
     pub models: BTreeMap<String, ModelSection>,
+    /// `[providers.<name>]`: where models' requests go (see
+    /// [`crate::providers`]).
+    #[serde(default)]
+    pub providers: BTreeMap<String, crate::providers::ProviderSection>,
     /// `[budget]`: what a session may cost.
     #[serde(default)]
     pub budget: BudgetSection,
@@ -269,6 +274,10 @@ pub struct FileConfig {
     /// `[subagents]`: how deep sub-agents may nest.
     #[serde(default)]
     pub subagents: SubagentsSection,
+    /// `[web]`: the web tools (`web_fetch`, `web_search`); see
+    /// [`crate::tools::web`].
+    #[serde(default)]
+    pub web: crate::tools::web::WebSection,
     /// Which file set each path-valued or secret key (`system_prompt`,
     /// `session_dir`, `deepseek.api_key`), for messages; filled when a file
     /// is read, merged by [`FileConfig::overlay`].
@@ -394,6 +403,14 @@ pub struct ModelSection {
     /// or digits.
     #[serde(default, deserialize_with = "price::currency")]
     pub currency: Option<String>,
+    /// The provider that serves this model (a preset or a
+    /// `[providers.<name>]` table); default: the DeepSeek adapter.
+    pub provider: Option<String>,
+    /// The id sent to the provider (default: the table's name).
+    pub id: Option<String>,
+    /// Whether the model takes images (default: what the built-in entry
+    /// says, else false).
+    pub images: Option<bool>,
 }
 
 impl ModelSection {
@@ -659,7 +676,7 @@ impl FileConfig {
     /// The keys set in this file that an untrusted file may not set, as
     /// written in `dsh.toml`, in a fixed order: they run commands (`mcp`,
     /// `hooks`), read local files into the prompt (`system_prompt`), change
-    /// where the API key or the conversation goes (`deepseek.base_url`,
+    /// where the API key or the conversation goes (`deepseek.base_url`, `providers`,
     /// `deepseek.api_key`, `session_dir`), hand secrets to commands
     /// (`bash.env_passthrough`), loosen confinement (`sandbox`,
     /// `permission`), or raise a limit on memory, time, recursion or
@@ -674,6 +691,7 @@ impl FileConfig {
             ),
             ("deepseek.base_url", self.deepseek.base_url.is_some()),
             ("deepseek.api_key", self.deepseek.api_key.is_some()),
+            ("providers", !self.providers.is_empty()),
             ("system_prompt", self.system_prompt.is_some()),
             ("sandbox", self.sandbox.is_some()),
             ("permission", self.permission.is_some()),
@@ -685,6 +703,7 @@ impl FileConfig {
             .filter(|(_, present)| *present)
             .map(|(key, _)| key.to_string())
             .collect();
+        keys.extend(self.web.unsafe_keys());
         keys.extend(self.raised_limits().into_iter().map(|l| l.key));
         // A price decides what the budget lets through.
         for (name, m) in &self.models {
@@ -800,11 +819,13 @@ impl FileConfig {
         self.claude_hooks.clear();
         self.deepseek.base_url = None;
         self.deepseek.api_key = None;
+        self.providers.clear();
         self.system_prompt = None;
         self.sandbox = None;
         self.permission = None;
         self.session_dir = None;
         self.bash.env_passthrough = None;
+        self.web.clear_unsafe_keys();
         for m in self.models.values_mut() {
             m.input_price = None;
             m.cached_input_price = None;
@@ -910,10 +931,21 @@ impl FileConfig {
                             cached_input_price: m.cached_input_price.or(low.cached_input_price),
                             output_price: m.output_price.or(low.output_price),
                             currency: m.currency.or(low.currency),
+                            provider: m.provider.or(low.provider),
+                            id: m.id.or(low.id),
+                            images: m.images.or(low.images),
                         },
                     );
                 }
                 models
+            },
+            providers: {
+                let mut providers = self.providers;
+                for (name, p) in upper.providers {
+                    let low = providers.remove(&name).unwrap_or_default();
+                    providers.insert(name, p.over(low));
+                }
+                providers
             },
             // The lower budget wins: a project can only lower the user's.
             budget: BudgetSection {
@@ -935,6 +967,7 @@ impl FileConfig {
                     .allow_parallel_in_progress
                     .or(self.todo.allow_parallel_in_progress),
             },
+            web: self.web.overlay(upper.web),
             subagents: SubagentsSection {
                 max_depth: upper.subagents.max_depth.or(self.subagents.max_depth),
             },
@@ -1014,28 +1047,7 @@ pub fn anchored(path: &Path, dir: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
-/// `path` without `.` components and with each `..` applied to the
-/// component before it, textually: no symlink is followed, so a symlinked
-/// directory keeps its spelling. A `..` at the root stays there (`/..` is
-/// `/`); a leading `..` of a relative path is kept (`../../x`).
-pub(crate) fn lexical_normal(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                Some(Component::ParentDir | Component::CurDir) | None => out.push(c),
-            },
-            other => out.push(other),
-        }
-    }
-    out
-}
+pub(crate) use dsh_rules::lexical_normal;
 
 /// `$HOME`, when set and absolute.
 pub fn home_dir() -> Option<PathBuf> {

@@ -36,6 +36,7 @@ pub mod escalation;
 pub mod hooks;
 pub mod plan;
 pub mod prompt;
+pub mod providers;
 pub mod requests;
 pub mod result_limit;
 pub mod rules;

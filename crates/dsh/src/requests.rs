@@ -21,8 +21,12 @@ use dsh_session::{Deriver, EventPayload, SessionEvent};
 use serde_json::{json, Value};
 
 /// Log-only event: the provider and its wire options for the requests
-/// that follow, `{"provider": "deepseek", "thinking"?, "reasoningEffort"?}`
-/// or `{"provider": "echo"}`.
+/// that follow, `{"provider": "deepseek", "thinking"?, "reasoningEffort"?}`,
+/// `{"provider": "echo"}`, or for a routed model (see
+/// [`crate::providers`]) `{"provider": "openai-chat" | "anthropic",
+/// "name", "model", "wire", "images", …}` with the dialect's options
+/// (`maxTokensField`, `includeUsage`, `reasoningEffort`; `maxTokens`,
+/// `thinkingBudget`, `promptCaching`).
 pub const REQUEST_ADAPTER_KIND: &str = "request/adapter";
 
 /// A step's request as rebuilt from the log.
@@ -60,6 +64,128 @@ pub fn log_adapter(agent: &dyn Agent, config: Option<&DeepSeekConfig>) {
         kind: REQUEST_ADAPTER_KIND.to_string(),
         data,
     });
+}
+
+/// Logs `request/adapter` for a model served by `setup` (a routed model).
+pub fn log_routed_adapter(agent: &dyn Agent, setup: &crate::providers::AdapterSetup, model: &str) {
+    agent.session().append(EventPayload::Other {
+        kind: REQUEST_ADAPTER_KIND.to_string(),
+        data: routed_adapter_data(setup, model),
+    });
+}
+
+/// The `request/adapter` data of `model` served by `setup`.
+pub fn routed_adapter_data(setup: &crate::providers::AdapterSetup, model: &str) -> Value {
+    use crate::providers::AdapterSetup;
+    match setup {
+        AdapterSetup::OpenAi(c) => {
+            let route = c.models.iter().find(|m| m.name == model);
+            json!({
+                "provider": "openai-chat",
+                "name": c.provider,
+                "model": model,
+                "wire": route.map_or(model, |r| r.wire.as_str()),
+                "images": route.is_some_and(|r| r.images),
+                "maxTokensField": match c.quirks.max_tokens_field {
+                    dsh_llm_openai::MaxTokensField::MaxTokens => "max_tokens",
+                    dsh_llm_openai::MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+                },
+                "includeUsage": c.quirks.include_usage,
+                "reasoningEffort": c.quirks.reasoning_effort,
+            })
+        }
+        AdapterSetup::Anthropic(c) => {
+            let route = c.models.iter().find(|m| m.name == model);
+            json!({
+                "provider": "anthropic",
+                "name": c.provider,
+                "model": model,
+                "wire": route.map_or(model, |r| r.wire.as_str()),
+                "images": route.is_some_and(|r| r.images),
+                "maxTokens": c.max_tokens,
+                "thinkingBudget": c.thinking_budget,
+                "promptCaching": c.prompt_caching,
+            })
+        }
+        AdapterSetup::DeepSeek { names, .. } => json!({
+            "provider": "deepseek",
+            "name": setup.provider(),
+            "model": model,
+            "wire": names.get(model).map_or(model, String::as_str),
+        }),
+    }
+}
+
+/// The body the adapter named by the logged `adapter` options sends for
+/// `request`, byte for byte (DeepSeek, `openai-chat`, `anthropic`); for
+/// the offline model, the request as JSON.
+///
+/// # Errors
+/// The adapter's own refusals.
+pub fn request_body(request: &ModelRequest, adapter: &Value) -> Result<Vec<u8>, dsh_llm::LlmError> {
+    let mut request = request.clone();
+    if let Some(wire) = adapter["wire"].as_str() {
+        if adapter["model"].as_str() == Some(request.model.as_str()) {
+            request.model = wire.to_string();
+        }
+    }
+    let route = |name: &str| {
+        (
+            name.to_string(),
+            adapter["images"].as_bool().unwrap_or(false),
+        )
+    };
+    match adapter["provider"].as_str() {
+        Some("deepseek") => deepseek_body(&request, adapter),
+        Some("openai-chat") => {
+            let (name, images) = route(&request.model);
+            let mut c = dsh_llm_openai::OpenAiConfig {
+                provider: adapter["name"].as_str().unwrap_or_default().to_string(),
+                models: vec![dsh_llm_openai::ModelRoute {
+                    wire: name.clone(),
+                    name,
+                    images,
+                }],
+                ..Default::default()
+            };
+            if adapter["maxTokensField"] == "max_completion_tokens" {
+                c.quirks.max_tokens_field = dsh_llm_openai::MaxTokensField::MaxCompletionTokens;
+            }
+            if let Some(v) = adapter["includeUsage"].as_bool() {
+                c.quirks.include_usage = v;
+            }
+            c.quirks.reasoning_effort = adapter["reasoningEffort"].as_str().map(str::to_string);
+            dsh_llm_openai::request_bytes(&request, &c)
+        }
+        Some("anthropic") => {
+            let (name, images) = route(&request.model);
+            let mut c = dsh_llm_anthropic::AnthropicConfig {
+                provider: adapter["name"].as_str().unwrap_or_default().to_string(),
+                models: vec![dsh_llm_anthropic::ModelRoute {
+                    wire: name.clone(),
+                    name,
+                    images,
+                }],
+                ..Default::default()
+            };
+            if let Some(v) = adapter["maxTokens"]
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+            {
+                c.max_tokens = v;
+            }
+            c.thinking_budget = adapter["thinkingBudget"]
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok());
+            if let Some(v) = adapter["promptCaching"].as_bool() {
+                c.prompt_caching = v;
+            }
+            dsh_llm_anthropic::request_bytes(&request, &c)
+        }
+        _ => serde_json::to_vec(&request).map_err(|e| {
+            dsh_llm::LlmError::new(dsh_llm::LlmErrorKind::InvalidRequest, e.to_string())
+        }),
+    }
 }
 
 /// Every step request of the log, in order. Markers whose parts cannot

@@ -167,6 +167,13 @@ impl Rules {
         Ok(added)
     }
 
+    /// The file [`Rules::save_for_project`] writes to
+    /// (`<user config dir>/permissions.toml`); `None` without a
+    /// configuration directory.
+    pub fn saved_rules_file(&self) -> Option<PathBuf> {
+        Some(self.config_dir.as_deref()?.join(dsh_rules::RULES_FILE))
+    }
+
     /// The allow rules (joined by `, `) that answer `question` about
     /// `call` without asking anybody, or `None`. Only two questions are
     /// answered: a PreToolUse hook's ask, and an escalation to

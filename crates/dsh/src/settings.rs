@@ -59,6 +59,13 @@ pub struct Resolved {
     pub model: String,
     /// DeepSeek settings, when a key is configured.
     pub deepseek: Option<dsh_llm_deepseek::DeepSeekConfig>,
+    /// Every provider (presets and `[providers.<name>]`).
+    pub providers: Vec<crate::providers::Provider>,
+    /// Every route of a model to a provider (see [`crate::providers`]),
+    /// usable or not.
+    pub routes: Vec<crate::providers::Route>,
+    /// The adapters the stack registers for the usable routes.
+    pub adapters: Vec<crate::providers::AdapterSetup>,
     /// Retries of transient model failures.
     pub max_retries: u32,
     /// Session directory.
@@ -124,6 +131,9 @@ pub struct Resolved {
     pub todo_allow_parallel_in_progress: bool,
     /// How deep sub-agents may nest (`[subagents] max_depth`, default 3).
     pub subagent_max_depth: u32,
+    /// The web tools (`[web]`): `web_fetch` and `web_search`, each on or
+    /// off and why.
+    pub web: crate::tools::web::WebSettings,
     /// Notices about the configuration (ignored keys of an untrusted project
     /// config, reserved keys), for the user; resolving did not fail.
     pub warnings: Vec<String>,
@@ -186,8 +196,20 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
     let file = apply_trust(loaded, settings.project_trust, &mut warnings, &mut problem);
     let hooks = compile_hooks(&file, &config_name, &mut warnings, &mut problem);
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let deepseek_key_env = file
+        .providers
+        .get("deepseek")
+        .and_then(|p| p.api_key_env.clone())
+        .filter(|v| v != "DEEPSEEK_API_KEY");
     let (mut api_key, key_source) = match env("DEEPSEEK_API_KEY") {
         Some(key) => (Some(key), "DEEPSEEK_API_KEY (environment)".to_string()),
+        None if deepseek_key_env.as_deref().and_then(env).is_some() => {
+            let var = deepseek_key_env.clone().unwrap_or_default();
+            (
+                env(&var),
+                format!("{var} (environment, [providers.deepseek] api_key_env)"),
+            )
+        }
         None => (
             file.deepseek.api_key.clone(),
             match file.origins.get("deepseek.api_key") {
@@ -206,7 +228,13 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
     let deepseek = api_key.and_then(|key| {
         let mut cfg = dsh_llm_deepseek::DeepSeekConfig {
             api_key: Some(key),
-            base_url: env("DEEPSEEK_BASE_URL").or_else(|| file.deepseek.base_url.clone()),
+            base_url: env("DEEPSEEK_BASE_URL")
+                .or_else(|| file.deepseek.base_url.clone())
+                .or_else(|| {
+                    file.providers
+                        .get("deepseek")
+                        .and_then(|p| p.base_url.clone())
+                }),
             ..Default::default()
         };
         for m in &file.deepseek.models {
@@ -241,9 +269,47 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
             }
         }
     });
+    let requested = settings
+        .model
+        .clone()
+        .or_else(|| env("DSH_MODEL"))
+        .or_else(|| file.model.clone());
+    // `deepseek/<model>` is the DeepSeek adapter's `<model>`.
+    let requested = requested.map(|m| match m.strip_prefix("deepseek/") {
+        Some(rest) if !file.models.contains_key(&m) && !rest.is_empty() => rest.to_string(),
+        _ => m,
+    });
+    let mut deepseek = deepseek;
+    if let (Some(cfg), Some(m)) = (deepseek.as_mut(), requested.as_ref()) {
+        if m.starts_with("deepseek-") && !cfg.models.contains(m) && !m.contains('/') {
+            cfg.models.push(m.clone());
+        }
+    }
+    let (providers, provider_problems) = crate::providers::providers(&file.providers);
+    for p in provider_problems {
+        problem(format!(
+            "invalid config [INVALID_CONFIG]: {config_name}: {p}"
+        ));
+    }
+    let (routes, route_problems) =
+        crate::providers::routes(&providers, &file.models, requested.as_deref());
+    for p in route_problems {
+        problem(format!(
+            "invalid config [INVALID_CONFIG]: {config_name}: {p}"
+        ));
+    }
+    let (adapters, adapter_problems) = crate::providers::adapters(&providers, &routes);
+    for p in adapter_problems {
+        problem(format!(
+            "invalid config [INVALID_CONFIG]: {config_name}: {p}"
+        ));
+    }
     let mut models = vec![ECHO_MODEL.to_string()];
     if let Some(cfg) = &deepseek {
         models.extend(cfg.models.iter().cloned());
+    }
+    for a in &adapters {
+        models.extend(a.names());
     }
     let default_model = match &deepseek {
         Some(_) => dsh_llm_deepseek::DEFAULT_MODELS
@@ -252,20 +318,23 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
             .to_string(),
         None => ECHO_MODEL.to_string(),
     };
-    let mut model = settings
-        .model
-        .clone()
-        .or_else(|| env("DSH_MODEL"))
-        .or_else(|| file.model.clone())
-        .unwrap_or(default_model);
+    let mut model = requested.unwrap_or(default_model);
     if !models.contains(&model) {
         let deepseek_model = dsh_llm_deepseek::DEFAULT_MODELS.contains(&model.as_str())
             || file.deepseek.models.contains(&model);
-        problem(model_problem(
-            &model,
-            &models,
-            deepseek.is_none() && deepseek_model,
-        ));
+        let unusable = routes
+            .iter()
+            .find(|r| r.name == model)
+            .and_then(|r| providers.iter().find(|p| p.name == r.provider))
+            .and_then(crate::providers::Provider::missing_key);
+        match unusable {
+            Some(why) => problem(format!("model \"{model}\": {why}")),
+            None => problem(model_problem(
+                &model,
+                &models,
+                deepseek.is_none() && deepseek_model,
+            )),
+        }
         model = ECHO_MODEL.to_string();
     }
     let session_dir = settings
@@ -396,11 +465,20 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
     {
         bash.allow_unix_sockets = sockets;
     }
+    let mut catalogue = crate::catalogue::Catalogue::with_config(&file.models);
+    for route in &routes {
+        catalogue.add_route(route);
+    }
     let context_window = file
         .models
         .get(&model)
         .and_then(|m| m.context_window)
-        .unwrap_or(dsh_llm_deepseek::CONTEXT_WINDOW);
+        .or_else(|| catalogue.entry(&model).and_then(|e| e.context_window))
+        .unwrap_or(if routes.iter().any(|r| r.name == model) {
+            crate::providers::DEFAULT_CONTEXT_WINDOW
+        } else {
+            dsh_llm_deepseek::CONTEXT_WINDOW
+        });
     let mut compaction = dsh_compaction::CompactionConfig::for_window(context_window);
     if let Some(t) = file.compaction.threshold {
         compaction.threshold = t;
@@ -427,12 +505,20 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
         (None, Some(names)) => tools(names, &config_name),
         (None, None) => None,
     };
-    let catalogue = crate::catalogue::Catalogue::with_config(&file.models);
     let max_cost_per_session = file.budget.max_cost_per_session;
     if max_cost_per_session.is_some() && catalogue.price(&model).is_none() {
         warnings.push(crate::budget::unchecked_warning(&model));
     }
+    let web = crate::tools::web::resolve(
+        &file.web,
+        tools.as_deref(),
+        bash.network,
+        network_hosts.as_ref(),
+        &mut problem,
+        &mut warnings,
+    );
     let resolved = Resolved {
+        web,
         compaction,
         catalogue,
         max_cost_per_session,
@@ -443,6 +529,9 @@ pub fn diagnose(settings: &Settings) -> Diagnosis {
         permission_rules,
         model,
         deepseek,
+        providers,
+        routes,
+        adapters,
         max_retries: file
             .deepseek
             .max_retries

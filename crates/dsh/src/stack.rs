@@ -66,6 +66,9 @@ pub struct Stack {
     pub rules: Arc<crate::rules::Rules>,
     /// The plan-mode switch (see [`Stack::plan_mode`]).
     pub plan: Arc<PlanMode>,
+    /// Who `ask_user` asks: empty until a front end that can answer sets
+    /// an asker (the controller does while a client is attached).
+    pub questions: Arc<crate::tools::ask_user::UserQuestions>,
     /// The command hooks, when any is configured (see
     /// [`Stack::submit_prompt`]).
     pub hooks: Option<Arc<crate::hooks::Installed>>,
@@ -96,6 +99,9 @@ pub struct Stack {
     /// The model `/model` switched to, read by the `agent/request`
     /// listener (see [`Stack::set_model`]); `None`: the resolved model.
     model_override: Arc<std::sync::Mutex<Option<String>>>,
+    /// The adapters of routed models (see [`crate::providers`]): the
+    /// resolved ones, then those `/model provider/model` added.
+    routed: std::sync::Mutex<Vec<crate::providers::AdapterSetup>>,
 }
 
 /// A session claimed by [`Stack::prepare_session`], ready for
@@ -186,6 +192,12 @@ impl Stack {
         scope.add(llm.register_adapter(&[ECHO_MODEL], Arc::new(echo_model::adapter()))?);
         if let Some(cfg) = &resolved.deepseek {
             scope.add(cfg.clone().install(&kernel)?);
+        }
+        let routed = resolved.adapters.clone();
+        for setup in &routed {
+            scope.add(setup.clone().register(&llm).map_err(DshError::from)?);
+        }
+        if resolved.deepseek.is_some() || !resolved.adapters.is_empty() {
             let retry = dsh_llm::RetryConfig {
                 max_retries: resolved.max_retries,
                 ..Default::default()
@@ -277,6 +289,15 @@ impl Stack {
                 }
                 .install(&kernel)?,
             );
+            // `web_fetch` and `web_search`, when `[web]` (or the tool list)
+            // turned them on.
+            scope.add(
+                dsh_tool_web::WebTools {
+                    fetch: resolved.web.fetch.clone(),
+                    search: resolved.web.search.clone(),
+                }
+                .install(&kernel)?,
+            );
         }
         if options.coding_prompt {
             scope.add(
@@ -301,6 +322,20 @@ impl Stack {
             scope.add(subagents.install(&tools, move |name| {
                 crate::tools::selected(only.as_deref(), offline, name)
             })?);
+        }
+        let questions = crate::tools::ask_user::UserQuestions::new();
+        if options.builtin_tools
+            && crate::tools::selected(
+                resolved.tools.as_deref(),
+                resolved.model == ECHO_MODEL,
+                crate::tools::ask_user::ASK_USER_TOOL,
+            )
+        {
+            let children = subagents.clone();
+            scope.add(tools.register(crate::tools::ask_user::ask_user_tool(
+                questions.clone(),
+                Arc::new(move |agent| children.depth_of(agent) == 0),
+            ))?);
         }
         // Before the hooks: a presented plan ends the turn without asking
         // the Stop hooks to keep it going.
@@ -328,6 +363,12 @@ impl Stack {
         let model_override = Arc::new(std::sync::Mutex::new(None));
         scope.add(install_model_override(
             &agents,
+            resolved.model.clone(),
+            model_override.clone(),
+        ));
+        // `read` of an image asks whether the model in force takes images.
+        files.set_images(image_policy(
+            resolved.catalogue.clone(),
             resolved.model.clone(),
             model_override.clone(),
         ));
@@ -372,6 +413,7 @@ impl Stack {
             approver,
             rules,
             plan,
+            questions,
             hooks,
             compactor,
             checkpoints,
@@ -383,6 +425,7 @@ impl Stack {
             announced,
             persisting: std::sync::Mutex::new(None),
             model_override,
+            routed: std::sync::Mutex::new(routed),
         })
     }
 
@@ -426,6 +469,12 @@ impl Stack {
             .unwrap_or_else(|| self.resolved.model.clone())
     }
 
+    /// Whether the model in force ([`Stack::model`]) takes images, as the
+    /// catalogue says (`[models.<name>] images = true`, provider routes).
+    pub fn takes_images(&self) -> bool {
+        self.resolved.catalogue.takes_images(&self.model())
+    }
+
     /// The models served (registered adapters), in registration order:
     /// `echo`, then the DeepSeek models when a key is configured, then
     /// any added with [`Stack::add_adapter`].
@@ -452,7 +501,10 @@ impl Stack {
         source: &str,
         agent: Option<&dyn Agent>,
     ) -> Result<(), StackError> {
-        let models = self.models();
+        let mut models = self.models();
+        if !models.iter().any(|m| m == name) && self.add_route(name)? {
+            models = self.models();
+        }
         if !models.iter().any(|m| m == name) {
             let needs_key = self.resolved.deepseek.is_none()
                 && dsh_llm_deepseek::DEFAULT_MODELS.contains(&name);
@@ -467,9 +519,69 @@ impl Stack {
                 kind: MODEL_CHANGE_EVENT.to_string(),
                 data: serde_json::json!({ "model": name, "source": source }),
             });
-            crate::requests::log_adapter(agent, self.deepseek_for(name));
+            self.log_adapter(agent, name);
         }
         Ok(())
+    }
+
+    /// Serves `name` when it is written `provider/model` for a provider
+    /// whose key is there: registers an adapter for that one route.
+    /// Returns whether it did.
+    ///
+    /// # Errors
+    /// [`StackError::Usage`] when the provider is known but its key is
+    /// missing, or its adapter refuses the settings.
+    fn add_route(&self, name: &str) -> Result<bool, StackError> {
+        let providers = &self.resolved.providers;
+        let Some((provider, wire)) =
+            crate::providers::split(name, providers, &std::collections::BTreeMap::new())
+        else {
+            return Ok(false);
+        };
+        let Some(p) = providers.iter().find(|p| p.name == provider) else {
+            return Ok(false);
+        };
+        if p.kind == crate::providers::ProviderKind::DeepSeek && p.name == "deepseek" {
+            return Ok(false);
+        }
+        if let Some(why) = p.missing_key() {
+            return Err(StackError::Usage(format!("model \"{name}\": {why}")));
+        }
+        let route = crate::providers::Route {
+            name: name.to_string(),
+            provider: provider.to_string(),
+            wire: wire.to_string(),
+            images: crate::providers::known_model(provider, wire).is_some_and(|k| k.images),
+            local: p.local,
+        };
+        let (mut setups, problems) = crate::providers::adapters(providers, &[route]);
+        if let Some(problem) = problems.into_iter().next() {
+            return Err(StackError::Usage(problem));
+        }
+        let Some(setup) = setups.pop() else {
+            return Ok(false);
+        };
+        let registration = setup
+            .clone()
+            .register(&self.llm)
+            .map_err(|e| StackError::Usage(e.to_string()))?;
+        self.scope.add(registration);
+        dsh_kernel::sync::lock(&self.routed).push(setup);
+        Ok(true)
+    }
+
+    /// Logs `request/adapter` for `model` in `agent`'s session: the
+    /// routed provider's options, the DeepSeek options, or the offline
+    /// model.
+    fn log_adapter(&self, agent: &dyn Agent, model: &str) {
+        let routed = dsh_kernel::sync::lock(&self.routed)
+            .iter()
+            .find(|a| a.names().iter().any(|n| n == model))
+            .cloned();
+        match routed {
+            Some(setup) => crate::requests::log_routed_adapter(agent, &setup, model),
+            None => crate::requests::log_adapter(agent, self.deepseek_for(model)),
+        }
     }
 
     /// The DeepSeek configuration when it serves `model`.
@@ -840,7 +952,7 @@ impl Stack {
                 dsh_kernel::sync::lock(&self.warnings).push(warning);
             }
         }
-        crate::requests::log_adapter(agent, self.deepseek_for(&self.model()));
+        self.log_adapter(agent, &self.model());
     }
 
     /// Persistence starts with the first agent (or resumed session):
@@ -952,6 +1064,26 @@ const QUIESCE_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 /// The id of the agent [`Stack::create_agent`] makes: front ends follow
 /// its events (sub-agents have ids `agent-N`).
 pub const MAIN_AGENT_ID: &str = "main";
+
+/// The file tools' image policy: the catalogue asked about the model in
+/// force (the `/model` switch in `model_override`, else `model`) at each
+/// image read.
+fn image_policy(
+    catalogue: crate::catalogue::Catalogue,
+    model: String,
+    model_override: Arc<std::sync::Mutex<Option<String>>>,
+) -> dsh_tool_fs::ImagePolicy {
+    dsh_tool_fs::ImagePolicy::new(move || {
+        let current = dsh_kernel::sync::lock(&model_override)
+            .clone()
+            .unwrap_or_else(|| model.clone());
+        if catalogue.takes_images(&current) {
+            dsh_tool_fs::ImageSupport::Accepted
+        } else {
+            dsh_tool_fs::ImageSupport::Refused { model: current }
+        }
+    })
+}
 
 /// Why a compaction cannot run on the offline echo model.
 pub const NEEDS_MODEL: &str = "compaction needs a model to write the summary, and the offline echo model cannot: set DEEPSEEK_API_KEY (or [deepseek] api_key) and pick a model with --model";

@@ -78,6 +78,21 @@ async def main() -> None:
                 break
         with open(path) as f:
             check("approved write done", f.read() == "over ws\n")
+
+        asks = {"questions": [{"question": "Which?", "options": [{"label": "a"}, {"label": "b"}]}, {"question": "Why?"}]}
+        await client.prompt(sid, "call ask_user " + json.dumps(asks))
+        result = None
+        async for event in events:
+            if event["type"] == "question_asked":
+                qid = event["questionId"]
+                await expect_error("INVALID_ANSWER", client.answer_question(sid, qid, [{"selected": [7]}, {}]))
+                await client.answer_question(sid, qid, [{"selected": [1]}, {"text": "because"}])
+                await expect_error("UNKNOWN_QUESTION", client.answer_question(sid, qid, {"outcome": "declined"}))
+            elif event["type"] == "tool_finished":
+                result = event["output"]
+            elif event["type"] == "status" and event["status"] == "idle":
+                break
+        check("questions answered", result == "Q: Which?\nA: b\nQ: Why?\nA: because", result)
         found = await client.files(sid, "WS.T")
         check("files found", "ws.txt" in found["paths"], found)
 

@@ -18,6 +18,21 @@ export type Decision =
 /** How an approval question can be answered. */
 export type DecisionName = Decision["decision"];
 
+/**
+ * The answer to one `ask_user` question: option indexes (from 0; one
+ * unless the question is `multiSelect`), free text, both, or neither
+ * (`{}`: skipped).
+ */
+export interface QuestionAnswer {
+  selected?: number[];
+  text?: string;
+}
+
+/** The reply to a `question_asked` event: one answer per question, in order, or declined. */
+export type QuestionReply =
+  | { outcome: "answered"; answers: QuestionAnswer[] }
+  | { outcome: "declined" };
+
 // -- parameters ---------------------------------------------------------------
 
 /** `initialize`: who the client is. */
@@ -99,6 +114,14 @@ export interface AnswerParams {
   /** The `approvalId` of the `approval_asked` event. */
   approvalId: string;
   decision: Decision;
+}
+
+/** `session/answer_question`. */
+export interface AnswerQuestionParams {
+  sessionId: string;
+  /** The `questionId` of the `question_asked` event. */
+  questionId: string;
+  reply: QuestionReply;
 }
 
 /** `session/command`. */
@@ -311,6 +334,7 @@ export interface Methods {
   "session/set_plan_mode": { params: SetPlanModeParams; result: Changed };
   "session/compact": { params: CompactParams; result: Text };
   "session/answer": { params: AnswerParams; result: Empty };
+  "session/answer_question": { params: AnswerQuestionParams; result: Empty };
   "session/command": { params: CommandParams; result: CommandResult };
   "session/files": { params: FilesParams; result: FilesResult };
   "session/events": { params: PageParams; result: EventsPage };
@@ -362,6 +386,23 @@ export interface FileDiff {
 export interface TodoEntry {
   content: string;
   status: string;
+}
+
+/** One choice of an `ask_user` question. */
+export interface QuestionChoice {
+  label: string;
+  description?: string;
+}
+
+/** One `ask_user` question; the person may always answer in free text. */
+export interface QuestionSpec {
+  question: string;
+  /** A short label (`Database`). */
+  header?: string;
+  /** The choices, in order: an answer selects their indexes. */
+  options?: QuestionChoice[];
+  /** Whether several options may be chosen. */
+  multiSelect?: boolean;
 }
 
 /** First event; again after `/clear` (`cleared`: the old log's id). */
@@ -454,6 +495,19 @@ export interface ApprovalDecided extends EventBase {
   type: "approval_decided";
   approvalId: string;
   decision: Decision;
+}
+/** The model asks the person (`ask_user`): reply with `Client.answerQuestion`. */
+export interface QuestionAsked extends EventBase {
+  type: "question_asked";
+  questionId: string;
+  callId: string;
+  questions: QuestionSpec[];
+}
+/** The questions were answered or declined (a withdrawn question reads as declined). */
+export interface QuestionAnswered extends EventBase {
+  type: "question_answered";
+  questionId: string;
+  reply: QuestionReply;
 }
 /** The agent's status; the session takes a new prompt once it is `idle`. */
 export interface Status extends EventBase {
@@ -563,6 +617,8 @@ export type Event =
   | Todos
   | ApprovalAsked
   | ApprovalDecided
+  | QuestionAsked
+  | QuestionAnswered
   | Status
   | Activity
   | Usage
@@ -780,6 +836,13 @@ export declare class Client {
   compact(sessionId: string, focus?: string): Promise<Text>;
   /** `session/answer`: answers an `approval_asked` event; the first answer wins (`UNKNOWN_APPROVAL` after). */
   answer(sessionId: string, approvalId: string, decision: DecisionName | Decision, note?: string): Promise<void>;
+  /**
+   * `session/answer_question`: replies to a `question_asked` event (an
+   * array of answers, one per question, or a whole `QuestionReply` such as
+   * `{ outcome: "declined" }`); the first reply wins (`UNKNOWN_QUESTION`
+   * after, `INVALID_ANSWER` when the answers do not fit).
+   */
+  answerQuestion(sessionId: string, questionId: string, reply: QuestionAnswer[] | QuestionReply): Promise<void>;
   /** `session/command`: a chat command line (`/model`, `/todo`, ...). */
   command(sessionId: string, line: string): Promise<CommandResult>;
   /** `session/files`: workspace paths containing `query`, shortest first (for `@` completion). */

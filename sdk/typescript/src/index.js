@@ -26,6 +26,7 @@ export const METHODS = Object.freeze([
   "session/set_plan_mode",
   "session/compact",
   "session/answer",
+  "session/answer_question",
   "session/command",
   "session/files",
   "session/events",
@@ -48,6 +49,8 @@ export const EVENT_TYPES = Object.freeze([
   "todos",
   "approval_asked",
   "approval_decided",
+  "question_asked",
+  "question_answered",
   "status",
   "activity",
   "usage",
@@ -389,6 +392,11 @@ export class Client {
     const body = typeof decision === "string" ? { decision } : { ...decision };
     if (note !== undefined) body.note = note;
     await this.call("session/answer", { sessionId, approvalId, decision: body });
+  }
+
+  async answerQuestion(sessionId, questionId, reply) {
+    const body = Array.isArray(reply) ? { outcome: "answered", answers: reply } : reply;
+    await this.call("session/answer_question", { sessionId, questionId, reply: body });
   }
 
   command(sessionId, line) {

@@ -69,6 +69,19 @@ for await (const event of events) {
   } else if (event.type === "status" && event.status === "idle") break;
 }
 check("approved write done", readFileSync(path, "utf8") === "over ws\n");
+
+const asks = { questions: [{ question: "Which?", options: [{ label: "a" }, { label: "b" }] }, { question: "Why?" }] };
+await client.prompt(sessionId, `call ask_user ${JSON.stringify(asks)}`);
+let result;
+for await (const event of events) {
+  if (event.type === "question_asked") {
+    await expectError("INVALID_ANSWER", client.answerQuestion(sessionId, event.questionId, [{ selected: [7] }, {}]));
+    await client.answerQuestion(sessionId, event.questionId, [{ selected: [1] }, { text: "because" }]);
+    await expectError("UNKNOWN_QUESTION", client.answerQuestion(sessionId, event.questionId, { outcome: "declined" }));
+  } else if (event.type === "tool_finished") result = event.output;
+  else if (event.type === "status" && event.status === "idle") break;
+}
+check("questions answered", result === "Q: Which?\nA: b\nQ: Why?\nA: because", result);
 const found = await client.files(sessionId, { query: "WS-TS" });
 check("files found", found.paths.includes("ws-ts.txt"), found);
 

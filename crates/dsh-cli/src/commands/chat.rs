@@ -279,6 +279,20 @@ impl Feed {
                             p.decided(approval_id);
                         }
                     }
+                    EventBody::QuestionAsked {
+                        question_id,
+                        questions,
+                        ..
+                    } => {
+                        if let Some(p) = &person {
+                            p.questions_asked(question_id, questions);
+                        }
+                    }
+                    EventBody::QuestionAnswered { question_id, .. } => {
+                        if let Some(p) = &person {
+                            p.questions_settled(question_id);
+                        }
+                    }
                     EventBody::Status { status } => {
                         running_tx.send_replace(status == "running");
                     }

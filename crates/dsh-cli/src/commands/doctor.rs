@@ -1,6 +1,7 @@
 //! `dsh doctor`: what this machine and this configuration give dsh — the
 //! sandbox mechanism and whether it enforces the mode in full, the config
-//! files read, the model and the key, the MCP servers. Starts nothing.
+//! files read, the model and the key, the web tools, the MCP servers.
+//! Starts nothing.
 
 use dsh::config::ConfigOrigin;
 use dsh::SandboxMode;
@@ -97,7 +98,26 @@ pub(crate) fn run(args: DoctorArgs) -> u8 {
         "not set (only the offline echo model is available)"
     };
     line(&format!("model: {}", resolved.model));
+    if let Some(route) = resolved.routes.iter().find(|r| r.name == resolved.model) {
+        if let Some(p) = resolved.providers.iter().find(|p| p.name == route.provider) {
+            let key = match (&p.api_key_env, p.api_key().is_some()) {
+                (Some(var), true) => format!("set ({var})"),
+                (Some(var), false) if p.key_required => format!("not set ({var})"),
+                _ => "not needed".to_string(),
+            };
+            line(&format!(
+                "  provider: {} ({}, {}), sent as {:?}; key: {key}",
+                p.name,
+                p.kind.as_str(),
+                p.base_url,
+                route.wire
+            ));
+        }
+    }
     line(&format!("  DeepSeek key: {key}"));
+    line("web tools:");
+    line(&format!("  web_fetch: {}", resolved.web.fetch_status));
+    line(&format!("  web_search: {}", resolved.web.search_status));
     line("mcp servers (run outside the sandbox):");
     if resolved.mcp.is_empty() {
         line("  (none)");

@@ -573,7 +573,9 @@ fn texts(content: &[ContentBlock]) -> String {
     for block in content {
         match block {
             ContentBlock::Text(t) => parts.push(t.text.clone()),
-            ContentBlock::Image(_) => parts.push("*(an image)*".to_string()),
+            ContentBlock::Image(b) => {
+                parts.push(format!("*{}*", dsh_session::image_placeholder(b)))
+            }
             ContentBlock::ToolResult(r) => parts.extend(
                 r.content
                     .iter()

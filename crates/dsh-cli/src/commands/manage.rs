@@ -440,10 +440,16 @@ fn cut_at_turn(events: Vec<SessionEvent>, n: u64) -> Result<Vec<SessionEvent>, S
 
 /// Writes `events` as the new log `<dir>/<id>.jsonl`: a private temp file
 /// (0600), synced, then renamed into place.
+/// Images go to the new session's own `images/` by hash, as the live store
+/// writes them.
 fn write_new_log(dir: &Path, id: &str, events: &[SessionEvent]) -> std::io::Result<()> {
     let mut bytes = Vec::new();
+    let images = dsh_session::images_dir(dir, id);
     for e in events {
-        dsh_session::write_jsonl_line(e, &mut bytes);
+        match dsh_session::store_images(e, &images).map_err(std::io::Error::other)? {
+            Some(stored) => dsh_session::write_jsonl_line(&stored, &mut bytes),
+            None => dsh_session::write_jsonl_line(e, &mut bytes),
+        }
     }
     write_private(&dir.join(format!("{id}.jsonl")), &bytes)
 }

@@ -8,6 +8,7 @@ pub(crate) mod doctor;
 pub(crate) mod export;
 pub(crate) mod manage;
 pub(crate) mod mcp;
+pub(crate) mod models;
 pub(crate) mod permissions;
 pub(crate) mod picker;
 pub(crate) mod resolve;

@@ -320,11 +320,7 @@ fn show_requests(events: &[dsh_session::SessionEvent]) -> u8 {
         return 0;
     }
     for r in steps {
-        let body = if r.adapter["provider"] == "deepseek" {
-            dsh::requests::deepseek_body(&r.request, &r.adapter).map_err(|e| e.to_string())
-        } else {
-            serde_json::to_vec(&r.request).map_err(|e| e.to_string())
-        };
+        let body = dsh::requests::request_body(&r.request, &r.adapter).map_err(|e| e.to_string());
         match body {
             Ok(body) => out.push_str(&format!(
                 "--- turn {} step {} (seq {}): {} bytes\n{}\n",
@@ -1072,7 +1068,7 @@ fn blocks(content: &[ContentBlock]) -> String {
                 );
             }
             ContentBlock::Image(b) => {
-                let _ = write!(s, "image {}", clip(&b.url, 80));
+                let _ = write!(s, "{}", dsh_session::image_placeholder(b));
             }
             ContentBlock::Other { kind, .. } => {
                 let _ = write!(s, "{kind} block");

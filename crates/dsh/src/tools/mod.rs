@@ -5,12 +5,14 @@
 //! implementing [`dsh_tools::ArgsTool`]), add it to the list below, and pin
 //! its schema with a drift test. `docs/adding-a-tool.md` walks through it.
 
+pub mod ask_user;
 mod bash;
 pub mod detached;
 mod echo;
 pub mod exit_plan_mode;
 mod skill;
 pub mod todo;
+pub mod web;
 
 use std::sync::Arc;
 
@@ -42,8 +44,11 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "grep",
     "todo_write",
     "exit_plan_mode",
+    "ask_user",
     "str_replace_editor",
     "skill",
+    "web_fetch",
+    "web_search",
 ];
 
 /// Built-in tools that stay callable but are never offered to the model
@@ -59,8 +64,10 @@ pub fn offered(name: &str) -> bool {
 }
 
 /// Built-in tools offered only when selected by name (`tools` in dsh.toml
-/// or `--tools`): the SWE-bench editor, for benchmark set-ups.
-pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor"];
+/// or `--tools`): the SWE-bench editor, for benchmark set-ups; and
+/// `web_fetch` and `web_search`, which `[web]` can turn on too (the stack
+/// registers them from [`web::WebSettings`], not [`BuiltinTools`]).
+pub const OPT_IN_TOOLS: &[&str] = &["str_replace_editor", "web_fetch", "web_search"];
 
 /// The built-in tools plugin: `echo`, then the bash family (`bash`,
 /// `bash_output`, `bash_kill`) running on `executor`, the job tools

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from types import TracebackType
-from typing import Any, Dict, Mapping, NoReturn, Optional, Sequence, Type, Union, cast
+from typing import Any, Dict, List, Mapping, NoReturn, Optional, Sequence, Type, Union, cast
 
 from .errors import DshError
 from .transport import StdioTransport, Transport, WebSocketTransport
@@ -21,6 +21,8 @@ from .types import (
     Decision,
     DecisionName,
     EventsPage,
+    QuestionAnswer,
+    QuestionReply,
     FilesResult,
     InitializeResult,
     ListResult,
@@ -52,6 +54,7 @@ METHODS = (
     "session/set_plan_mode",
     "session/compact",
     "session/answer",
+    "session/answer_question",
     "session/command",
     "session/files",
     "session/events",
@@ -438,6 +441,21 @@ class Client:
         if note is not None:
             body["note"] = note
         await self.call("session/answer", {"sessionId": session_id, "approvalId": approval_id, "decision": body})
+
+    async def answer_question(
+        self,
+        session_id: str,
+        question_id: str,
+        reply: Union[List[QuestionAnswer], QuestionReply],
+    ) -> None:
+        """`session/answer_question`: replies to a `question_asked` event:
+        a list of answers, one per question in order (`{"selected": [0]}`,
+        `{"text": "..."}`, `{}` to skip one), or a whole reply such as
+        `{"outcome": "declined"}`. The first reply of any client wins,
+        later ones raise `UNKNOWN_QUESTION`; answers that do not fit the
+        questions raise `INVALID_ANSWER`."""
+        body: Dict[str, Any] = {"outcome": "answered", "answers": list(reply)} if isinstance(reply, list) else dict(reply)
+        await self.call("session/answer_question", {"sessionId": session_id, "questionId": question_id, "reply": body})
 
     async def command(self, session_id: str, line: str) -> CommandResult:
         """`session/command`: a chat command line (`/model`, `/todo`, ...)."""

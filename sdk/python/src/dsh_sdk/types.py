@@ -30,6 +30,50 @@ class Decision(_DecisionBase, total=False):
     note: str
 
 
+class QuestionAnswer(TypedDict, total=False):
+    """The answer to one `ask_user` question: option indexes (from 0; one
+    unless the question is `multiSelect`), free text, both, or neither
+    (`{}`: skipped)."""
+
+    selected: List[int]
+    text: str
+
+
+class _QuestionReplyBase(TypedDict):
+    outcome: Literal["answered", "declined"]
+
+
+class QuestionReply(_QuestionReplyBase, total=False):
+    """The reply to a `question_asked` event: `{"outcome": "answered",
+    "answers": [...]}` (one per question, in order) or `{"outcome":
+    "declined"}`."""
+
+    answers: List[QuestionAnswer]
+
+
+class _QuestionChoiceBase(TypedDict):
+    label: str
+
+
+class QuestionChoice(_QuestionChoiceBase, total=False):
+    """One choice of an `ask_user` question."""
+
+    description: str
+
+
+class _QuestionSpecBase(TypedDict):
+    question: str
+
+
+class QuestionSpec(_QuestionSpecBase, total=False):
+    """One `ask_user` question (the person may always answer in free
+    text); an answer selects `options` by index."""
+
+    header: str
+    options: List[QuestionChoice]
+    multiSelect: bool
+
+
 class _CommandInfoBase(TypedDict):
     name: str
     description: str
@@ -333,6 +377,25 @@ class ApprovalDecided(_EventBase):
     decision: Decision
 
 
+class QuestionAsked(_EventBase):
+    """The model asks the person (`ask_user`): reply with
+    `Client.answer_question`."""
+
+    type: Literal["question_asked"]
+    questionId: str
+    callId: str
+    questions: List[QuestionSpec]
+
+
+class QuestionAnswered(_EventBase):
+    """The questions were answered or declined (a withdrawn question reads
+    as declined)."""
+
+    type: Literal["question_answered"]
+    questionId: str
+    reply: QuestionReply
+
+
 class Status(_EventBase):
     """The agent's status: `idle`, `running` or `disposed`."""
 
@@ -497,6 +560,8 @@ Event = Union[
     Todos,
     ApprovalAsked,
     ApprovalDecided,
+    QuestionAsked,
+    QuestionAnswered,
     Status,
     Activity,
     Usage,
@@ -532,6 +597,8 @@ EVENT_TYPES: Tuple[str, ...] = (
     "todos",
     "approval_asked",
     "approval_decided",
+    "question_asked",
+    "question_answered",
     "status",
     "activity",
     "usage",
