@@ -92,6 +92,9 @@ struct Live {
     /// Counts `session/cancel`s, so a prompt sees a cancel that came
     /// before its turn started.
     cancels: watch::Sender<u64>,
+    /// The custom commands the client was last told of (`None`: not told
+    /// yet); a change is announced again.
+    announced: Mutex<Option<Vec<dsh::custom_commands::CommandSummary>>>,
 }
 
 /// The server's state.
@@ -147,7 +150,7 @@ pub async fn serve(
                     match server.open(&cx, req.cwd, &req.mcp_servers, None).await {
                         Ok((id, modes)) => {
                             responder.respond(NewSessionResponse::new(id.clone()).modes(modes))?;
-                            announce_commands(&cx, &id, &server.custom_commands(&id));
+                            server.announce_commands(&cx, &id);
                             Ok(())
                         }
                         Err(message) => responder.respond_with_error(invalid_params(message)),
@@ -164,7 +167,7 @@ pub async fn serve(
                     match server.open(&cx, req.cwd, &req.mcp_servers, Some(&id)).await {
                         Ok((id, modes)) => {
                             responder.respond(LoadSessionResponse::new().modes(modes))?;
-                            announce_commands(&cx, &id, &server.custom_commands(&id));
+                            server.announce_commands(&cx, &id);
                             Ok(())
                         }
                         Err(message) => responder.respond_with_error(invalid_params(message)),
@@ -182,10 +185,17 @@ pub async fn serve(
                     .live(req.session_id.to_string().as_str())
                     .map(|l| l.cancels.subscribe());
                 cx.clone().spawn(async move {
-                    match server.prompt(&cx, &req, cancels).await {
+                    let id = req.session_id.to_string();
+                    // Command files added or changed since the last look
+                    // (by the person, or by the turn) are told before the
+                    // prompt runs and after it ended.
+                    server.announce_commands(&cx, &id);
+                    let answered = match server.prompt(&cx, &req, cancels).await {
                         Ok(stop) => responder.respond(PromptResponse::new(stop)),
                         Err(message) => responder.respond_with_error(invalid_params(message)),
-                    }
+                    };
+                    server.announce_commands(&cx, &id);
+                    answered
                 })
             },
             agent_client_protocol::on_receive_request!(),
@@ -289,11 +299,21 @@ impl Server {
         lock(&self.sessions).get(id).cloned()
     }
 
-    /// The custom commands of open session `id` (none when it is not open).
-    fn custom_commands(&self, id: &str) -> Vec<dsh::custom_commands::CommandSummary> {
-        self.live(id)
-            .map(|l| l.session.custom_commands().summaries())
-            .unwrap_or_default()
+    /// Tells the client of open session `id` its commands
+    /// (`available_commands_update`) the first time, and again whenever
+    /// its custom commands changed since it was last told (a command file
+    /// added, removed or edited). Nothing for a session that is not open.
+    fn announce_commands(&self, cx: &Conn, id: &str) {
+        let Some(live) = self.live(id) else {
+            return;
+        };
+        let custom = live.session.custom_commands().summaries();
+        let mut announced = lock(&live.announced);
+        if announced.as_ref() == Some(&custom) {
+            return;
+        }
+        announce_commands(cx, id, &custom);
+        *announced = Some(custom);
     }
 
     /// Opens a controller session in `cwd` with the client's MCP servers
@@ -350,6 +370,7 @@ impl Server {
                 forwarded,
                 told,
                 cancels: watch::Sender::new(0),
+                announced: Mutex::new(None),
             }),
         );
         Ok((id, modes))

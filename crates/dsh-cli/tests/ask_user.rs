@@ -55,6 +55,10 @@ fn the_inline_ui_asks_in_a_dialog_numbers_pick_and_toggle_text_and_esc() {
         assert!(screen.contains(shown), "{shown:?} missing:\n{screen}");
     }
     assert!(!idle(&screen), "the dialog has the focus:\n{screen}");
+    // The status line says whose move it is: an answer, not an approval.
+    s.wait_for("the status line", |t| {
+        t.contains("waiting for your answer") && !t.contains("waiting for approval")
+    });
     s.keys("2");
     let screen = s.wait_for("the second question", |t| t.contains("Question 2/2"));
     assert!(screen.contains("1. [ ] linux"), "{screen}");
@@ -158,4 +162,12 @@ fn dsh_run_has_no_user_to_ask_and_says_so_to_the_model() {
     assert!(log.contains("no user to ask"), "{log}");
     assert!(log.contains("Decide yourself and say what you assumed"));
     assert_eq!(home.of_type("question/asked").len(), 1);
+    // The saved session shows the call as the question it asked.
+    let id = home.only_session();
+    let (shown, _) = home.run(&["session", "show", &id], Duration::from_secs(30));
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("Ask \"Which database?\" (+1 more)"),
+        "{shown}"
+    );
 }

@@ -507,43 +507,61 @@ fn sse(
     ])
 }
 
-fn config(home: &Path, server: &str, extra: &str) -> std::path::PathBuf {
-    let file = home.join("cfg.toml");
+/// What a live run leaves: `dsh`'s output, the server (for the requests
+/// it received) and the private HOME (for the session logs).
+struct Live {
+    out: Output,
+    server: dsh_testkit::LoopbackServer,
+    home: tempfile::TempDir,
+}
+
+/// Starts a loopback DeepSeek server answering `script`, writes a config
+/// (`deepseek-v4-flash` by default, `[deepseek]` at the server, the extra
+/// model `deepseek-v4-exp`, then `extra`) into a fresh HOME and runs
+/// `dsh <command> --config <file> <rest…>` there with stdin from `input`.
+async fn live(
+    script: Vec<dsh_testkit::ScriptedResponse>,
+    extra: &str,
+    command: &'static str,
+    rest: &'static [&'static str],
+    input: Option<&'static str>,
+) -> Result<Live, Box<dyn std::error::Error>> {
+    let server = dsh_testkit::LoopbackServer::start(script).await?;
+    let home = tempfile::tempdir()?;
+    let cfg = home.path().join("cfg.toml");
     std::fs::write(
-        &file,
+        &cfg,
         format!(
-            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{server}\"\nmodels = [\"deepseek-v4-exp\"]\n{extra}"
+            "model = \"deepseek-v4-flash\"\n[deepseek]\napi_key = \"sk-test\"\nbase_url = \"{}\"\nmodels = [\"deepseek-v4-exp\"]\n{extra}",
+            server.base_url()
         ),
-    )
-    .unwrap();
-    file
+    )?;
+    let h = home.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        let cfg = cfg.to_string_lossy().into_owned();
+        let mut args = vec![command, "--config", cfg.as_str()];
+        args.extend_from_slice(rest);
+        dsh(&h, &args, input)
+    })
+    .await?;
+    Ok(Live { out, server, home })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn slash_cost_shows_tokens_by_kind_the_cost_and_the_price_source() {
-    let server = dsh_testkit::LoopbackServer::start([sse(
-        serde_json::json!({"role":"assistant","content":"hello there"}),
-        "stop",
-        serde_json::json!({"prompt_tokens":2_000_000,"prompt_cache_hit_tokens":1_500_000,"prompt_cache_miss_tokens":500_000,"completion_tokens":1000,"completion_tokens_details":{"reasoning_tokens":400}}),
-    )])
-    .await
-    .unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let cfg = config(
-        home.path(),
-        server.base_url(),
+async fn slash_cost_shows_tokens_by_kind_the_cost_and_the_price_source(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Live { out, server, .. } = live(
+        vec![sse(
+            serde_json::json!({"role":"assistant","content":"hello there"}),
+            "stop",
+            serde_json::json!({"prompt_tokens":2_000_000,"prompt_cache_hit_tokens":1_500_000,"prompt_cache_miss_tokens":500_000,"completion_tokens":1000,"completion_tokens_details":{"reasoning_tokens":400}}),
+        )],
         "[models.deepseek-v4-flash]\ninput_price = 1\ncached_input_price = 0.1\noutput_price = 2\n",
-    );
-    let h = home.path().to_path_buf();
-    let out = tokio::task::spawn_blocking(move || {
-        dsh(
-            &h,
-            &["chat", "--config", cfg.to_str().unwrap()],
-            Some("hi\n/cost\n"),
-        )
-    })
-    .await
-    .unwrap();
+        "chat",
+        &[],
+        Some("hi\n/cost\n"),
+    )
+    .await?;
     assert!(out.status.success(), "{}", err(&out));
     assert!(text(&out).contains("hello there"));
     // The line mode answers commands on stderr.
@@ -564,38 +582,33 @@ async fn slash_cost_shows_tokens_by_kind_the_cost_and_the_price_source() {
         "{shown}"
     );
     assert_eq!(server.requests().len(), 1, "/cost sends nothing");
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_budget_stops_the_turn_before_a_request_that_would_pass_it() {
+async fn the_budget_stops_the_turn_before_a_request_that_would_pass_it(
+) -> Result<(), Box<dyn std::error::Error>> {
     let args = serde_json::json!({"command": "echo step output", "description": "d"}).to_string();
-    let server = dsh_testkit::LoopbackServer::start([
-        sse(
-            serde_json::json!({"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"bash","arguments":args}}]}),
-            "tool_calls",
-            serde_json::json!({"prompt_tokens":400_000,"completion_tokens":10}),
-        ),
-        sse(
-            serde_json::json!({"role":"assistant","content":"done"}),
-            "stop",
-            serde_json::json!({"prompt_tokens":400_100,"completion_tokens":1}),
-        ),
-    ])
-    .await
-    .unwrap();
-    let home = tempfile::tempdir().unwrap();
     // $0.40 spent by the first request; the second would add about $0.40.
-    let cfg = config(
-        home.path(),
-        server.base_url(),
+    let Live { out, server, home } = live(
+        vec![
+            sse(
+                serde_json::json!({"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"bash","arguments":args}}]}),
+                "tool_calls",
+                serde_json::json!({"prompt_tokens":400_000,"completion_tokens":10}),
+            ),
+            sse(
+                serde_json::json!({"role":"assistant","content":"done"}),
+                "stop",
+                serde_json::json!({"prompt_tokens":400_100,"completion_tokens":1}),
+            ),
+        ],
         "[models.deepseek-v4-flash]\ninput_price = 1\noutput_price = 1\n[budget]\nmax_cost_per_session = 0.5\n",
-    );
-    let h = home.path().to_path_buf();
-    let out = tokio::task::spawn_blocking(move || {
-        dsh(&h, &["run", "--config", cfg.to_str().unwrap(), "go"], None)
-    })
-    .await
-    .unwrap();
+        "run",
+        &["go"],
+        None,
+    )
+    .await?;
     let e = err(&out);
     assert_eq!(out.status.code(), Some(1), "a turn error: {e}");
     assert!(e.contains("BUDGET_EXCEEDED"), "{e}");
@@ -618,40 +631,24 @@ async fn the_budget_stops_the_turn_before_a_request_that_would_pass_it() {
         .unwrap();
     let logged = std::fs::read_to_string(log).unwrap();
     assert!(logged.contains("\"code\":\"BUDGET_EXCEEDED\""), "{logged}");
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unpriced_model_cannot_be_budgeted_and_is_not_blocked() {
-    let server = dsh_testkit::LoopbackServer::start([sse(
-        serde_json::json!({"role":"assistant","content":"fine"}),
-        "stop",
-        serde_json::json!({"prompt_tokens":9_000_000,"completion_tokens":10}),
-    )])
-    .await
-    .unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let cfg = config(
-        home.path(),
-        server.base_url(),
+async fn an_unpriced_model_cannot_be_budgeted_and_is_not_blocked(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let Live { out, server, .. } = live(
+        vec![sse(
+            serde_json::json!({"role":"assistant","content":"fine"}),
+            "stop",
+            serde_json::json!({"prompt_tokens":9_000_000,"completion_tokens":10}),
+        )],
         "[budget]\nmax_cost_per_session = 0.01\n",
-    );
-    let h = home.path().to_path_buf();
-    let out = tokio::task::spawn_blocking(move || {
-        dsh(
-            &h,
-            &[
-                "run",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--model",
-                "deepseek-v4-exp",
-                "go",
-            ],
-            None,
-        )
-    })
-    .await
-    .unwrap();
+        "run",
+        &["--model", "deepseek-v4-exp", "go"],
+        None,
+    )
+    .await?;
     let e = err(&out);
     assert!(out.status.success(), "{e}");
     assert_eq!(text(&out), "fine\n");
@@ -662,4 +659,5 @@ async fn an_unpriced_model_cannot_be_budgeted_and_is_not_blocked() {
     );
     assert!(e.contains("\"deepseek-v4-exp\""), "{e}");
     assert_eq!(server.requests().len(), 1);
+    Ok(())
 }

@@ -434,6 +434,38 @@ fn acp_advertises_custom_commands_and_runs_them_as_turns() {
         .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
         .collect();
     assert!(text.ends_with("The echo tool says: hello Zoe"), "{text}");
+    let announces = |seen: &[Value]| {
+        seen.iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+            .count()
+    };
+    assert_eq!(announces(&turn), 0, "unchanged commands are not told again");
+    // A command file added while the session is open is told at the next
+    // prompt (once the folders are looked at again, after 2 s).
+    write(
+        &home.config_dir().join("commands/bye.md"),
+        "---\ndescription: Say goodbye\n---\necho bye\n",
+    );
+    std::thread::sleep(dsh::custom_commands::RESCAN_AFTER + Duration::from_millis(200));
+    send(
+        json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId": session,"prompt":[{"type":"text","text":"echo hi"}]}}),
+    );
+    let turn = until(&response(4));
+    assert_eq!(announces(&turn), 1, "{turn:?}");
+    let told = turn
+        .iter()
+        .find(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+        .unwrap();
+    let names: Vec<&str> = told["params"]["update"]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"bye") && names.contains(&"greet"),
+        "{names:?}"
+    );
     drop(send);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");

@@ -183,7 +183,7 @@ fn the_web_app_works_in_a_real_browser() {
     let result: serde_json::Value = serde_json::from_str(result).unwrap();
     assert_eq!(result["failed"], 0, "{result}");
     assert!(
-        result["passed"].as_u64().unwrap() >= 22,
+        result["passed"].as_u64().unwrap() >= 25,
         "every scenario ran: {result}"
     );
     assert!(

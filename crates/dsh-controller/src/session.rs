@@ -39,6 +39,10 @@ const TITLE_WAIT: Duration = Duration::from_secs(3);
 /// How long [`Session::close`] waits for commands still running to let go
 /// of the stack before shutting it down.
 const RELEASE_WAIT: Duration = Duration::from_secs(5);
+/// How long a between-turns command waits for an agent whose turn's end
+/// is logged to go idle (it does so right after; see
+/// [`Session::between_turns`]).
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
 
 /// An open session. Obtained from [`crate::Controller`]; closed with
 /// [`crate::Controller::close`] (or [`Session::close`]).
@@ -68,6 +72,8 @@ pub struct Session {
     live_from: std::sync::atomic::AtomicU64,
     /// A turn started (its message is logged) and has not logged its end.
     turn_open: Arc<AtomicBool>,
+    /// Woken when the main agent goes idle (or is disposed).
+    settled: Arc<tokio::sync::Notify>,
     /// The workspace's custom commands (read again when they change).
     custom: dsh::custom_commands::Commands,
     /// The limits of a custom command's turn (`model:`, `allowed-tools:`).
@@ -190,6 +196,7 @@ impl Session {
             closed: AtomicBool::new(false),
             live_from: std::sync::atomic::AtomicU64::new(0),
             turn_open: Arc::new(AtomicBool::new(false)),
+            settled: Arc::new(tokio::sync::Notify::new()),
             custom,
             command_turn: dsh::custom_commands::CommandTurn::new(),
         })
@@ -248,6 +255,41 @@ impl Session {
     /// Whether a turn runs now.
     pub fn is_running(&self) -> bool {
         self.status() == AgentStatus::Running
+    }
+
+    /// Checks that no turn runs, for a command that runs between turns
+    /// (`what`, named in the error). A turn whose end is logged has ended
+    /// for every client (`turn_ended` was published), but its agent goes
+    /// idle a moment later; that moment is waited for (up to 2 s), so a
+    /// client may send `/undo` as soon as it saw the turn end.
+    ///
+    /// # Errors
+    /// `TURN_RUNNING` when a turn is open in the log, one is queued, or the
+    /// agent did not settle in time.
+    pub(crate) async fn between_turns(&self, what: &str) -> CommandResult<()> {
+        let running = || {
+            CommandError::new(
+                codes::TURN_RUNNING,
+                format!("{what} runs between turns; try again when this one has ended (abort it to stop it now)"),
+            )
+        };
+        let deadline = tokio::time::Instant::now() + SETTLE_WAIT;
+        loop {
+            let settled = self.settled.notified();
+            tokio::pin!(settled);
+            // Registered before the check, so an idle announced in between
+            // still wakes this wait.
+            settled.as_mut().enable();
+            if !self.is_running() {
+                return Ok(());
+            }
+            if self.busy() {
+                return Err(running());
+            }
+            if tokio::time::timeout_at(deadline, settled).await.is_err() {
+                return Err(running());
+            }
+        }
     }
 
     /// Whether a turn is under way as far as the log goes (its message or
@@ -450,12 +492,7 @@ impl Session {
     /// `TURN_RUNNING`; the compaction's own error (the echo model cannot
     /// summarise; a failed summary request); `SESSION_CLOSED`.
     pub async fn compact(&self, focus: Option<&str>) -> CommandResult<dsh_compaction::Outcome> {
-        if self.is_running() {
-            return Err(CommandError::new(
-                codes::TURN_RUNNING,
-                "/compact runs between turns; try again when this one has ended",
-            ));
-        }
+        self.between_turns("/compact").await?;
         let stack = self.stack()?;
         let agent = self.agent()?;
         stack
@@ -689,12 +726,7 @@ impl Session {
     /// `TURN_RUNNING`; `SESSION_CLOSED`; the new session could not start
     /// (the session is then closed: it has no agent left).
     pub async fn clear(&self) -> CommandResult<(String, String)> {
-        if self.is_running() {
-            return Err(CommandError::new(
-                codes::TURN_RUNNING,
-                "/clear runs between turns; try again when this one has ended (abort it to stop it now)",
-            ));
-        }
+        self.between_turns("/clear").await?;
         let stack = self.stack()?;
         let old = lock(&self.handle).take().ok_or_else(closed)?;
         let old_id = old.agent().session().id().to_string();
@@ -1123,7 +1155,7 @@ impl Session {
                 hub.publish(activity);
             }
         }));
-        let (hub, follow) = (self.hub.clone(), self.follow.clone());
+        let (hub, follow, settled) = (self.hub.clone(), self.follow.clone(), self.settled.clone());
         listeners.push(stack.agents.hooks().status.on(move |change| {
             let ours = change.agent.id().as_str() == dsh::MAIN_AGENT_ID
                 && change.agent.session().id().as_str() == lock(&follow).as_str();
@@ -1131,6 +1163,9 @@ impl Session {
                 hub.publish(EventBody::Status {
                     status: change.status.as_str().to_string(),
                 });
+                if change.status != AgentStatus::Running {
+                    settled.notify_waiters();
+                }
             }
         }));
         let (hub, follow, translator) = (

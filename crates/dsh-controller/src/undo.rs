@@ -72,19 +72,7 @@ impl Session {
         &self,
         what: &str,
     ) -> CommandResult<(Arc<Checkpoints>, Arc<dyn Agent>)> {
-        // A turn that just ended may not have said so yet.
-        for _ in 0..50 {
-            if !self.is_running() {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        if self.is_running() {
-            return Err(CommandError::new(
-                codes::TURN_RUNNING,
-                format!("{what} runs between turns; try again when this one has ended (abort it to stop it now)"),
-            ));
-        }
+        self.between_turns(what).await?;
         let stack = self.stack()?;
         Ok((stack.checkpoints.clone(), self.agent()?))
     }
@@ -233,29 +221,7 @@ pub(crate) fn describe_turns(turns: &[TurnPoint]) -> String {
 
 /// `YYYY-MM-DD HH:MM` (UTC) of a Unix time in milliseconds.
 fn clock(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
-/// The calendar date of `days` since 1970-01-01 (Howard Hinnant's
-/// algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    dsh_protocol::time::Utc::from_unix_ms(ms).minutes()
 }
 
 #[cfg(test)]

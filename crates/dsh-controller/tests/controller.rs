@@ -4,61 +4,25 @@
 //! close.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::{open, read_until};
 use dsh::{SandboxMode, Settings};
-use dsh_controller::{
-    Controller, Decision, Event, EventBody, OpenError, Reply, Session, SessionOptions,
-};
+use dsh_controller::{Controller, Decision, Event, EventBody, OpenError, Reply, SessionOptions};
 use dsh_session::TurnEndReason;
 use serde_json::json;
 
 /// A controller on the echo model in `dir` (workspace; sessions under
 /// `sessions/`), with an empty config file.
 fn controller(dir: &Path, permission: Option<SandboxMode>) -> Controller {
-    let config = dir.join("empty.toml");
-    std::fs::write(&config, "").unwrap();
     Controller::new(Settings {
-        model: Some("echo".into()),
-        cwd: Some(dir.to_path_buf()),
-        session_dir: Some(dir.join("sessions")),
-        config: Some(config),
         permission,
-        ..Default::default()
+        ..common::echo_settings(dir, "")
     })
-}
-
-async fn open(c: &Controller, options: SessionOptions) -> Arc<Session> {
-    match c.open(options).await {
-        Ok(s) => s,
-        Err(OpenError::Failed { error, .. }) => panic!("open failed: {error}"),
-        Err(OpenError::Stopped(never)) => match never {},
-    }
-}
-
-/// Reads events from `from` until `stop` holds for one (included).
-async fn read_until(
-    session: &Session,
-    from: u64,
-    stop: impl Fn(&EventBody) -> bool,
-) -> Vec<Arc<Event>> {
-    let mut sub = session.subscribe(Some(from));
-    let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let item = tokio::time::timeout_at(deadline, sub.next())
-            .await
-            .expect("the event came in time")
-            .expect("the stream is open")
-            .expect("nothing lost");
-        let done = stop(&item.body);
-        seen.push(item);
-        if done {
-            return seen;
-        }
-    }
 }
 
 fn kinds(events: &[Arc<Event>]) -> Vec<&'static str> {

@@ -3,49 +3,26 @@
 //! (free unless the configuration prices it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use dsh::Settings;
-use dsh_controller::{Controller, EventBody, OpenError, Reply, Session, SessionOptions};
+use std::path::Path;
+
+use common::{open, read_until};
+use dsh_controller::{Controller, EventBody, Reply, Session, SessionOptions};
 use dsh_session::TurnEndReason;
 
 fn controller(dir: &Path, config: &str) -> Controller {
-    let file = dir.join("cfg.toml");
-    std::fs::write(&file, config).unwrap();
-    Controller::new(Settings {
-        model: Some("echo".into()),
-        cwd: Some(dir.to_path_buf()),
-        session_dir: Some(dir.join("sessions")),
-        config: Some(file),
-        ..Default::default()
-    })
-}
-
-async fn open(c: &Controller) -> Arc<Session> {
-    match c.open(SessionOptions::default()).await {
-        Ok(s) => s,
-        Err(OpenError::Failed { error, .. }) => panic!("open failed: {error}"),
-        Err(OpenError::Stopped(never)) => match never {},
-    }
+    Controller::new(common::echo_settings(dir, config))
 }
 
 /// Prompts and waits for the turn's end; returns its reason.
 async fn turn(s: &Session, prompt: &str) -> TurnEndReason {
     let from = s.next_seq();
     s.prompt(prompt).await.unwrap();
-    let mut sub = s.subscribe(Some(from));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let e = tokio::time::timeout_at(deadline, sub.next())
-            .await
-            .expect("in time")
-            .expect("open")
-            .expect("nothing lost");
-        if let EventBody::TurnEnded { reason, .. } = &e.body {
-            return reason.clone();
-        }
+    let seen = read_until(s, from, |b| matches!(b, EventBody::TurnEnded { .. })).await;
+    match seen.last().map(|e| &e.body) {
+        Some(EventBody::TurnEnded { reason, .. }) => reason.clone(),
+        other => panic!("{other:?}"),
     }
 }
 
@@ -53,7 +30,7 @@ async fn turn(s: &Session, prompt: &str) -> TurnEndReason {
 async fn slash_cost_reports_the_sessions_requests_priced() {
     let dir = tempfile::tempdir().unwrap();
     let c = controller(dir.path(), "");
-    let s = open(&c).await;
+    let s = open(&c, SessionOptions::default()).await;
     assert_eq!(turn(&s, "echo hi").await, TurnEndReason::Completed);
     match s.command("cost", "").await {
         Reply::Cost(report) => {
@@ -87,7 +64,7 @@ async fn the_budget_ends_the_turn_before_a_request_that_would_pass_it() {
         dir.path(),
         "[models.echo]\ninput_price = 1000\noutput_price = 1000\n[budget]\nmax_cost_per_session = 0.5\n",
     );
-    let s = open(&c).await;
+    let s = open(&c, SessionOptions::default()).await;
     match turn(&s, "echo hi").await {
         TurnEndReason::Error { code, message } => {
             assert_eq!(code.as_deref(), Some("BUDGET_EXCEEDED"));

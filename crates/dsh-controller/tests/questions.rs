@@ -5,57 +5,20 @@
 //! nobody watching, refused to sub-agents; every call logged.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
-use dsh::Settings;
+use common::{open, read_until};
 use dsh_controller::{
-    Controller, Event, EventBody, OpenError, QuestionAnswer, QuestionReply, QuestionSpec, Session,
+    Controller, Event, EventBody, QuestionAnswer, QuestionReply, QuestionSpec, Session,
     SessionOptions,
 };
 use serde_json::{json, Value};
 
 fn controller(dir: &Path) -> Controller {
-    let config = dir.join("empty.toml");
-    std::fs::write(&config, "").unwrap();
-    Controller::new(Settings {
-        model: Some("echo".into()),
-        cwd: Some(dir.to_path_buf()),
-        session_dir: Some(dir.join("sessions")),
-        config: Some(config),
-        ..Default::default()
-    })
-}
-
-async fn open(c: &Controller) -> Arc<Session> {
-    match c.open(SessionOptions::default()).await {
-        Ok(s) => s,
-        Err(OpenError::Failed { error, .. }) => panic!("open failed: {error}"),
-        Err(OpenError::Stopped(never)) => match never {},
-    }
-}
-
-async fn read_until(
-    session: &Session,
-    from: u64,
-    stop: impl Fn(&EventBody) -> bool,
-) -> Vec<Arc<Event>> {
-    let mut sub = session.subscribe(Some(from));
-    let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let item = tokio::time::timeout_at(deadline, sub.next())
-            .await
-            .expect("the event came in time")
-            .expect("the stream is open")
-            .expect("nothing lost");
-        let done = stop(&item.body);
-        seen.push(item);
-        if done {
-            return seen;
-        }
-    }
+    Controller::new(common::echo_settings(dir, ""))
 }
 
 fn turn_ended(b: &EventBody) -> bool {
@@ -118,7 +81,7 @@ fn logged(s: &Session, kind: &str) -> Vec<Value> {
 async fn questions_are_answered_by_the_first_fitting_reply_and_logged() {
     let dir = tempfile::tempdir().unwrap();
     let c = controller(dir.path());
-    let s = open(&c).await;
+    let s = open(&c, SessionOptions::default()).await;
     let _watching = s.attach_approver();
     let (from, id, questions) = ask(&s, &two_questions()).await;
     assert_eq!(questions.len(), 3);
@@ -208,7 +171,7 @@ async fn questions_are_answered_by_the_first_fitting_reply_and_logged() {
 async fn a_declined_call_is_an_error_result_and_a_skipped_question_reads_no_answer() {
     let dir = tempfile::tempdir().unwrap();
     let c = controller(dir.path());
-    let s = open(&c).await;
+    let s = open(&c, SessionOptions::default()).await;
     let _watching = s.attach_approver();
     let (from, id, _) = ask(&s, &two_questions()).await;
     s.answer_question(&id, QuestionReply::Declined).unwrap();
@@ -243,7 +206,7 @@ async fn a_declined_call_is_an_error_result_and_a_skipped_question_reads_no_answ
 async fn with_nobody_watching_the_model_is_told_there_is_no_user() {
     let dir = tempfile::tempdir().unwrap();
     let c = controller(dir.path());
-    let s = open(&c).await;
+    let s = open(&c, SessionOptions::default()).await;
     let from = s.next_seq();
     s.prompt(&format!("call ask_user {}", two_questions()))
         .await
@@ -264,7 +227,7 @@ async fn with_nobody_watching_the_model_is_told_there_is_no_user() {
 async fn an_abort_or_the_last_watcher_leaving_withdraws_the_questions() {
     let dir = tempfile::tempdir().unwrap();
     let c = controller(dir.path());
-    let s = open(&c).await;
+    let s = open(&c, SessionOptions::default()).await;
     let guard = s.attach_approver();
     let (from, id, _) = ask(&s, &two_questions()).await;
     s.abort("user interrupt");
@@ -291,7 +254,7 @@ async fn an_abort_or_the_last_watcher_leaving_withdraws_the_questions() {
 async fn a_sub_agent_may_not_ask_and_bad_calls_never_reach_the_user() {
     let dir = tempfile::tempdir().unwrap();
     let c = controller(dir.path());
-    let s = open(&c).await;
+    let s = open(&c, SessionOptions::default()).await;
     let _watching = s.attach_approver();
     let child_prompt = format!(
         "call ask_user {}",

@@ -1,8 +1,10 @@
-//! `DeepSeekAdapter`: HTTP transport, error mapping and the streaming loop.
+//! `DeepSeekAdapter`: HTTP transport, error mapping and the DeepSeek half
+//! of the streaming driver ([`dsh_llm::stream`]).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
+use bytes::Bytes;
 use dsh_kernel::Registration;
 use dsh_llm::{
     ChunkStream, LlmAdapter, LlmError, LlmErrorKind, LlmService, ModelRequest, StreamChunk,
@@ -14,7 +16,7 @@ use crate::request::request_bytes;
 use crate::translate::Translator;
 use dsh_llm::http::{guarded, Guarded, TransportFailure, MAX_ERROR_BODY};
 use dsh_llm::parse_retry_after;
-use dsh_llm::sse::SseParser;
+use dsh_llm::stream::{drive, read_head, Dialect};
 
 /// The `AUTH` message when no API key is configured.
 pub const MISSING_KEY: &str =
@@ -126,168 +128,31 @@ impl LlmAdapter for DeepSeekAdapter {
     }
 
     fn stream(&self, options: ModelRequest) -> ChunkStream {
-        let run = Run {
-            cancel: options.cancel.clone(),
+        let call = Call {
             shared: self.shared.clone(),
-            options: Some(options),
-            phase: Phase::Init,
-            queue: VecDeque::new(),
-            scratch: Vec::new(),
-            pending_error: None,
-            emitted: false,
+            translator: Translator::new(),
         };
-        Box::pin(futures_util::stream::unfold(run, |mut run| async move {
-            let item = run.step().await?;
-            Some((item, run))
-        }))
+        drive(call, options)
     }
 }
 
-enum Phase {
-    Init,
-    Body(Box<Body>),
-    Finished,
-}
-
-struct Body {
-    response: reqwest::Response,
-    /// When the stream is abandoned unless a data event arrives first.
-    idle_deadline: tokio::time::Instant,
-    parser: SseParser,
+/// The DeepSeek half of one streaming call (the driver is
+/// [`dsh_llm::stream::drive`]).
+struct Call {
+    shared: Arc<Shared>,
     translator: Translator,
 }
 
-/// The state of one streaming call.
-struct Run {
-    shared: Arc<Shared>,
-    options: Option<ModelRequest>,
-    cancel: CancellationToken,
-    phase: Phase,
-    queue: VecDeque<StreamChunk>,
-    scratch: Vec<StreamChunk>,
-    /// An error to report once the queued chunks are out.
-    pending_error: Option<LlmError>,
-    /// Whether a chunk was handed to the consumer.
-    emitted: bool,
-}
-
-impl Run {
-    /// The next stream item, or `None` at the end.
-    async fn step(&mut self) -> Option<Result<StreamChunk, LlmError>> {
-        loop {
-            let ended = matches!(self.phase, Phase::Finished)
-                && self.queue.is_empty()
-                && self.pending_error.is_none();
-            if ended {
-                return None;
-            }
-            // Cancellation wins over anything still queued.
-            if self.cancel.is_cancelled() {
-                return Some(Err(self.abort()));
-            }
-            if let Some(chunk) = self.queue.pop_front() {
-                self.emitted = true;
-                return Some(Ok(chunk));
-            }
-            if let Some(mut e) = self.pending_error.take() {
-                e.after_output = self.emitted;
-                return Some(Err(e));
-            }
-            match &mut self.phase {
-                Phase::Finished => return None,
-                Phase::Init => {
-                    if let Err(e) = self.start().await {
-                        self.fail(e);
-                    }
-                }
-                Phase::Body(_) => {
-                    if let Some(item) = self.body_step().await {
-                        return Some(item);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Translates buffered payloads, else reads the next piece of the body.
-    /// Returns an item only when the call was cancelled.
-    async fn body_step(&mut self) -> Option<Result<StreamChunk, LlmError>> {
-        let idle = self.shared.config.stream_idle_timeout();
-        let idle_ms = self.shared.config.stream_idle_timeout_ms;
-        let max_event = self.shared.config.max_event_bytes;
-        let Phase::Body(body) = &mut self.phase else {
-            return None;
-        };
-        let Body {
-            response,
-            idle_deadline,
-            parser,
-            translator,
-        } = &mut **body;
-        let mut error = None;
-        while let Some(payload) = parser.next_payload() {
-            // Only data events reset the idle timer (comments do not).
-            *idle_deadline = tokio::time::Instant::now() + idle;
-            if let Err(e) = translator.push(payload, &mut self.scratch) {
-                error = Some(e);
-                break;
-            }
-            if translator.is_done() {
-                break;
-            }
-        }
-        self.queue.extend(self.scratch.drain(..));
-        if let Some(e) = error {
-            self.fail(e);
-            return None;
-        }
-        if translator.is_done() {
-            self.phase = Phase::Finished;
-            return None;
-        }
-        if parser.is_exhausted() {
-            self.fail(LlmError::new(
-                LlmErrorKind::StreamClosed,
-                "SSE stream ended without [DONE]",
-            ));
-            return None;
-        }
-        if !self.queue.is_empty() {
-            return None;
-        }
-        // Everything complete was consumed: what is left is one partial
-        // event. Bounded: at most the limit plus one network read.
-        if parser.buffered() > max_event {
-            self.fail(LlmError::new(
-                LlmErrorKind::MalformedResponse,
-                format!("llm-deepseek: an SSE event exceeded {max_event} bytes"),
-            ));
-            return None;
-        }
-        let remaining = idle_deadline.saturating_duration_since(tokio::time::Instant::now());
-        match guarded(&self.cancel, Some(remaining), response.chunk()).await {
-            Guarded::Done(Ok(Some(bytes))) => parser.push(&bytes),
-            Guarded::Done(Ok(None)) => parser.end(),
-            Guarded::Done(Err(e)) => self.fail(transport_error(e)),
-            Guarded::TimedOut => self.fail(LlmError::new(
-                LlmErrorKind::Timeout,
-                format!(
-                    "llm-deepseek: no data event from the server within the stream idle timeout ({idle_ms} ms, [deepseek] stream_idle_timeout_ms)"
-                ),
-            )),
-            Guarded::Cancelled => return Some(Err(self.abort())),
-        }
-        None
-    }
+impl Dialect for Call {
+    type Body = reqwest::Response;
+    type Bytes = Bytes;
 
     /// Serializes the request, sends it and checks the status.
-    async fn start(&mut self) -> Result<(), LlmError> {
-        let Some(options) = self.options.take() else {
-            return Err(LlmError::new(
-                LlmErrorKind::StreamClosed,
-                "llm-deepseek: stream polled after it ended",
-            ));
-        };
+    async fn open(
+        &mut self,
+        options: ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, LlmError> {
         let body = request_bytes(&options, &self.shared.config)?;
         // Strict function calling is served by the beta endpoint only.
         let strict = options
@@ -314,7 +179,7 @@ impl Run {
         let cfg = &self.shared.config;
         // TCP connect + TLS + waiting for the response headers.
         let header_limit = Some(cfg.connect_timeout());
-        let response = match guarded(&self.cancel, header_limit, request).await {
+        let response = match guarded(cancel, header_limit, request).await {
             Guarded::Done(Ok(r)) => r,
             Guarded::Done(Err(e)) => return Err(transport_error(e)),
             Guarded::TimedOut => {
@@ -326,11 +191,11 @@ impl Run {
                     ),
                 ))
             }
-            Guarded::Cancelled => return Err(self.abort()),
+            Guarded::Cancelled => return Err(LlmError::aborted("aborted")),
         };
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            return Err(self.http_error(response).await);
+            return Err(self.http_error(response, cancel).await);
         }
         if status == 204 || status == 205 {
             return Err(LlmError::new(
@@ -351,60 +216,82 @@ impl Run {
                 .with_status(status));
             }
         }
-        let idle_deadline = tokio::time::Instant::now() + self.shared.config.stream_idle_timeout();
-        self.phase = Phase::Body(Box::new(Body {
-            response,
-            idle_deadline,
-            parser: SseParser::new(),
-            translator: Translator::new(),
-        }));
-        Ok(())
+        Ok(response)
     }
 
+    async fn read(&mut self, response: &mut reqwest::Response) -> Result<Option<Bytes>, LlmError> {
+        response.chunk().await.map_err(transport_error)
+    }
+
+    fn translate(&mut self, payload: &str, out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
+        self.translator.push(payload, out)
+    }
+
+    fn is_done(&self) -> bool {
+        self.translator.is_done()
+    }
+
+    fn end_of_body(&mut self, _out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
+        Err(LlmError::new(
+            LlmErrorKind::StreamClosed,
+            "SSE stream ended without [DONE]",
+        ))
+    }
+
+    fn idle_timeout(&self) -> Duration {
+        self.shared.config.stream_idle_timeout()
+    }
+
+    fn max_event_bytes(&self) -> usize {
+        self.shared.config.max_event_bytes
+    }
+
+    fn idle_timeout_error(&self) -> LlmError {
+        LlmError::new(
+            LlmErrorKind::Timeout,
+            format!(
+                "llm-deepseek: no data event from the server within the stream idle timeout ({} ms, [deepseek] stream_idle_timeout_ms)",
+                self.shared.config.stream_idle_timeout_ms
+            ),
+        )
+    }
+
+    fn event_too_large_error(&self) -> LlmError {
+        LlmError::new(
+            LlmErrorKind::MalformedResponse,
+            format!(
+                "llm-deepseek: an SSE event exceeded {} bytes",
+                self.shared.config.max_event_bytes
+            ),
+        )
+    }
+}
+
+impl Call {
     /// Maps a non-2xx response to its error (fact sheet §e).
-    async fn http_error(&mut self, mut response: reqwest::Response) -> LlmError {
+    async fn http_error(
+        &mut self,
+        mut response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> LlmError {
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let mut body = Vec::new();
         // Read the error body within the same cancel/timeout guard as a
         // stream read; a failure only loses the provider's message.
-        while body.len() < MAX_ERROR_BODY {
-            match guarded(
-                &self.cancel,
-                Some(self.shared.config.stream_idle_timeout()),
-                response.chunk(),
-            )
-            .await
-            {
-                Guarded::Done(Ok(Some(b))) => body.extend_from_slice(&b),
-                Guarded::Cancelled => return self.abort(),
-                _ => break,
-            }
-        }
+        let idle = self.idle_timeout();
+        let body = match read_head(self, &mut response, cancel, idle, MAX_ERROR_BODY).await {
+            Ok(body) => body,
+            Err(aborted) => return aborted,
+        };
         let mut err = status_error(status, &body);
         if let Some(d) = retry_after {
             err = err.with_retry_after(d);
         }
         err
-    }
-
-    fn fail(&mut self, e: LlmError) {
-        self.pending_error = Some(e);
-        self.phase = Phase::Finished;
-    }
-
-    /// Drops the connection and everything queued; returns `ABORTED`.
-    fn abort(&mut self) -> LlmError {
-        self.phase = Phase::Finished;
-        self.queue.clear();
-        self.pending_error = None;
-        let mut e = LlmError::aborted("aborted");
-        e.after_output = self.emitted;
-        e
     }
 }
 

@@ -1,11 +1,13 @@
-//! `OpenAiAdapter`: HTTP transport, error mapping and the streaming loop.
+//! `OpenAiAdapter`: HTTP transport, error mapping and the chat-completions
+//! half of the streaming driver ([`dsh_llm::stream`]).
 
-use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
+use bytes::Bytes;
 use dsh_kernel::Registration;
 use dsh_llm::http::{guarded, Guarded, TransportFailure, MAX_ERROR_BODY};
-use dsh_llm::sse::SseParser;
+use dsh_llm::stream::{drive, read_head, Dialect};
 use dsh_llm::{
     parse_retry_after, ChunkStream, LlmAdapter, LlmError, LlmErrorKind, LlmService, ModelRequest,
     StreamChunk,
@@ -123,199 +125,34 @@ impl LlmAdapter for OpenAiAdapter {
     }
 
     fn stream(&self, options: ModelRequest) -> ChunkStream {
-        let run = Run {
-            cancel: options.cancel.clone(),
+        let call = Call {
             shared: self.shared.clone(),
-            options: Some(options),
-            phase: Phase::Init,
-            queue: VecDeque::new(),
-            scratch: Vec::new(),
-            pending_error: None,
-            emitted: false,
+            translator: Translator::new(),
+            head: Vec::new(),
         };
-        Box::pin(futures_util::stream::unfold(run, |mut run| async move {
-            let item = run.step().await?;
-            Some((item, run))
-        }))
+        drive(call, options)
     }
 }
 
-enum Phase {
-    Init,
-    Body(Box<Body>),
-    Finished,
-}
-
-struct Body {
-    response: reqwest::Response,
-    /// When the stream is abandoned unless a data event arrives first.
-    idle_deadline: tokio::time::Instant,
-    parser: SseParser,
+/// The chat-completions half of one streaming call (the driver is
+/// [`dsh_llm::stream::drive`]).
+struct Call {
+    shared: Arc<Shared>,
     translator: Translator,
     /// The first bytes of the body, quoted when it holds no event.
     head: Vec<u8>,
 }
 
-/// The state of one streaming call.
-struct Run {
-    shared: Arc<Shared>,
-    options: Option<ModelRequest>,
-    cancel: CancellationToken,
-    phase: Phase,
-    queue: VecDeque<StreamChunk>,
-    scratch: Vec<StreamChunk>,
-    /// An error to report once the queued chunks are out.
-    pending_error: Option<LlmError>,
-    /// Whether a chunk was handed to the consumer.
-    emitted: bool,
-}
-
-impl Run {
-    /// The next stream item, or `None` at the end.
-    async fn step(&mut self) -> Option<Result<StreamChunk, LlmError>> {
-        loop {
-            let ended = matches!(self.phase, Phase::Finished)
-                && self.queue.is_empty()
-                && self.pending_error.is_none();
-            if ended {
-                return None;
-            }
-            // Cancellation wins over anything still queued.
-            if self.cancel.is_cancelled() {
-                return Some(Err(self.abort()));
-            }
-            if let Some(chunk) = self.queue.pop_front() {
-                self.emitted = true;
-                return Some(Ok(chunk));
-            }
-            if let Some(mut e) = self.pending_error.take() {
-                e.after_output = self.emitted;
-                return Some(Err(e));
-            }
-            match &mut self.phase {
-                Phase::Finished => return None,
-                Phase::Init => {
-                    if let Err(e) = self.start().await {
-                        self.fail(e);
-                    }
-                }
-                Phase::Body(_) => {
-                    if let Some(item) = self.body_step().await {
-                        return Some(item);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Translates buffered payloads, else reads the next piece of the body.
-    /// Returns an item only when the call was cancelled.
-    async fn body_step(&mut self) -> Option<Result<StreamChunk, LlmError>> {
-        let cfg = &self.shared.config;
-        let (idle, idle_ms, max_event) = (
-            cfg.stream_idle_timeout(),
-            cfg.stream_idle_timeout_ms,
-            cfg.max_event_bytes,
-        );
-        let prefix = self.shared.prefix.clone();
-        let provider = cfg.provider.clone();
-        let Phase::Body(body) = &mut self.phase else {
-            return None;
-        };
-        let Body {
-            response,
-            idle_deadline,
-            parser,
-            translator,
-            head,
-        } = &mut **body;
-        let mut error = None;
-        while let Some(payload) = parser.next_payload() {
-            // Only data events reset the idle timer (comments do not).
-            *idle_deadline = tokio::time::Instant::now() + idle;
-            if let Err(e) = translator.push(payload, &mut self.scratch) {
-                error = Some(e);
-                break;
-            }
-            if translator.is_done() {
-                break;
-            }
-        }
-        if error.is_none() && !translator.is_done() && parser.is_exhausted() {
-            error = if translator.saw_payload() {
-                translator.finish(&mut self.scratch).err().map(|mut e| {
-                    e.message = format!("{prefix}: {}", e.message);
-                    e
-                })
-            } else if head.is_empty() {
-                Some(LlmError::new(
-                    LlmErrorKind::EmptyResponse,
-                    format!("{prefix}: the server answered 200 with an empty body"),
-                ))
-            } else {
-                Some(LlmError::new(
-                    LlmErrorKind::MalformedResponse,
-                    format!(
-                        "{prefix}: the response ended without any SSE data event; it starts: {}",
-                        excerpt(head)
-                    ),
-                ))
-            };
-        }
-        self.queue.extend(self.scratch.drain(..));
-        if let Some(e) = error {
-            self.fail(e);
-            return None;
-        }
-        if translator.is_done() {
-            self.phase = Phase::Finished;
-            return None;
-        }
-        if !self.queue.is_empty() {
-            return None;
-        }
-        // Everything complete was consumed: what is left is one partial
-        // event. Bounded: at most the limit plus one network read.
-        if parser.buffered() > max_event {
-            self.fail(LlmError::new(
-                LlmErrorKind::MalformedResponse,
-                format!("{prefix}: an SSE event exceeded {max_event} bytes ([providers.{provider}] max_event_bytes)"),
-            ));
-            return None;
-        }
-        let remaining = idle_deadline.saturating_duration_since(tokio::time::Instant::now());
-        match guarded(&self.cancel, Some(remaining), response.chunk()).await {
-            Guarded::Done(Ok(Some(bytes))) => {
-                if head.len() < EXCERPT_BYTES {
-                    let take = (EXCERPT_BYTES - head.len()).min(bytes.len());
-                    head.extend_from_slice(&bytes[..take]);
-                }
-                parser.push(&bytes);
-            }
-            Guarded::Done(Ok(None)) => parser.end(),
-            Guarded::Done(Err(e)) => {
-                let e = transport_error(&self.shared, e);
-                self.fail(e);
-            }
-            Guarded::TimedOut => self.fail(LlmError::new(
-                LlmErrorKind::Timeout,
-                format!(
-                    "{prefix}: no data event from the server within the stream idle timeout ({idle_ms} ms, [providers.{provider}] stream_idle_timeout_ms)"
-                ),
-            )),
-            Guarded::Cancelled => return Some(Err(self.abort())),
-        }
-        None
-    }
+impl Dialect for Call {
+    type Body = reqwest::Response;
+    type Bytes = Bytes;
 
     /// Serializes the request, sends it and checks the status.
-    async fn start(&mut self) -> Result<(), LlmError> {
-        let Some(options) = self.options.take() else {
-            return Err(LlmError::new(
-                LlmErrorKind::StreamClosed,
-                "llm-openai: stream polled after it ended",
-            ));
-        };
+    async fn open(
+        &mut self,
+        options: ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, LlmError> {
         let shared = self.shared.clone();
         let cfg = &shared.config;
         let body = request_bytes(&options, cfg)?;
@@ -334,7 +171,7 @@ impl Run {
         }
         let send = request.body(body).send();
         // TCP connect + TLS + waiting for the response headers.
-        let response = match guarded(&self.cancel, Some(cfg.connect_timeout()), send).await {
+        let mut response = match guarded(cancel, Some(cfg.connect_timeout()), send).await {
             Guarded::Done(Ok(r)) => r,
             Guarded::Done(Err(e)) => return Err(transport_error(&shared, e)),
             Guarded::TimedOut => {
@@ -346,11 +183,11 @@ impl Run {
                     ),
                 ))
             }
-            Guarded::Cancelled => return Err(self.abort()),
+            Guarded::Cancelled => return Err(LlmError::aborted("aborted")),
         };
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            return Err(self.http_error(response).await);
+            return Err(self.http_error(response, cancel).await);
         }
         if status == 204 || status == 205 {
             return Err(LlmError::new(
@@ -368,7 +205,11 @@ impl Run {
             let text = String::from_utf8_lossy(ct.as_bytes()).into_owned();
             let essence = text.split(';').next().unwrap_or("").trim();
             if !essence.eq_ignore_ascii_case("text/event-stream") {
-                let head = self.read_head(response).await?;
+                // Up to EXCERPT_BYTES of the body; a read failure only
+                // shortens it.
+                let idle = self.idle_timeout();
+                let mut head = read_head(self, &mut response, cancel, idle, EXCERPT_BYTES).await?;
+                head.truncate(EXCERPT_BYTES);
                 return Err(LlmError::new(
                     LlmErrorKind::MalformedResponse,
                     format!(
@@ -381,81 +222,115 @@ impl Run {
                 .with_status(status));
             }
         }
-        self.phase = Phase::Body(Box::new(Body {
-            response,
-            idle_deadline: tokio::time::Instant::now() + cfg.stream_idle_timeout(),
-            parser: SseParser::new(),
-            translator: Translator::new(),
-            head: Vec::new(),
-        }));
-        Ok(())
+        Ok(response)
     }
 
-    /// Up to [`EXCERPT_BYTES`] of the body, read under the idle limit; a
-    /// read failure only shortens it.
-    async fn read_head(&mut self, mut response: reqwest::Response) -> Result<Vec<u8>, LlmError> {
-        let mut head = Vec::new();
-        while head.len() < EXCERPT_BYTES {
-            match guarded(
-                &self.cancel,
-                Some(self.shared.config.stream_idle_timeout()),
-                response.chunk(),
-            )
+    /// The next piece of the body; its first [`EXCERPT_BYTES`] are kept
+    /// for the message of a body without events.
+    async fn read(&mut self, response: &mut reqwest::Response) -> Result<Option<Bytes>, LlmError> {
+        let bytes = response
+            .chunk()
             .await
-            {
-                Guarded::Done(Ok(Some(b))) => head.extend_from_slice(&b),
-                Guarded::Cancelled => return Err(self.abort()),
-                _ => break,
+            .map_err(|e| transport_error(&self.shared, e))?;
+        if let Some(bytes) = &bytes {
+            if self.head.len() < EXCERPT_BYTES {
+                let take = (EXCERPT_BYTES - self.head.len()).min(bytes.len());
+                self.head.extend_from_slice(&bytes[..take]);
             }
         }
-        head.truncate(EXCERPT_BYTES);
-        Ok(head)
+        Ok(bytes)
     }
 
+    fn translate(&mut self, payload: &str, out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
+        self.translator.push(payload, out)
+    }
+
+    fn is_done(&self) -> bool {
+        self.translator.is_done()
+    }
+
+    /// A body that ends after a `finish_reason` is a complete answer (see
+    /// [`Translator::finish`]); without any data event it was empty or not
+    /// an event stream.
+    fn end_of_body(&mut self, out: &mut Vec<StreamChunk>) -> Result<(), LlmError> {
+        let prefix = &self.shared.prefix;
+        if self.translator.saw_payload() {
+            self.translator.finish(out).map_err(|mut e| {
+                e.message = format!("{prefix}: {}", e.message);
+                e
+            })
+        } else if self.head.is_empty() {
+            Err(LlmError::new(
+                LlmErrorKind::EmptyResponse,
+                format!("{prefix}: the server answered 200 with an empty body"),
+            ))
+        } else {
+            Err(LlmError::new(
+                LlmErrorKind::MalformedResponse,
+                format!(
+                    "{prefix}: the response ended without any SSE data event; it starts: {}",
+                    excerpt(&self.head)
+                ),
+            ))
+        }
+    }
+
+    fn idle_timeout(&self) -> Duration {
+        self.shared.config.stream_idle_timeout()
+    }
+
+    fn max_event_bytes(&self) -> usize {
+        self.shared.config.max_event_bytes
+    }
+
+    fn idle_timeout_error(&self) -> LlmError {
+        let cfg = &self.shared.config;
+        LlmError::new(
+            LlmErrorKind::Timeout,
+            format!(
+                "{}: no data event from the server within the stream idle timeout ({} ms, [providers.{}] stream_idle_timeout_ms)",
+                self.shared.prefix, cfg.stream_idle_timeout_ms, cfg.provider
+            ),
+        )
+    }
+
+    fn event_too_large_error(&self) -> LlmError {
+        let cfg = &self.shared.config;
+        LlmError::new(
+            LlmErrorKind::MalformedResponse,
+            format!(
+                "{}: an SSE event exceeded {} bytes ([providers.{}] max_event_bytes)",
+                self.shared.prefix, cfg.max_event_bytes, cfg.provider
+            ),
+        )
+    }
+}
+
+impl Call {
     /// Maps a non-2xx response to its error.
-    async fn http_error(&mut self, mut response: reqwest::Response) -> LlmError {
+    async fn http_error(
+        &mut self,
+        mut response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> LlmError {
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let mut body = Vec::new();
         // Read the error body within the same cancel/timeout guard as a
         // stream read; a failure only loses the provider's message.
-        while body.len() < MAX_ERROR_BODY {
-            match guarded(
-                &self.cancel,
-                Some(self.shared.config.stream_idle_timeout()),
-                response.chunk(),
-            )
-            .await
-            {
-                Guarded::Done(Ok(Some(b))) => body.extend_from_slice(&b),
-                Guarded::Cancelled => return self.abort(),
-                _ => break,
-            }
-        }
+        let idle = self.idle_timeout();
+        let body = match read_head(self, &mut response, cancel, idle, MAX_ERROR_BODY).await {
+            Ok(body) => body,
+            Err(aborted) => return aborted,
+        };
         let mut err = status_error(&self.shared.config.provider, status, &body);
         if let Some(d) = retry_after {
             err = err.with_retry_after(d);
         }
         err
-    }
-
-    fn fail(&mut self, e: LlmError) {
-        self.pending_error = Some(e);
-        self.phase = Phase::Finished;
-    }
-
-    /// Drops the connection and everything queued; returns `ABORTED`.
-    fn abort(&mut self) -> LlmError {
-        self.phase = Phase::Finished;
-        self.queue.clear();
-        self.pending_error = None;
-        let mut e = LlmError::aborted("aborted");
-        e.after_output = self.emitted;
-        e
     }
 }
 

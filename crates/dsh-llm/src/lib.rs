@@ -12,6 +12,9 @@
 //! - [`scripted`]: a scripted adapter for tests and the offline model.
 //! - [`sse`]: the incremental server-sent-events parser every HTTP adapter
 //!   reads its stream with (pure bytes → payloads, no I/O).
+//! - [`stream`]: the streaming driver every HTTP adapter runs a call with
+//!   (idle timeout, cancellation, chunk order); a [`stream::Dialect`] is
+//!   the provider's part.
 //! - [`http`]: provider-neutral helpers of HTTP adapters (status → error,
 //!   transport errors, the cancel/timeout guard); [`lenient`]: the lenient
 //!   wire field types their translators deserialize chunks with.
@@ -36,6 +39,7 @@ mod retry;
 pub mod scripted;
 mod service;
 pub mod sse;
+pub mod stream;
 pub mod types;
 
 #[cfg(feature = "testkit")]

@@ -595,73 +595,9 @@ fn check_header(key: &str, value: &str) -> Result<(), String> {
     }
 }
 
-/// Splits `input` into words like a POSIX shell (see [`parse_mcp_flag`]).
-///
-/// # Errors
-/// A message naming the unbalanced quote and its byte offset, or a trailing
-/// backslash.
-pub fn split_words(input: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    // A word exists once something (even an empty quoted string) started it.
-    let mut in_word = false;
-    let mut chars = input.char_indices();
-    while let Some((at, c)) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some((_, '\'')) => break,
-                        Some((_, c)) => word.push(c),
-                        None => return Err(format!("unbalanced single quote at byte {at}")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some((_, '"')) => break,
-                        Some((_, '\\')) => match chars.next() {
-                            Some((_, c @ ('"' | '\\' | '$' | '`'))) => word.push(c),
-                            Some((_, '\n')) => {}
-                            Some((_, c)) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(format!("unbalanced double quote at byte {at}")),
-                        },
-                        Some((_, c)) => word.push(c),
-                        None => return Err(format!("unbalanced double quote at byte {at}")),
-                    }
-                }
-            }
-            '\\' => match chars.next() {
-                Some((_, '\n')) => {}
-                Some((_, c)) => {
-                    in_word = true;
-                    word.push(c);
-                }
-                None => return Err("trailing backslash at the end of the command line".to_string()),
-            },
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
-}
+/// Splits `input` into words like a POSIX shell (see [`parse_mcp_flag`]):
+/// [`dsh_process::words::split_words`].
+pub use dsh_process::words::split_words;
 
 /// `KEY=VALUE` with `KEY` a shell identifier.
 fn env_assignment(word: &str) -> Option<(String, String)> {

@@ -27,6 +27,7 @@ use tokio::process::{Child, Command};
 use tokio::time::Instant;
 
 pub mod env;
+pub mod words;
 
 /// The signal type taken by [`ProcessGroup::signal`] (re-exported from `nix`).
 pub use nix::sys::signal::Signal;

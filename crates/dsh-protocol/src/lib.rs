@@ -28,6 +28,7 @@ pub mod image;
 pub mod jsonrpc;
 pub mod open;
 pub mod permission;
+pub mod time;
 pub mod tool;
 
 pub use codes::{Code, Disposition, ErrorCode};

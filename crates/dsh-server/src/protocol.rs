@@ -54,6 +54,11 @@ pub struct CommandInfo {
     /// optional.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// Where a custom command comes from: `project` (`.dsh/commands/`,
+    /// `.claude/commands/`) or `user` (`~/.config/dsh/commands/`,
+    /// `~/.claude/commands/`); absent for a built-in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// `session/create`: a new session.
@@ -93,6 +98,12 @@ pub struct SessionResult {
     pub session_id: String,
     /// What it is now.
     pub info: SessionInfo,
+    /// Its custom commands (Markdown files in the workspace's and the
+    /// user's command folders), which `session/command` runs like the
+    /// built-in ones `initialize` lists; the folders are looked at again
+    /// at most every 2 s.
+    #[serde(default)]
+    pub commands: Vec<CommandInfo>,
 }
 
 /// `session/list`'s result.

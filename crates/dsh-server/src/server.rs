@@ -305,6 +305,7 @@ impl Connection {
                             name: c.name.to_string(),
                             description: c.description.to_string(),
                             hint: c.hint.map(str::to_string),
+                            scope: None,
                         })
                         .collect(),
                 })
@@ -628,9 +629,21 @@ fn opened<S>(result: Result<Arc<Session>, OpenError<S>>) -> Result<Arc<Session>,
 }
 
 fn session_result(session: &Session) -> Outcome {
+    let commands = session
+        .custom_commands()
+        .summaries()
+        .into_iter()
+        .map(|c| CommandInfo {
+            name: c.name,
+            description: c.description,
+            hint: c.argument_hint,
+            scope: Some(c.scope.label().to_string()),
+        })
+        .collect();
     reply(SessionResult {
         session_id: session.key().to_string(),
         info: session.info()?,
+        commands,
     })
 }
 

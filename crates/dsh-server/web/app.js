@@ -204,7 +204,7 @@ async function select(id) {
     return;
   }
   if (mine !== selecting) return;
-  current = { key: res.sessionId, status: res.info.status, title: res.info.title || "", info: res.info };
+  current = { key: res.sessionId, status: res.info.status, title: res.info.title || "", info: res.info, commands: customCommands(res) };
   lastSeq = -1;
   historyUntil = Infinity;
   queue.length = 0;
@@ -340,10 +340,28 @@ function showModels(models) {
   for (const n of new Set(models.filter((m) => typeof m === "string" && m))) ui.model.appendChild(h("option", { value: n }, n));
 }
 
-/** The chat commands `session/command` runs (`initialize`'s `commands`: `{name, description, hint?}`, in `/help` order). */
+/** The chat commands `session/command` runs: the built-in ones (`initialize`'s `commands`: `{name, description, hint?}`, in `/help` order), then the session's custom ones (its `commands`, with `scope`). */
 function commands() {
   const list = rpc.info && rpc.info.commands;
-  return Array.isArray(list) ? list : [];
+  const builtIn = Array.isArray(list) ? list : [];
+  return current && current.commands ? builtIn.concat(current.commands) : builtIn;
+}
+
+/** A session result's custom commands, their description marked with where they come from (`(project) …`). */
+function customCommands(res) {
+  const list = Array.isArray(res.commands) ? res.commands : [];
+  return list.map((c) => ({ ...c, description: c.scope ? `(${c.scope}) ${c.description}` : c.description }));
+}
+
+/** Looks at the session's custom commands again (`session/info`), for a `/name` that is not known: its file may be new. */
+async function refreshCommands() {
+  if (!current) return;
+  try {
+    const res = await call("session/info", { sessionId: current.key });
+    if (current && res.sessionId === current.key) current.commands = customCommands(res);
+  } catch {
+    // The list stays as it was; the line goes to the model as a message.
+  }
 }
 
 // ---- composer -------------------------------------------------------------------
@@ -351,6 +369,7 @@ function commands() {
 async function submit(text) {
   if (!current && !(await newSession())) return false;
   const line = text.trim();
+  if (line.startsWith("/") && !isCommand(line)) await refreshCommands();
   if (line.startsWith("/") && isCommand(line)) {
     try {
       const r = await call("session/command", { line });

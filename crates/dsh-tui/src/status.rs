@@ -14,7 +14,8 @@
 //!
 //! - the spinner (a braille frame every 80 ms of `now`) and what is going
 //!   on: `thinking`, `streaming`, `running <tool>: <subject>` (the call's
-//!   tool and [`call_subject`]), `waiting for approval`, or the override;
+//!   tool and [`call_subject`]), `waiting for approval`, `waiting for your
+//!   answer` (an `ask_user` question is open), or the override;
 //! - the step's time: since the model request began (`thinking`, and the
 //!   `streaming` that follows it), since the tool began to run, since the
 //!   approval question was put, since the override was set;
@@ -109,6 +110,8 @@ struct Turn {
     cost: Cost,
     /// The calls started and not finished: id, tool, arguments, title.
     calls: Vec<Call>,
+    /// The `ask_user` questions put and not answered (their ids).
+    questions: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -237,6 +240,14 @@ impl Status {
                     if turn.calls.is_empty() {
                         turn.next_request(time);
                     }
+                }
+            }
+            EventBody::QuestionAsked { question_id, .. } => {
+                self.turn_at(time).questions.push(question_id.clone());
+            }
+            EventBody::QuestionAnswered { question_id, .. } => {
+                if let Some(turn) = &mut self.turn {
+                    turn.questions.retain(|q| q != question_id);
                 }
             }
             EventBody::Context { tokens, window } => self.context = Some((*tokens, *window)),
@@ -383,6 +394,7 @@ impl Status {
         let doing = match &turn.doing {
             Doing::Starting | Doing::Thinking => "thinking".to_string(),
             Doing::Streaming => "streaming".to_string(),
+            Doing::Waiting if !turn.questions.is_empty() => "waiting for your answer".to_string(),
             Doing::Waiting => "waiting for approval".to_string(),
             Doing::Running(detail) => format!("running {}", turn.running_what(detail.as_deref())),
         };
@@ -448,6 +460,7 @@ impl Turn {
             stream_started: None,
             calls: Vec::new(),
             cost: Cost::default(),
+            questions: Vec::new(),
         }
     }
 
@@ -825,6 +838,33 @@ mod tests {
         ]);
         let text = status.line(7_000, 200).text();
         assert!(text.contains(" thinking · 2s · turn 7s"), "{text}");
+    }
+
+    #[test]
+    fn an_open_question_waits_for_the_answer_not_an_approval() {
+        let mut events = bash_turn();
+        events.push((
+            3_000,
+            EventBody::QuestionAsked {
+                question_id: "q-1".into(),
+                call_id: "c-ask".into(),
+                questions: Vec::new(),
+            },
+        ));
+        events.push((3_000, activity("waiting", Some("Ask the user"))));
+        let text = fed(&events).line(5_000, 200).text();
+        assert!(text.contains(" waiting for your answer · 2s"), "{text}");
+        // Answered: an approval wait afterwards is an approval again.
+        events.push((
+            5_000,
+            EventBody::QuestionAnswered {
+                question_id: "q-1".into(),
+                reply: dsh_controller::QuestionReply::Declined,
+            },
+        ));
+        events.push((5_500, activity("waiting", Some("Run the tests"))));
+        let text = fed(&events).line(6_000, 200).text();
+        assert!(text.contains(" waiting for approval · 0s"), "{text}");
     }
 
     #[test]

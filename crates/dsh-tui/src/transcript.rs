@@ -657,7 +657,8 @@ impl Transcript {
 
 /// The one line naming a call: `Bash cargo test`, `Read src/main.rs`,
 /// `Edit src/lib.rs`, `Grep "fn main" in src`, `Subagent "research X"`,
-/// `server · tool(args…)` for an MCP tool, `name(args…)` otherwise.
+/// `Ask "Which database?" (+1 more)`, `server · tool(args…)` for an MCP
+/// tool, `name(args…)` otherwise.
 pub fn headline(name: &str, arguments: &str, title: &str, cwd: &str) -> String {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
     let s = |k: &str| {
@@ -689,6 +690,19 @@ pub fn headline(name: &str, arguments: &str, title: &str, cwd: &str) -> String {
         "glob" => format!("Glob \"{}\"", one_line(&s("pattern"), ARGS_CHARS)),
         "subagent" | "subagent_fork" | "task" => {
             format!("Subagent \"{}\"", one_line(&s("description"), ARGS_CHARS))
+        }
+        "ask_user" => {
+            let questions = args.get("questions").and_then(Value::as_array);
+            let first = questions
+                .and_then(|q| q.first())
+                .and_then(|q| q.get("question"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let more = match questions.map_or(0, Vec::len) {
+                0 | 1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            format!("Ask \"{}\"{more}", one_line(first, ARGS_CHARS))
         }
         "todo_write" => "Update todos".to_string(),
         "exit_plan_mode" => "Present the plan".to_string(),
@@ -1147,6 +1161,17 @@ mod tests {
         assert_eq!(
             h("mcp__git__status", r#"{"repo":"."}"#),
             "git · status(repo: .)"
+        );
+        assert_eq!(
+            h(
+                "ask_user",
+                r#"{"questions":[{"question":"Which database?"},{"question":"Port?"}]}"#
+            ),
+            "Ask \"Which database?\" (+1 more)"
+        );
+        assert_eq!(
+            h("ask_user", r#"{"questions":[{"question":"Go?"}]}"#),
+            "Ask \"Go?\""
         );
         assert_eq!(h("frob", r#"{"n":1}"#), "frob(n: 1)");
     }

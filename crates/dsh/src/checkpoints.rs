@@ -849,6 +849,8 @@ struct UndoState {
 
 fn undo_state(events: &[Arc<SessionEvent>]) -> UndoState {
     let mut state = UndoState::default();
+    // The log's turns, listed once at the first rewind.
+    let mut starts: Option<Vec<u64>> = None;
     for e in events {
         match &e.data {
             EventPayload::Other { kind, data } if kind == RESTORED_KIND => {
@@ -877,11 +879,10 @@ fn undo_state(events: &[Arc<SessionEvent>]) -> UndoState {
                     Some("rewind") => {
                         state.redo.clear();
                         state.undone.retain(|t| *t < turn);
-                        let later: Vec<u64> = turn_starts(events)
-                            .into_iter()
-                            .filter(|t| *t >= turn)
-                            .collect();
-                        state.undone.extend(later);
+                        let starts = starts.get_or_insert_with(|| turn_starts(events));
+                        state
+                            .undone
+                            .extend(starts.iter().copied().filter(|t| *t >= turn));
                     }
                     _ => {}
                 }

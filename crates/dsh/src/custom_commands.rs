@@ -949,64 +949,10 @@ pub fn dsh_tool_names(item: &str) -> Result<Vec<String>, String> {
 }
 
 /// Splits `args` into words the way a shell would, without expanding
-/// anything: whitespace separates, `'…'` is literal, `"…"` keeps its text
-/// (`\"` and `\\` escaped), a backslash outside quotes escapes the next
-/// character. An unterminated quote runs to the end.
+/// anything; an unterminated quote runs to the end
+/// ([`dsh_process::words::split_words_lenient`]).
 pub fn split_args(args: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = args.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                for q in chars.by_ref() {
-                    if q == '\'' {
-                        break;
-                    }
-                    word.push(q);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(q) = chars.next() {
-                    match q {
-                        '"' => break,
-                        '\\' => match chars.next() {
-                            Some(e @ ('"' | '\\')) => word.push(e),
-                            Some(e) => {
-                                word.push('\\');
-                                word.push(e);
-                            }
-                            None => word.push('\\'),
-                        },
-                        q => word.push(q),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(e) = chars.next() {
-                    word.push(e);
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    words
+    dsh_process::words::split_words_lenient(args)
 }
 
 /// The message a command with `body` sends for `args`: `$ARGUMENTS`

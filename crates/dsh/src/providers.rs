@@ -594,6 +594,8 @@ pub enum AdapterSetup {
     /// models: its configuration (serving the wire ids) and the dsh name →
     /// wire id of each route.
     DeepSeek {
+        /// The provider's name.
+        provider: String,
         /// The adapter's configuration.
         config: dsh_llm_deepseek::DeepSeekConfig,
         /// dsh name → wire id.
@@ -607,11 +609,7 @@ impl AdapterSetup {
         match self {
             AdapterSetup::OpenAi(c) => &c.provider,
             AdapterSetup::Anthropic(c) => &c.provider,
-            AdapterSetup::DeepSeek { names, .. } => names
-                .keys()
-                .next()
-                .and_then(|n| n.split_once('/'))
-                .map_or("deepseek", |(p, _)| p),
+            AdapterSetup::DeepSeek { provider, .. } => provider,
         }
     }
 
@@ -621,6 +619,34 @@ impl AdapterSetup {
             AdapterSetup::OpenAi(c) => c.models.iter().map(|m| m.name.clone()).collect(),
             AdapterSetup::Anthropic(c) => c.models.iter().map(|m| m.name.clone()).collect(),
             AdapterSetup::DeepSeek { names, .. } => names.keys().cloned().collect(),
+        }
+    }
+
+    /// Checks the configuration as the adapter will on registration.
+    ///
+    /// # Errors
+    /// The adapter's message for the first invalid setting (it names
+    /// `[providers.<name>]`, or `[deepseek]` for a DeepSeek-kind provider).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            AdapterSetup::OpenAi(c) => c.validate(),
+            AdapterSetup::Anthropic(c) => c.validate(),
+            AdapterSetup::DeepSeek { config, .. } => config.validate(),
+        }
+    }
+
+    /// The body the adapter sends for `request`, byte for byte; the
+    /// request's model is sent as it is (give it the wire id).
+    ///
+    /// # Errors
+    /// The adapter's own refusals (a prefill, a model it does not serve).
+    pub fn request_bytes(&self, request: &ModelRequest) -> Result<Vec<u8>, dsh_llm::LlmError> {
+        match self {
+            AdapterSetup::OpenAi(c) => dsh_llm_openai::request_bytes(request, c),
+            AdapterSetup::Anthropic(c) => dsh_llm_anthropic::request_bytes(request, c),
+            AdapterSetup::DeepSeek { config, .. } => {
+                dsh_llm_deepseek::request_bytes(request, config)
+            }
         }
     }
 
@@ -636,12 +662,133 @@ impl AdapterSetup {
         match self {
             AdapterSetup::OpenAi(c) => dsh_llm_openai::register(service, c),
             AdapterSetup::Anthropic(c) => dsh_llm_anthropic::register(service, c),
-            AdapterSetup::DeepSeek { config, names } => {
+            AdapterSetup::DeepSeek { config, names, .. } => {
                 let adapter = dsh_llm_deepseek::DeepSeekAdapter::new(config)?;
                 let served: Vec<String> = names.keys().cloned().collect();
                 service.register_adapter(&served, Arc::new(Renamed::new(Arc::new(adapter), names)))
             }
         }
+    }
+}
+
+impl Provider {
+    /// The adapter that serves `routes` for this provider, in its dialect,
+    /// with the settings of its table over the adapter's defaults (and the
+    /// `openai` and `openrouter` presets' own defaults). Not checked: see
+    /// [`AdapterSetup::validate`]. The one place a provider's settings
+    /// become an adapter's configuration, for the live session
+    /// ([`adapters`]) and for a request rebuilt from the log
+    /// ([`crate::requests::request_body`]).
+    pub fn adapter_setup(&self, routes: &[&Route]) -> AdapterSetup {
+        match self.kind {
+            ProviderKind::OpenAiChat => AdapterSetup::OpenAi(openai_config(self, routes)),
+            ProviderKind::Anthropic => AdapterSetup::Anthropic(anthropic_config(self, routes)),
+            ProviderKind::DeepSeek => {
+                let names: BTreeMap<String, String> = routes
+                    .iter()
+                    .map(|r| (r.name.clone(), r.wire.clone()))
+                    .collect();
+                AdapterSetup::DeepSeek {
+                    provider: self.name.clone(),
+                    config: deepseek_config(self, names.values().cloned().collect()),
+                    names,
+                }
+            }
+        }
+    }
+}
+
+/// The `openai-chat` configuration of `p` serving `routes`.
+fn openai_config(p: &Provider, routes: &[&Route]) -> dsh_llm_openai::OpenAiConfig {
+    use dsh_llm_openai::MaxTokensField;
+    let s = &p.section;
+    let defaults = dsh_llm_openai::OpenAiConfig::default();
+    let mut headers = Vec::new();
+    if p.name == "openrouter" {
+        headers.push(("X-Title".to_string(), "dsh".to_string()));
+    }
+    headers.extend(
+        s.headers
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    dsh_llm_openai::OpenAiConfig {
+        provider: p.name.clone(),
+        api_key: p.api_key(),
+        base_url: p.base_url.clone(),
+        models: routes
+            .iter()
+            .map(|r| dsh_llm_openai::ModelRoute {
+                name: r.name.clone(),
+                wire: r.wire.clone(),
+                images: r.images,
+            })
+            .collect(),
+        connect_timeout_ms: s.connect_timeout_ms.unwrap_or(defaults.connect_timeout_ms),
+        stream_idle_timeout_ms: s
+            .stream_idle_timeout_ms
+            .unwrap_or(defaults.stream_idle_timeout_ms),
+        max_event_bytes: s.max_event_bytes.unwrap_or(defaults.max_event_bytes),
+        quirks: dsh_llm_openai::Quirks {
+            include_usage: s.include_usage.unwrap_or(defaults.quirks.include_usage),
+            max_tokens_field: match s.max_tokens_field.as_deref() {
+                Some("max_completion_tokens") => MaxTokensField::MaxCompletionTokens,
+                Some(_) => MaxTokensField::MaxTokens,
+                None if p.name == "openai" => MaxTokensField::MaxCompletionTokens,
+                None => defaults.quirks.max_tokens_field,
+            },
+            reasoning_effort: s
+                .reasoning_effort
+                .clone()
+                .or(defaults.quirks.reasoning_effort),
+        },
+        headers,
+    }
+}
+
+/// The `anthropic` configuration of `p` serving `routes`.
+fn anthropic_config(p: &Provider, routes: &[&Route]) -> dsh_llm_anthropic::AnthropicConfig {
+    let s = &p.section;
+    let defaults = dsh_llm_anthropic::AnthropicConfig::default();
+    dsh_llm_anthropic::AnthropicConfig {
+        provider: p.name.clone(),
+        api_key: p.api_key(),
+        base_url: p.base_url.clone(),
+        models: routes
+            .iter()
+            .map(|r| dsh_llm_anthropic::ModelRoute {
+                name: r.name.clone(),
+                wire: r.wire.clone(),
+                images: r.images,
+            })
+            .collect(),
+        max_tokens: s.max_tokens.unwrap_or(defaults.max_tokens),
+        thinking_budget: s.thinking_budget,
+        prompt_caching: s.prompt_caching.unwrap_or(defaults.prompt_caching),
+        connect_timeout_ms: s.connect_timeout_ms.unwrap_or(defaults.connect_timeout_ms),
+        stream_idle_timeout_ms: s
+            .stream_idle_timeout_ms
+            .unwrap_or(defaults.stream_idle_timeout_ms),
+        max_event_bytes: s.max_event_bytes.unwrap_or(defaults.max_event_bytes),
+    }
+}
+
+/// The `deepseek` configuration of `p` serving the wire ids `models`
+/// (thinking and reasoning effort: the provider's defaults).
+fn deepseek_config(p: &Provider, models: Vec<String>) -> dsh_llm_deepseek::DeepSeekConfig {
+    let s = &p.section;
+    let defaults = dsh_llm_deepseek::DeepSeekConfig::default();
+    dsh_llm_deepseek::DeepSeekConfig {
+        api_key: p.api_key(),
+        base_url: Some(p.base_url.clone()),
+        models,
+        connect_timeout_ms: s.connect_timeout_ms.unwrap_or(defaults.connect_timeout_ms),
+        stream_idle_timeout_ms: s
+            .stream_idle_timeout_ms
+            .unwrap_or(defaults.stream_idle_timeout_ms),
+        max_event_bytes: s.max_event_bytes.unwrap_or(defaults.max_event_bytes),
+        ..defaults
     }
 }
 
@@ -656,118 +803,9 @@ pub fn adapters(providers: &[Provider], routes: &[Route]) -> (Vec<AdapterSetup>,
         if mine.is_empty() {
             continue;
         }
-        let s = &p.section;
-        let setup = match p.kind {
-            ProviderKind::OpenAiChat => {
-                let mut c = dsh_llm_openai::OpenAiConfig {
-                    provider: p.name.clone(),
-                    api_key: p.api_key(),
-                    base_url: p.base_url.clone(),
-                    models: mine
-                        .iter()
-                        .map(|r| dsh_llm_openai::ModelRoute {
-                            name: r.name.clone(),
-                            wire: r.wire.clone(),
-                            images: r.images,
-                        })
-                        .collect(),
-                    ..Default::default()
-                };
-                if p.name == "openai" {
-                    c.quirks.max_tokens_field = dsh_llm_openai::MaxTokensField::MaxCompletionTokens;
-                }
-                if p.name == "openrouter" {
-                    c.headers.push(("X-Title".to_string(), "dsh".to_string()));
-                }
-                if let Some(f) = &s.max_tokens_field {
-                    c.quirks.max_tokens_field = if f == "max_completion_tokens" {
-                        dsh_llm_openai::MaxTokensField::MaxCompletionTokens
-                    } else {
-                        dsh_llm_openai::MaxTokensField::MaxTokens
-                    };
-                }
-                if let Some(v) = s.include_usage {
-                    c.quirks.include_usage = v;
-                }
-                if let Some(v) = &s.reasoning_effort {
-                    c.quirks.reasoning_effort = Some(v.clone());
-                }
-                if let Some(h) = &s.headers {
-                    c.headers
-                        .extend(h.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
-                if let Some(v) = s.connect_timeout_ms {
-                    c.connect_timeout_ms = v;
-                }
-                if let Some(v) = s.stream_idle_timeout_ms {
-                    c.stream_idle_timeout_ms = v;
-                }
-                if let Some(v) = s.max_event_bytes {
-                    c.max_event_bytes = v;
-                }
-                c.validate().map(|()| AdapterSetup::OpenAi(c))
-            }
-            ProviderKind::Anthropic => {
-                let mut c = dsh_llm_anthropic::AnthropicConfig {
-                    provider: p.name.clone(),
-                    api_key: p.api_key(),
-                    base_url: p.base_url.clone(),
-                    models: mine
-                        .iter()
-                        .map(|r| dsh_llm_anthropic::ModelRoute {
-                            name: r.name.clone(),
-                            wire: r.wire.clone(),
-                            images: r.images,
-                        })
-                        .collect(),
-                    ..Default::default()
-                };
-                if let Some(v) = s.max_tokens {
-                    c.max_tokens = v;
-                }
-                c.thinking_budget = s.thinking_budget;
-                if let Some(v) = s.prompt_caching {
-                    c.prompt_caching = v;
-                }
-                if let Some(v) = s.connect_timeout_ms {
-                    c.connect_timeout_ms = v;
-                }
-                if let Some(v) = s.stream_idle_timeout_ms {
-                    c.stream_idle_timeout_ms = v;
-                }
-                if let Some(v) = s.max_event_bytes {
-                    c.max_event_bytes = v;
-                }
-                c.validate().map(|()| AdapterSetup::Anthropic(c))
-            }
-            ProviderKind::DeepSeek => {
-                let mut config = dsh_llm_deepseek::DeepSeekConfig {
-                    api_key: p.api_key(),
-                    base_url: Some(p.base_url.clone()),
-                    models: Vec::new(),
-                    ..Default::default()
-                };
-                if let Some(v) = s.connect_timeout_ms {
-                    config.connect_timeout_ms = v;
-                }
-                if let Some(v) = s.stream_idle_timeout_ms {
-                    config.stream_idle_timeout_ms = v;
-                }
-                if let Some(v) = s.max_event_bytes {
-                    config.max_event_bytes = v;
-                }
-                let names: BTreeMap<String, String> = mine
-                    .iter()
-                    .map(|r| (r.name.clone(), r.wire.clone()))
-                    .collect();
-                config.models = names.values().cloned().collect();
-                config
-                    .validate()
-                    .map(|()| AdapterSetup::DeepSeek { config, names })
-            }
-        };
-        match setup {
-            Ok(setup) => out.push(setup),
+        let setup = p.adapter_setup(&mine);
+        match setup.validate() {
+            Ok(()) => out.push(setup),
             Err(e) => problems.push(format!(
                 "[providers.{}]: {}",
                 p.name,
@@ -875,5 +913,34 @@ mod tests {
         );
         assert_eq!(split("unknown/x", &all, &models), None);
         assert_eq!(split("qwen3-coder", &all, &models), None);
+    }
+
+    #[test]
+    fn a_setup_keeps_its_provider_name_and_puts_the_table_over_the_defaults() {
+        let (all, _) = providers(&section(
+            "[myds]\nkind = \"deepseek\"\nbase_url = \"http://127.0.0.1:9\"\n[openai]\ninclude_usage = false\n",
+        ));
+        let route = |name: &str, provider: &str| Route {
+            name: name.into(),
+            provider: provider.into(),
+            wire: "w".into(),
+            images: false,
+            local: false,
+        };
+        let by_name = |name: &str| all.iter().find(|p| p.name == name).unwrap();
+        let plain = route("plain", "myds");
+        let setup = by_name("myds").adapter_setup(&[&plain]);
+        assert_eq!(setup.provider(), "myds", "not guessed from the route names");
+        assert_eq!(setup.names(), ["plain"]);
+        let gpt = route("openai/gpt", "openai");
+        let AdapterSetup::OpenAi(c) = by_name("openai").adapter_setup(&[&gpt]) else {
+            panic!("openai speaks openai-chat");
+        };
+        assert_eq!(
+            c.quirks.max_tokens_field,
+            dsh_llm_openai::MaxTokensField::MaxCompletionTokens,
+            "the preset's default"
+        );
+        assert!(!c.quirks.include_usage, "the table's key");
     }
 }

@@ -20,6 +20,8 @@ use dsh_protocol::{ToolSchema, ToolSet};
 use dsh_session::{Deriver, EventPayload, SessionEvent};
 use serde_json::{json, Value};
 
+use crate::providers::{Provider, ProviderKind, ProviderSection, Route};
+
 /// Log-only event: the provider and its wire options for the requests
 /// that follow, `{"provider": "deepseek", "thinking"?, "reasoningEffort"?}`,
 /// `{"provider": "echo"}`, or for a routed model (see
@@ -74,51 +76,57 @@ pub fn log_routed_adapter(agent: &dyn Agent, setup: &crate::providers::AdapterSe
     });
 }
 
-/// The `request/adapter` data of `model` served by `setup`.
+/// The `request/adapter` data of `model` served by `setup`: `provider`
+/// (the dialect), `name`, `model`, `wire`, then `images` and the
+/// dialect's options (none for DeepSeek), in that order;
+/// [`request_body`] reads them back.
 pub fn routed_adapter_data(setup: &crate::providers::AdapterSetup, model: &str) -> Value {
     use crate::providers::AdapterSetup;
-    match setup {
+    let (kind, wire, images) = match setup {
         AdapterSetup::OpenAi(c) => {
-            let route = c.models.iter().find(|m| m.name == model);
-            json!({
-                "provider": "openai-chat",
-                "name": c.provider,
-                "model": model,
-                "wire": route.map_or(model, |r| r.wire.as_str()),
-                "images": route.is_some_and(|r| r.images),
-                "maxTokensField": match c.quirks.max_tokens_field {
-                    dsh_llm_openai::MaxTokensField::MaxTokens => "max_tokens",
-                    dsh_llm_openai::MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-                },
-                "includeUsage": c.quirks.include_usage,
-                "reasoningEffort": c.quirks.reasoning_effort,
-            })
+            let route = c.route(model);
+            let wire = route.map(|r| r.wire.as_str());
+            ("openai-chat", wire, Some(route.is_some_and(|r| r.images)))
         }
         AdapterSetup::Anthropic(c) => {
-            let route = c.models.iter().find(|m| m.name == model);
-            json!({
-                "provider": "anthropic",
-                "name": c.provider,
-                "model": model,
-                "wire": route.map_or(model, |r| r.wire.as_str()),
-                "images": route.is_some_and(|r| r.images),
-                "maxTokens": c.max_tokens,
-                "thinkingBudget": c.thinking_budget,
-                "promptCaching": c.prompt_caching,
-            })
+            let route = c.route(model);
+            let wire = route.map(|r| r.wire.as_str());
+            ("anthropic", wire, Some(route.is_some_and(|r| r.images)))
         }
-        AdapterSetup::DeepSeek { names, .. } => json!({
-            "provider": "deepseek",
-            "name": setup.provider(),
-            "model": model,
-            "wire": names.get(model).map_or(model, String::as_str),
-        }),
+        AdapterSetup::DeepSeek { names, .. } => {
+            ("deepseek", names.get(model).map(String::as_str), None)
+        }
+    };
+    let mut data = json!({
+        "provider": kind,
+        "name": setup.provider(),
+        "model": model,
+        "wire": wire.unwrap_or(model),
+    });
+    if let Some(images) = images {
+        data["images"] = json!(images);
     }
+    match setup {
+        AdapterSetup::OpenAi(c) => {
+            data["maxTokensField"] = json!(c.quirks.max_tokens_field.as_str());
+            data["includeUsage"] = json!(c.quirks.include_usage);
+            data["reasoningEffort"] = json!(c.quirks.reasoning_effort);
+        }
+        AdapterSetup::Anthropic(c) => {
+            data["maxTokens"] = json!(c.max_tokens);
+            data["thinkingBudget"] = json!(c.thinking_budget);
+            data["promptCaching"] = json!(c.prompt_caching);
+        }
+        AdapterSetup::DeepSeek { .. } => {}
+    }
+    data
 }
 
 /// The body the adapter named by the logged `adapter` options sends for
 /// `request`, byte for byte (DeepSeek, `openai-chat`, `anthropic`); for
-/// the offline model, the request as JSON.
+/// the offline model, the request as JSON. A routed model's adapter is
+/// configured by [`crate::providers::Provider::adapter_setup`], as in the
+/// live session, from the provider the log describes.
 ///
 /// # Errors
 /// The adapter's own refusals.
@@ -129,62 +137,58 @@ pub fn request_body(request: &ModelRequest, adapter: &Value) -> Result<Vec<u8>, 
             request.model = wire.to_string();
         }
     }
-    let route = |name: &str| {
-        (
-            name.to_string(),
-            adapter["images"].as_bool().unwrap_or(false),
-        )
-    };
-    match adapter["provider"].as_str() {
-        Some("deepseek") => deepseek_body(&request, adapter),
-        Some("openai-chat") => {
-            let (name, images) = route(&request.model);
-            let mut c = dsh_llm_openai::OpenAiConfig {
-                provider: adapter["name"].as_str().unwrap_or_default().to_string(),
-                models: vec![dsh_llm_openai::ModelRoute {
-                    wire: name.clone(),
-                    name,
-                    images,
-                }],
-                ..Default::default()
-            };
-            if adapter["maxTokensField"] == "max_completion_tokens" {
-                c.quirks.max_tokens_field = dsh_llm_openai::MaxTokensField::MaxCompletionTokens;
-            }
-            if let Some(v) = adapter["includeUsage"].as_bool() {
-                c.quirks.include_usage = v;
-            }
-            c.quirks.reasoning_effort = adapter["reasoningEffort"].as_str().map(str::to_string);
-            dsh_llm_openai::request_bytes(&request, &c)
+    match serde_json::from_value::<ProviderKind>(adapter["provider"].clone()) {
+        // The built-in DeepSeek adapter (a routed provider's data has a name).
+        Ok(ProviderKind::DeepSeek) if adapter.get("name").is_none() => {
+            deepseek_body(&request, adapter)
         }
-        Some("anthropic") => {
-            let (name, images) = route(&request.model);
-            let mut c = dsh_llm_anthropic::AnthropicConfig {
-                provider: adapter["name"].as_str().unwrap_or_default().to_string(),
-                models: vec![dsh_llm_anthropic::ModelRoute {
-                    wire: name.clone(),
-                    name,
-                    images,
-                }],
-                ..Default::default()
+        Ok(kind) => {
+            let route = Route {
+                name: request.model.clone(),
+                provider: String::new(),
+                wire: request.model.clone(),
+                images: adapter["images"].as_bool().unwrap_or(false),
+                local: false,
             };
-            if let Some(v) = adapter["maxTokens"]
-                .as_u64()
-                .and_then(|v| u32::try_from(v).ok())
-            {
-                c.max_tokens = v;
-            }
-            c.thinking_budget = adapter["thinkingBudget"]
-                .as_u64()
-                .and_then(|v| u32::try_from(v).ok());
-            if let Some(v) = adapter["promptCaching"].as_bool() {
-                c.prompt_caching = v;
-            }
-            dsh_llm_anthropic::request_bytes(&request, &c)
+            logged_provider(kind, adapter)
+                .adapter_setup(&[&route])
+                .request_bytes(&request)
         }
-        _ => serde_json::to_vec(&request).map_err(|e| {
+        Err(_) => serde_json::to_vec(&request).map_err(|e| {
             dsh_llm::LlmError::new(dsh_llm::LlmErrorKind::InvalidRequest, e.to_string())
         }),
+    }
+}
+
+/// The provider a routed model's `request/adapter` data describes: its
+/// name and the dialect's options [`routed_adapter_data`] logged, as a
+/// `[providers.<name>]` table (no key, no base URL: a body depends on
+/// neither).
+fn logged_provider(kind: ProviderKind, adapter: &Value) -> Provider {
+    let max_tokens_field = if adapter["maxTokensField"] == "max_completion_tokens" {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    let u32_of = |key: &str| adapter[key].as_u64().and_then(|v| u32::try_from(v).ok());
+    Provider {
+        name: adapter["name"].as_str().unwrap_or_default().to_string(),
+        kind,
+        base_url: String::new(),
+        api_key_env: None,
+        key_required: false,
+        local: false,
+        section: ProviderSection {
+            kind: Some(kind),
+            max_tokens_field: Some(max_tokens_field.to_string()),
+            include_usage: adapter["includeUsage"].as_bool(),
+            reasoning_effort: adapter["reasoningEffort"].as_str().map(str::to_string),
+            max_tokens: u32_of("maxTokens"),
+            thinking_budget: u32_of("thinkingBudget"),
+            prompt_caching: adapter["promptCaching"].as_bool(),
+            ..Default::default()
+        },
+        preset: None,
     }
 }
 
@@ -274,4 +278,79 @@ pub fn deepseek_body(
         ..Default::default()
     };
     dsh_llm_deepseek::request_bytes(request, &config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_routed_request_is_rebuilt_as_the_live_adapter_sent_it() {
+        let tables: BTreeMap<String, ProviderSection> = toml::from_str(concat!(
+            "[oai]\nkind = \"openai-chat\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+            "max_tokens_field = \"max_completion_tokens\"\nreasoning_effort = \"low\"\ninclude_usage = false\n",
+            "[ant]\nkind = \"anthropic\"\nbase_url = \"http://127.0.0.1:9\"\n",
+            "max_tokens = 4096\nthinking_budget = 2048\nprompt_caching = false\n",
+            "[ds]\nkind = \"deepseek\"\nbase_url = \"http://127.0.0.1:9\"\n",
+        ))
+        .unwrap();
+        let (all, problems) = crate::providers::providers(&tables);
+        assert!(problems.is_empty(), "{problems:?}");
+        for name in ["oai", "ant", "ds"] {
+            let p = all.iter().find(|p| p.name == name).unwrap();
+            let route = Route {
+                name: format!("{name}-model"),
+                provider: name.into(),
+                wire: "wire-id".into(),
+                images: true,
+                local: true,
+            };
+            let setup = p.adapter_setup(&[&route]);
+            let request = ModelRequest {
+                model: route.name.clone(),
+                system: Some("be brief".into()),
+                max_tokens: Some(8192),
+                ..Default::default()
+            };
+            // A DeepSeek-kind adapter is wrapped to send the wire id.
+            let live = match p.kind {
+                ProviderKind::DeepSeek => ModelRequest {
+                    model: route.wire.clone(),
+                    ..request.clone()
+                },
+                _ => request.clone(),
+            };
+            let sent = setup.request_bytes(&live).unwrap();
+            let data = routed_adapter_data(&setup, &route.name);
+            assert_eq!(data["name"], name);
+            let keys: Vec<&str> = data
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let options: &[&str] = match p.kind {
+                ProviderKind::OpenAiChat => &[
+                    "images",
+                    "maxTokensField",
+                    "includeUsage",
+                    "reasoningEffort",
+                ],
+                ProviderKind::Anthropic => {
+                    &["images", "maxTokens", "thinkingBudget", "promptCaching"]
+                }
+                ProviderKind::DeepSeek => &[],
+            };
+            assert_eq!(
+                keys,
+                [&["provider", "name", "model", "wire"], options].concat()
+            );
+            assert_eq!(
+                String::from_utf8(request_body(&request, &data).unwrap()).unwrap(),
+                String::from_utf8(sent).unwrap(),
+                "{data}"
+            );
+        }
+    }
 }

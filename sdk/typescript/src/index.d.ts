@@ -195,6 +195,8 @@ export interface CommandInfo {
   description: string;
   /** The argument it takes, when it takes one (`name`, `mode`); always optional. */
   hint?: string;
+  /** Where a custom command comes from (`project` or `user`); absent for a built-in one. */
+  scope?: "project" | "user" | (string & {});
 }
 
 /** What an open session is now. */
@@ -222,6 +224,8 @@ export interface SessionResult {
   /** The id to name it by in later calls (stays the same after `/clear`). */
   sessionId: string;
   info: SessionInfo;
+  /** Its custom commands (Markdown command files), which `session/command` runs like the built-in ones `initialize` lists. */
+  commands?: CommandInfo[];
 }
 
 /** An open session in `session/list`. */

@@ -66,34 +66,33 @@ fn key_state(p: &Provider) -> String {
     }
 }
 
+/// The rows of the listing, in the order of the module's doc.
 fn rows(resolved: &Resolved) -> Vec<Row> {
     let cat: &Catalogue = &resolved.catalogue;
-    let entry_row = |model: &str, provider: &str, kind: &'static str, wire: &str| {
-        let e = cat.entry(model);
-        (
-            e.and_then(|e| e.context_window),
-            e.and_then(|e| e.price.clone()),
-            e.is_some_and(|e| e.images),
-            model.to_string(),
-            provider.to_string(),
-            kind,
-            wire.to_string(),
-        )
-    };
-    let mut out = Vec::new();
-    let (window, price, images, model, provider, kind, wire) =
-        entry_row(dsh::echo_model::ECHO_MODEL, "offline", "echo", "-");
-    out.push(Row {
-        model,
-        provider,
-        kind,
-        wire,
-        window,
-        price,
-        images,
-        key: "not needed".into(),
-        served: true,
-    });
+    // A row with the catalogue's window, price and images for `model`.
+    let entry_row =
+        |model: &str, provider: &str, kind: &'static str, wire: &str, key: String, served: bool| {
+            let e = cat.entry(model);
+            Row {
+                model: model.to_string(),
+                provider: provider.to_string(),
+                kind,
+                wire: wire.to_string(),
+                window: e.and_then(|e| e.context_window),
+                price: e.and_then(|e| e.price.clone()),
+                images: e.is_some_and(|e| e.images),
+                key,
+                served,
+            }
+        };
+    let mut out = vec![entry_row(
+        dsh::echo_model::ECHO_MODEL,
+        "offline",
+        "echo",
+        "-",
+        "not needed".into(),
+        true,
+    )];
     let deepseek = resolved.providers.iter().find(|p| p.name == "deepseek");
     let mut ds_models: Vec<String> = dsh::providers::DEEPSEEK_MODELS
         .iter()
@@ -107,26 +106,24 @@ fn rows(resolved: &Resolved) -> Vec<Row> {
         }
     }
     for m in ds_models {
-        let (window, price, images, model, provider, kind, wire) =
-            entry_row(&m, "deepseek", "deepseek", &m);
-        out.push(Row {
-            model,
-            provider,
-            kind,
-            wire,
-            window: window.or(Some(dsh::providers::DEEPSEEK_CONTEXT_WINDOW)),
-            price,
-            images,
-            key: match (&resolved.deepseek, deepseek) {
-                (Some(_), _) => "set".into(),
-                (None, Some(p)) => format!(
-                    "missing ({})",
-                    p.api_key_env.as_deref().unwrap_or("DEEPSEEK_API_KEY")
-                ),
-                (None, None) => "missing (DEEPSEEK_API_KEY)".into(),
-            },
-            served: resolved.deepseek.is_some(),
-        });
+        let key = match (&resolved.deepseek, deepseek) {
+            (Some(_), _) => "set".into(),
+            (None, Some(p)) => format!(
+                "missing ({})",
+                p.api_key_env.as_deref().unwrap_or("DEEPSEEK_API_KEY")
+            ),
+            (None, None) => "missing (DEEPSEEK_API_KEY)".into(),
+        };
+        let mut row = entry_row(
+            &m,
+            "deepseek",
+            "deepseek",
+            &m,
+            key,
+            resolved.deepseek.is_some(),
+        );
+        row.window = row.window.or(Some(dsh::providers::DEEPSEEK_CONTEXT_WINDOW));
+        out.push(row);
     }
     let mut routes: Vec<Route> = resolved.routes.clone();
     // The presets' known models, also those whose key is missing.
@@ -148,23 +145,20 @@ fn rows(resolved: &Resolved) -> Vec<Row> {
         let Some(p) = resolved.providers.iter().find(|p| p.name == r.provider) else {
             continue;
         };
-        let (window, price, images, model, provider, kind, wire) =
-            entry_row(&r.name, &p.name, p.kind.as_str(), &r.wire);
         let served = resolved
             .adapters
             .iter()
             .any(|a| a.names().iter().any(|n| n == &r.name));
-        out.push(Row {
-            model,
-            provider,
-            kind,
-            wire,
-            window,
-            price,
-            images: images || r.images,
-            key: key_state(p),
+        let mut row = entry_row(
+            &r.name,
+            &p.name,
+            p.kind.as_str(),
+            &r.wire,
+            key_state(p),
             served,
-        });
+        );
+        row.images |= r.images;
+        out.push(row);
     }
     out
 }

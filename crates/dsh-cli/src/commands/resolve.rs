@@ -377,7 +377,7 @@ pub(crate) fn ago(now: u64, then: u64) -> String {
         60..=3_599 => format!("{}m ago", secs / 60),
         3_600..=172_799 => format!("{}h ago", secs / 3_600),
         172_800..=5_183_999 => format!("{}d ago", secs / 86_400),
-        _ => format_utc(then).chars().take(10).collect(),
+        _ => dsh_protocol::time::Utc::from_unix_ms(then).date(),
     }
 }
 

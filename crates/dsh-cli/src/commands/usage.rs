@@ -181,7 +181,7 @@ fn aggregate(
                 None => cost.add_unpriced(),
             }
             let key = match by {
-                UsageGroup::Day => crate::commands::session::format_utc(r.time)[..10].to_string(),
+                UsageGroup::Day => dsh_protocol::time::Utc::from_unix_ms(r.time).date(),
                 UsageGroup::Model => r.model.clone().unwrap_or_else(|| "?".to_string()),
                 UsageGroup::Project => log.cwd.clone().unwrap_or_else(|| "?".to_string()),
             };

@@ -297,6 +297,54 @@ try {
     expect((await tool.locator(".tmeta").textContent()).includes("rejected: not this file"), "the note on the card");
   });
 
+  await step("the model asks: a question card, options picked and typed, the answer logged", async () => {
+    const questions = [
+      { question: "Which database?", header: "DB", options: [{ label: "SQLite", description: "one file" }, { label: "Postgres" }] },
+      { question: "Which platforms?", multi_select: true, options: [{ label: "linux" }, { label: "mac" }, { label: "windows" }] },
+      { question: "Anything else?" },
+    ];
+    const before = await statsCount(pageA);
+    await send(pageA, `call ask_user ${JSON.stringify({ questions })}`);
+    const card = pageA.locator(".approval.questions");
+    await card.waitFor();
+    const legends = await card.locator("legend").allTextContents();
+    expect(JSON.stringify(legends) === JSON.stringify(["DB: Which database?", "Which platforms?", "Anything else?"]), `legends: ${JSON.stringify(legends)}`);
+    expect((await card.locator("fieldset").nth(0).locator("input[type=radio]").count()) === 2, "single choice is radio buttons");
+    expect((await card.locator("fieldset").nth(1).locator("input[type=checkbox]").count()) === 3, "multi-select is checkboxes");
+    expect((await card.locator(".qdesc").first().textContent()).includes("one file"), "an option's description");
+    await shot(pageA, "question.png");
+    await card.locator("fieldset").nth(0).locator("input[type=radio]").nth(1).check();
+    await card.locator("fieldset").nth(1).locator("input[type=checkbox]").nth(0).check();
+    await card.locator("fieldset").nth(1).locator("input[type=checkbox]").nth(2).check();
+    await card.locator("fieldset").nth(2).locator(".qtext").fill("keep it small");
+    await card.locator("[data-decision=answer]").click();
+    await card.waitFor({ state: "detached" });
+    await waitFor(async () => (await statsCount(pageA)) > before, "the turn's end");
+    const id = await sessionOf(pageA);
+    const answered = fs
+      .readFileSync(path.join(sessionsDir, id + ".jsonl"), "utf8")
+      .split("\n")
+      .filter((l) => l.includes('"question/answered"'))
+      .map((l) => JSON.parse(l).data);
+    const last = answered[answered.length - 1];
+    expect(last && JSON.stringify(last.answers) === JSON.stringify(["Postgres", "linux, windows", "keep it small"]), `the answers logged: ${JSON.stringify(answered)}`);
+  });
+
+  await step("the model asks again: Decline tells the model the question was declined", async () => {
+    const before = await statsCount(pageA);
+    await send(pageA, `call ask_user ${JSON.stringify({ questions: [{ question: "Proceed?" }] })}`);
+    const card = pageA.locator(".approval.questions");
+    await card.waitFor();
+    await card.locator("[data-decision=decline]").click();
+    await card.waitFor({ state: "detached" });
+    await waitFor(async () => (await statsCount(pageA)) > before, "the turn's end");
+    const id = await sessionOf(pageA);
+    const log = fs.readFileSync(path.join(sessionsDir, id + ".jsonl"), "utf8");
+    const answered = log.split("\n").filter((l) => l.includes('"question/answered"')).map((l) => JSON.parse(l).data);
+    expect(answered[answered.length - 1].declined === true, `declined logged: ${JSON.stringify(answered)}`);
+    expect(log.includes("QUESTION_DECLINED"), "the model read a declined result");
+  });
+
   await step("switch the permission mode; an edit's diff unified and side by side", async () => {
     await pageA.selectOption("#permission", "workspace-write");
     await waitFor(async () => (await info(sid)).permission === "workspace-write", "the server's mode");
@@ -372,6 +420,24 @@ try {
     expect((await pageA.inputValue("#input")) === "look at @approved.txt ", "a path completed");
     await pageA.type("#input", "and @nothing-is-called-this");
     await waitFor(async () => pageA.locator("#completions").evaluate((e) => e.hidden), "no completion for a path that is not there");
+    await pageA.fill("#input", "");
+  });
+
+  await step("a custom command: a new file is found, completed and run as a turn", async () => {
+    // The server's user config folder: $XDG_CONFIG_HOME (home/config) beside home/data/dsh/sessions.
+    const dir = path.resolve(sessionsDir, "../../../config/dsh/commands");
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, "greet.md"), "---\ndescription: Greet someone\nargument-hint: <name>\n---\necho greetings $1\n");
+    // The folders are looked at again at most every 2 s.
+    await new Promise((r) => setTimeout(r, 2200));
+    await turn(pageA, "/greet Ann");
+    await pageA.locator(".assistant", { hasText: "greetings Ann" }).last().waitFor();
+    await pageA.fill("#input", "");
+    await pageA.type("#input", "/gre");
+    const opt = pageA.locator("#completions .opt", { hasText: "/greet" });
+    await opt.waitFor();
+    const hint = await opt.locator(".opt-hint").textContent();
+    expect(hint === "[<name>] \u2014 (user) Greet someone", `the command's hint and scope: ${hint}`);
     await pageA.fill("#input", "");
   });
 

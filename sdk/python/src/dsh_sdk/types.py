@@ -82,9 +82,11 @@ class _CommandInfoBase(TypedDict):
 class CommandInfo(_CommandInfoBase, total=False):
     """One chat command `session/command` runs: its `name` without the
     slash, what it does, and `hint`, the argument it takes when it takes
-    one (always optional)."""
+    one (always optional); `scope` (`project` or `user`) marks a custom
+    command's origin and is absent for a built-in one."""
 
     hint: str
+    scope: str
 
 
 class InitializeResult(TypedDict):
@@ -120,11 +122,17 @@ class SessionInfo(_SessionInfoBase, total=False):
     title: str
 
 
-class SessionResult(TypedDict):
-    """A session as `session/create`, `load`, `fork` and `info` return it."""
-
+class _SessionResultBase(TypedDict):
     sessionId: str
     info: SessionInfo
+
+
+class SessionResult(_SessionResultBase, total=False):
+    """A session as `session/create`, `load`, `fork` and `info` return it;
+    `commands`: its custom commands (Markdown command files), which
+    `session/command` runs like the built-in ones."""
+
+    commands: List[CommandInfo]
 
 
 class OpenSession(TypedDict):
