@@ -57,8 +57,12 @@ fn the_inline_ui_asks_in_a_dialog_numbers_pick_and_toggle_text_and_esc() {
     assert!(!idle(&screen), "the dialog has the focus:\n{screen}");
     // The status line says whose move it is: an answer, not an approval.
     s.wait_for("the status line", |t| {
-        t.contains("waiting for your answer") && !t.contains("waiting for approval")
+        t.contains(" waiting for your answer · ")
     });
+    let screen = s.wait_for("the call's line", |t| {
+        t.contains("Ask \"Which database?\" (+1 more) — waiting for your answer")
+    });
+    assert!(!screen.contains("waiting for approval"), "{screen}");
     s.keys("2");
     let screen = s.wait_for("the second question", |t| t.contains("Question 2/2"));
     assert!(screen.contains("1. [ ] linux"), "{screen}");

@@ -401,6 +401,9 @@ impl Transcript {
             let asked = self.questions.values().any(|(_, id)| id == &call.id);
             let state = if asked {
                 " — waiting for approval".to_string()
+            } else if call.name == "ask_user" {
+                // The call runs while its questions wait for the person.
+                " — waiting for your answer".to_string()
             } else {
                 format!(" — running {secs}s")
             };
