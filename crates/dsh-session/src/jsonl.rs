@@ -542,18 +542,35 @@ fn read_file(path: &Path) -> Result<Vec<u8>, SessionError> {
     })
 }
 
+/// How long [`lock_exclusive`] waits for a lock held by a writer that is
+/// letting go: a session that just closed may still hold its log for a
+/// moment (a flush finishing on a blocking thread, a `dsh` process exiting).
+const LOCK_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Takes the exclusive advisory lock of a log file, held while the file is
-/// open: two writers would interleave their lines.
+/// open: two writers would interleave their lines. A held lock is tried
+/// again every 20 ms for up to [`LOCK_RELEASE_WAIT`] before it counts as
+/// held (`SESSION_LOCKED`).
 fn lock_exclusive(file: &File, path: &Path) -> Result<(), SessionError> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked {
-            path: path.to_path_buf(),
-        }),
-        Err(std::fs::TryLockError::Error(source)) => Err(SessionError::Write {
-            path: path.to_path_buf(),
-            source,
-        }),
+    let deadline = std::time::Instant::now() + LOCK_RELEASE_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(SessionError::Locked {
+                    path: path.to_path_buf(),
+                })
+            }
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(SessionError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        }
     }
 }
 
