@@ -38,7 +38,11 @@ fn steer_abort_and_exit_on_a_terminal() {
 
     // Ctrl-C aborts a running step; the prompt stays.
     t.keys(&["run sleep 30", "Enter"]);
-    t.wait_for("the long bash call", |s| s.contains("sleep 30"));
+    // The call's line, not the typed text (which says `sleep 30` at once):
+    // the step runs when Ctrl-C comes.
+    t.wait_for("the long bash call", |s| {
+        s.contains(r#"⏺ bash({"command":"sleep 30""#)
+    });
     t.keys(&["C-c"]);
     t.wait_for("the abort notice", |s| {
         s.contains("[aborted: user interrupt]")
